@@ -1,0 +1,150 @@
+"""Pair datasets: modular addition and (non-modular) addition.
+
+A dataset is a set of token pairs ``(a, b)`` with integer labels. The particle
+model only needs to know which pairs share a label, so any labelled pair set
+works with the simulator.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["PairDataset", "modular_addition", "addition", "make_rng"]
+
+
+def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
+    """Return ``seed`` if it is a Generator, else a new Generator built from it."""
+    if isinstance(seed, np.random.Generator):
+        return seed
+    if seed is not None and not isinstance(seed, (int, np.integer)):
+        raise TypeError(f"seed must be an int, a numpy.random.Generator or None, got {type(seed).__name__}")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    return np.random.default_rng(seed)
+
+
+@dataclass(frozen=True, eq=False)
+class PairDataset:
+    """Labelled token pairs.
+
+    Attributes
+    ----------
+    pairs : ndarray of int64, shape (n, 2)
+        Token indices ``(a, b)``, each in ``[0, p)``.
+    labels : ndarray of int64, shape (n,)
+        Class label of each pair.
+    p : int
+        Number of tokens.
+    name : str
+        ``"modular_addition"``, ``"addition"`` or a user name.
+    indices : ndarray of int64, shape (n,)
+        Row of each pair in the full dataset it was split from (``arange(n)``
+        for a full dataset).
+    """
+
+    pairs: np.ndarray
+    labels: np.ndarray
+    p: int
+    name: str = "pairs"
+    indices: np.ndarray = field(default=None)  # type: ignore[assignment]
+    full: "PairDataset | None" = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        pairs = np.ascontiguousarray(self.pairs, dtype=np.int64)
+        labels = np.ascontiguousarray(self.labels, dtype=np.int64)
+        if pairs.ndim != 2 or pairs.shape[1] != 2:
+            raise ValueError(f"pairs must have shape (n, 2), got {pairs.shape}")
+        if labels.shape != (pairs.shape[0],):
+            raise ValueError(f"labels must have shape ({pairs.shape[0]},) to match pairs, got {labels.shape}")
+        if not isinstance(self.p, (int, np.integer)) or self.p < 1:
+            raise ValueError(f"p must be a positive int, got {self.p!r}")
+        if pairs.size and (pairs.min() < 0 or pairs.max() >= self.p):
+            raise ValueError(f"pairs must hold token indices in [0, {self.p}), got range [{pairs.min()}, {pairs.max()}]")
+        indices = np.arange(len(pairs)) if self.indices is None else np.asarray(self.indices, dtype=np.int64)
+        if indices.shape != (pairs.shape[0],):
+            raise ValueError(f"indices must have shape ({pairs.shape[0]},), got {indices.shape}")
+        object.__setattr__(self, "pairs", pairs)
+        object.__setattr__(self, "labels", labels)
+        object.__setattr__(self, "p", int(self.p))
+        object.__setattr__(self, "indices", indices)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    @property
+    def n_classes(self) -> int:
+        """Number of distinct labels present."""
+        return int(np.unique(self.labels).size)
+
+    def subset(self, rows: np.ndarray) -> "PairDataset":
+        """The pairs at ``rows`` (indices into this dataset), as a dataset."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return PairDataset(self.pairs[rows], self.labels[rows], self.p, self.name,
+                           self.indices[rows], self.full if self.full is not None else self)
+
+    def split(self, fraction: float, seed: int | np.random.Generator | None = 0) -> tuple["PairDataset", "PairDataset"]:
+        """Random train/validation split.
+
+        Parameters
+        ----------
+        fraction : float in (0, 1]
+            Share of the pairs used for training; ``round(fraction * n)`` pairs.
+        seed : int or numpy.random.Generator
+            Same seed, same split.
+
+        Returns
+        -------
+        train, val : PairDataset
+            Disjoint subsets; ``train.indices`` and ``val.indices`` are sorted
+            rows of this dataset.
+        """
+        if not isinstance(fraction, (int, float, np.floating)) or not 0.0 < float(fraction) <= 1.0:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+        n = len(self)
+        n_train = int(np.floor(float(fraction) * n + 0.5))
+        if n_train == 0:
+            raise ValueError(f"fraction={fraction} of {n} pairs gives an empty training set")
+        order = make_rng(seed).permutation(n)
+        return self.subset(np.sort(order[:n_train])), self.subset(np.sort(order[n_train:]))
+
+
+def _check_p(p: int) -> int:
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
+        raise TypeError(f"p must be an int, got {type(p).__name__}")
+    if p < 2:
+        raise ValueError(f"p must be >= 2, got {p}")
+    return int(p)
+
+
+def _pairs(p: int, ordered: bool) -> np.ndarray:
+    a, b = np.meshgrid(np.arange(p), np.arange(p), indexing="ij")
+    a, b = a.ravel(), b.ravel()
+    if not ordered:
+        keep = a <= b
+        a, b = a[keep], b[keep]
+    return np.stack([a, b], axis=1)
+
+
+def modular_addition(p: int, ordered: bool = False) -> PairDataset:
+    """Modular addition ``(a + b) mod p``.
+
+    Parameters
+    ----------
+    p : int >= 2
+        Modulus and number of tokens.
+    ordered : bool
+        ``False``: the p(p+1)/2 unordered pairs ``a <= b``; ``True``: all p**2
+        ordered pairs.
+    """
+    p = _check_p(p)
+    pairs = _pairs(p, ordered)
+    return PairDataset(pairs, (pairs[:, 0] + pairs[:, 1]) % p, p, "modular_addition")
+
+
+def addition(p: int) -> PairDataset:
+    """Non-modular addition ``a + b`` on unordered pairs (2p - 1 classes)."""
+    p = _check_p(p)
+    pairs = _pairs(p, False)
+    return PairDataset(pairs, pairs[:, 0] + pairs[:, 1], p, "addition")

@@ -1,0 +1,202 @@
+"""Structure metrics for any embedding (simulated or trained).
+
+Thresholds of :func:`classify_structure` are module constants and are
+documented in ``docs/particles.md``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+from .datasets import PairDataset, modular_addition
+
+__all__ = [
+    "circularity",
+    "best_circularity",
+    "pair_sum_accuracy",
+    "grid_defects",
+    "classify_structure",
+    "structure_metrics",
+    "STRUCTURES",
+    "CIRCLE_THRESHOLD",
+    "GRID_THRESHOLD",
+    "IMPERFECT_GRID_THRESHOLD",
+]
+
+STRUCTURES = ("circle", "grid", "imperfect grid", "unstructured")
+#: best circularity at or above which an embedding is a circle
+CIRCLE_THRESHOLD = 0.9
+#: euclidean pair-sum accuracy at or above which an embedding is a grid
+GRID_THRESHOLD = 0.9
+#: euclidean pair-sum accuracy at or above which it is an imperfect grid
+IMPERFECT_GRID_THRESHOLD = 0.6
+
+
+def _check_embedding(E: np.ndarray, name: str = "E") -> np.ndarray:
+    E = np.asarray(E, dtype=float)
+    if E.ndim != 2:
+        raise ValueError(f"{name} must have shape (p, d), got {E.shape}")
+    if E.shape[0] < 2 or E.shape[1] < 1:
+        raise ValueError(f"{name} must have at least 2 tokens and 1 dimension, got {E.shape}")
+    if not np.all(np.isfinite(E)):
+        raise ValueError(f"{name} contains non-finite values")
+    return E
+
+
+def _frequency_scores(E: np.ndarray) -> np.ndarray:
+    """Circularity of every frequency k = 0..p-1 (k = 0 is always 0)."""
+    p, d = E.shape
+    centred = E - E.mean(axis=0)
+    F = np.fft.fft(centred, axis=0)  # (p, d) complex
+    t = np.arange(p)
+    scores = np.zeros(p)
+    for k in range(1, p):
+        plane = np.stack([F[k].real, F[k].imag], axis=1)  # (d, 2)
+        u, sv, _ = np.linalg.svd(plane, full_matrices=False)
+        rank = int(np.sum(sv > 1e-12 * max(sv.max(), 1e-300)))
+        if rank == 0:
+            continue
+        y = centred @ u[:, :rank]
+        yc = y[:, 0] + 1j * y[:, 1] if rank == 2 else y[:, 0].astype(complex)
+        power = float(np.sum(np.abs(yc) ** 2))
+        if power <= 0:
+            continue
+        z = np.exp(2j * np.pi * k * t / p)
+        fit = max(abs(np.vdot(z, yc)) ** 2, abs(np.vdot(z.conj(), yc)) ** 2)
+        scores[k] = fit / (p * power)
+    return scores
+
+
+def circularity(E: np.ndarray, frequency: int | None = None) -> np.ndarray | float:
+    """How closely the embedding is a circle of frequency k.
+
+    For each frequency k the centred embedding is projected onto the plane of
+    Re F_k and Im F_k (F = FFT over tokens) and compared with the circle
+    t -> (cos 2 pi k t / p, sin 2 pi k t / p) up to rotation, scale and
+    reflection: the score is the share of the projected variance explained by
+    that rotating circle, |sum_t y_t e^{-+2 pi i k t/p}|^2 / (p sum_t |y_t|^2).
+    A perfect circle scores 1; points on a line at most 0.5.
+
+    Parameters
+    ----------
+    E : ndarray, shape (p, d)
+    frequency : int in [1, p-1], optional
+        Score only this frequency.
+
+    Returns
+    -------
+    float if ``frequency`` is given, else ndarray of shape ((p-1)//2,) for
+    k = 1..(p-1)//2 (k and p - k are the same circle).
+    """
+    E = _check_embedding(E)
+    p = E.shape[0]
+    scores = _frequency_scores(E)
+    if frequency is not None:
+        if not isinstance(frequency, (int, np.integer)) or not 1 <= frequency < p:
+            raise ValueError(f"frequency must be an int in [1, {p - 1}], got {frequency!r}")
+        return float(scores[frequency])
+    return scores[1 : (p - 1) // 2 + 1]
+
+
+def best_circularity(E: np.ndarray) -> tuple[int, float]:
+    """``(k, score)`` of the most circular frequency k in 1..(p-1)//2."""
+    scores = circularity(E)
+    if scores.size == 0:
+        return 0, 0.0
+    k = int(np.argmax(scores))
+    return k + 1, float(scores[k])
+
+
+def _dataset_for(E: np.ndarray, dataset: PairDataset | None) -> PairDataset:
+    if dataset is None:
+        return modular_addition(E.shape[0])
+    if not isinstance(dataset, PairDataset):
+        raise TypeError(f"dataset must be a PairDataset, got {type(dataset).__name__}")
+    if dataset.p != E.shape[0]:
+        raise ValueError(f"E has {E.shape[0]} tokens but the dataset has p = {dataset.p}")
+    return dataset
+
+
+def _nearest_other(points: np.ndarray) -> np.ndarray:
+    """Index of each point's nearest neighbour other than itself."""
+    tree = cKDTree(points)
+    _, idx = tree.query(points, k=2)
+    own = np.arange(len(points))
+    # with duplicates the point itself may come second
+    return np.where(idx[:, 0] != own, idx[:, 0], idx[:, 1])
+
+
+def _pair_sum_neighbours(E: np.ndarray, dataset: PairDataset, metric: str) -> np.ndarray:
+    s = E[dataset.pairs[:, 0]] + E[dataset.pairs[:, 1]]
+    if metric == "angular":
+        norm = np.linalg.norm(s, axis=1, keepdims=True)
+        s = np.divide(s, norm, out=np.zeros_like(s), where=norm > 0)
+    elif metric != "euclidean":
+        raise ValueError(f"metric must be 'euclidean' or 'angular', got {metric!r}")
+    return _nearest_other(s)
+
+
+def pair_sum_accuracy(E: np.ndarray, dataset: PairDataset | None = None, metric: str = "euclidean") -> float:
+    """Leave-one-out 1-nearest-neighbour accuracy of the pair sums by label.
+
+    Parameters
+    ----------
+    E : ndarray, shape (p, d)
+    dataset : PairDataset, optional
+        The pairs to classify; default the full unordered modular-addition
+        dataset D0(p). Pass the full dataset, not a training split, to measure
+        how well the representation predicts unseen sums.
+    metric : {"euclidean", "angular"}
+        Distance between pair sums, or between their directions (grids score
+        high on the first, circles on the second).
+    """
+    E = _check_embedding(E)
+    dataset = _dataset_for(E, dataset)
+    if len(dataset) < 2:
+        raise ValueError("dataset must hold at least 2 pairs")
+    nn = _pair_sum_neighbours(E, dataset, metric)
+    return float(np.mean(dataset.labels[nn] == dataset.labels))
+
+
+def grid_defects(E: np.ndarray, dataset: PairDataset | None = None) -> int:
+    """Number of pair sums whose euclidean nearest neighbour has another label."""
+    E = _check_embedding(E)
+    dataset = _dataset_for(E, dataset)
+    nn = _pair_sum_neighbours(E, dataset, "euclidean")
+    return int(np.sum(dataset.labels[nn] != dataset.labels))
+
+
+def structure_metrics(E: np.ndarray, dataset: PairDataset | None = None) -> dict[str, float | int | str]:
+    """All structure metrics of one embedding and its class, as a dict."""
+    E = _check_embedding(E)
+    dataset = _dataset_for(E, dataset)
+    k, circ = best_circularity(E) if E.shape[1] >= 1 else (0, 0.0)
+    acc_e = pair_sum_accuracy(E, dataset, "euclidean")
+    acc_a = pair_sum_accuracy(E, dataset, "angular")
+    if circ >= CIRCLE_THRESHOLD:
+        structure = "circle"
+    elif acc_e >= GRID_THRESHOLD:
+        structure = "grid"
+    elif acc_e >= IMPERFECT_GRID_THRESHOLD:
+        structure = "imperfect grid"
+    else:
+        structure = "unstructured"
+    return {
+        "circularity": circ,
+        "frequency": k,
+        "accuracy_euclidean": acc_e,
+        "accuracy_angular": acc_a,
+        "grid_defects": int(round((1.0 - acc_e) * len(dataset))),
+        "structure": structure,
+    }
+
+
+def classify_structure(E: np.ndarray, dataset: PairDataset | None = None) -> str:
+    """``"circle"``, ``"grid"``, ``"imperfect grid"`` or ``"unstructured"``.
+
+    circle: best circularity >= CIRCLE_THRESHOLD (0.9); otherwise grid:
+    euclidean pair-sum accuracy >= GRID_THRESHOLD (0.9); imperfect grid:
+    accuracy >= IMPERFECT_GRID_THRESHOLD (0.6); else unstructured.
+    """
+    return str(structure_metrics(E, dataset)["structure"])

@@ -1,0 +1,218 @@
+"""Integrators: overdamped (Langevin) Euler flow and an energy minimiser.
+
+The whole step loop runs in compiled code. With a ``callback`` the run is cut
+into chunks (about 100) so progress can be reported between them; the result
+is identical either way.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+
+from . import _kernels
+from .datasets import PairDataset, make_rng
+from .energy import _check_inputs, _n_chunks
+from .params import ForceParams
+from .trajectory import Trajectory
+
+__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "temperature_at"]
+
+
+class NonFiniteStateError(FloatingPointError):
+    """The state became NaN or infinite; ``step`` says when and
+    ``trajectory`` holds the snapshots recorded before."""
+
+    def __init__(self, step: int, trajectory: Trajectory | None = None):
+        super().__init__(f"the simulation reached a non-finite state at step {step}; "
+                         "lower dt or check the force parameters")
+        self.step = step
+        self.trajectory = trajectory
+
+
+def _package_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("embedding-dynamics")
+    except Exception:  # not installed (running from a source tree)
+        return "0+unknown"
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return int(value)
+
+
+def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (strict and value == 0):
+        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'} and finite, got {value}")
+    return value
+
+
+def temperature_at(step: int | np.ndarray, steps: int, temperature: float, final_temperature: float) -> np.ndarray:
+    """Langevin temperature at ``step``: linear from ``temperature`` (step 0)
+    to ``final_temperature`` (step ``steps``)."""
+    return temperature + (final_temperature - temperature) * np.asarray(step) / steps
+
+
+def simulate(
+    x0: np.ndarray,
+    train: PairDataset,
+    params: ForceParams,
+    *,
+    steps: int,
+    dt: float,
+    record_every: int | None = None,
+    temperature: float = 0.0,
+    final_temperature: float = 0.0,
+    seed: int | np.random.Generator | None = None,
+    parallel: bool | None = None,
+    callback: Callable[[int, int], None] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Trajectory:
+    """Integrate the overdamped flow dx/dt = F(x) with explicit Euler.
+
+    With ``temperature > 0`` each step adds Langevin noise sqrt(2 T dt) xi,
+    xi ~ N(0, 1), with T falling linearly from ``temperature`` at step 0 to
+    ``final_temperature`` (default 0: annealing) at the last step.
+
+    Parameters
+    ----------
+    x0 : ndarray, shape (p, d)
+        Initial positions; not modified.
+    train : PairDataset
+        Training pairs.
+    params : ForceParams
+    steps : int >= 1
+    dt : float > 0
+        Time step.
+    record_every : int >= 1, optional
+        Snapshot stride (default ``max(1, steps // 100)``). Snapshots are the
+        states at steps 0, r, 2r, ... and the final state.
+    temperature, final_temperature : float >= 0
+        Langevin temperature schedule.
+    seed : int or numpy.random.Generator, optional
+        Source of the Langevin noise (unused without noise).
+    parallel : bool, optional
+        Multi-threaded force kernel; default by size.
+    callback : callable(step, steps), optional
+        Called about 100 times with progress.
+    meta : dict, optional
+        Extra JSON-serialisable entries for the trajectory's ``meta``.
+
+    Returns
+    -------
+    Trajectory
+        ``embeddings`` (S, p, d) and ``energy`` per snapshot.
+
+    Raises
+    ------
+    NonFiniteStateError
+        When the state turns NaN or infinite (names the step).
+    """
+    x = _check_inputs(x0, train, params, name="x0").copy()
+    steps = _positive_int("steps", steps)
+    dt = _nonnegative("dt", dt, strict=True)
+    record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
+    temperature = _nonnegative("temperature", temperature)
+    final_temperature = _nonnegative("final_temperature", final_temperature)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable")
+    rng = make_rng(seed)
+
+    n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
+    traj = np.empty((n_records, x.shape[0], x.shape[1]))
+    energies = np.empty(n_records)
+    record_steps = list(range(0, steps, record_every)) + [steps]
+    prm = params.as_array()
+    n_chunks = _n_chunks(len(train), parallel)
+
+    if callback is None:
+        bounds = [0, steps]
+    else:
+        chunk = max(record_every, (steps // 100) // record_every * record_every)
+        bounds = list(range(0, steps, chunk)) + [steps]
+    slot = 0
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        status, reached, slot = _kernels.run_euler(
+            x, train.pairs, train.labels, prm, start, stop, dt, record_every, temperature, final_temperature,
+            steps, rng, traj, energies, slot, n_chunks)
+        if status != _kernels.OK:
+            partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
+                                 scalars={"energy": energies[:slot]}) if slot else None
+            raise NonFiniteStateError(int(reached), partial)
+        if callback is not None:
+            callback(stop, steps)
+    final_energy, _ = _final_energy(x, train, prm, n_chunks)
+    if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
+        raise NonFiniteStateError(steps)
+    traj[slot] = x
+    energies[slot] = final_energy
+    info = {
+        "source": "particles.simulate",
+        "p": int(x.shape[0]),
+        "d": int(x.shape[1]),
+        "params": params.to_dict(),
+        "steps": steps,
+        "dt": dt,
+        "record_every": record_every,
+        "temperature": temperature,
+        "final_temperature": final_temperature,
+        "seed": seed if isinstance(seed, (int, np.integer)) else None,
+        "dataset": train.name,
+        "train_indices": train.indices.tolist(),
+        "version": _package_version(),
+    }
+    info.update(meta or {})
+    return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies}, meta=info)
+
+
+def _final_energy(x: np.ndarray, train: PairDataset, prm: np.ndarray, n_chunks: int) -> tuple[float, np.ndarray]:
+    force = np.empty_like(x)
+    if n_chunks > 1:
+        return float(_kernels.forces_parallel(x, train.pairs, train.labels, prm, force, n_chunks)), force
+    return float(_kernels.forces_serial(x, train.pairs, train.labels, prm, force)), force
+
+
+@dataclass(frozen=True)
+class MinimizeResult:
+    """Result of :func:`minimize`."""
+
+    x: np.ndarray
+    energy: float
+    steps: int
+    converged: bool
+    max_force: float
+
+
+def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_steps: int = 10_000,
+             gtol: float = 1e-6, step: float = 1e-2) -> MinimizeResult:
+    """Minimise U by gradient descent with Armijo backtracking.
+
+    Every accepted step lowers U. Converged when the largest force component
+    is below ``gtol``. Needs gradient forces (``alignment="gradient"`` or
+    ``lam = 0``).
+    """
+    x = _check_inputs(x0, train, params, name="x0").copy()
+    if not params.is_gradient:
+        raise ValueError("minimize needs gradient forces: alignment='gradient' or lam=0 "
+                         f"(got alignment={params.alignment!r}, lam={params.lam})")
+    max_steps = _positive_int("max_steps", max_steps)
+    gtol = _nonnegative("gtol", gtol, strict=True)
+    step = _nonnegative("step", step, strict=True)
+    force = np.empty_like(x)
+    status, n, energy, fmax = _kernels.minimize_serial(x, train.pairs, train.labels, params.as_array(), max_steps,
+                                                      step, gtol, force)
+    if status == _kernels.NONFINITE:
+        raise NonFiniteStateError(int(n))
+    return MinimizeResult(x=x, energy=float(energy), steps=int(n), converged=bool(fmax < gtol), max_force=float(fmax))

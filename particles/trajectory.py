@@ -1,0 +1,236 @@
+"""The trajectory file shared by every package (SPEC section 6).
+
+One ``.npz`` without pickled objects:
+
+========================  ==============  ==========================================
+array                     shape / dtype   meaning
+========================  ==============  ==========================================
+``schema_version``        () int          format version (currently 1)
+``steps``                 (T,) int        steps at which per-step series are recorded
+``snapshot_steps``        (S,) int        steps at which embeddings are recorded
+``embeddings``            (S, p, d) float token embeddings
+``signals``               (T, K) float    optional Fourier signals
+``scalar_<name>``         (T,) float      optional per-step series (``energy``,
+                                          ``train_loss``, ``val_acc``, ...)
+``meta``                  () str          JSON: source, p, d, seed, parameters, ...
+========================  ==============  ==========================================
+
+Particle simulations record energy at every snapshot, so there
+``steps == snapshot_steps`` and ``scalar_energy`` has one value per snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION"]
+
+SCHEMA_VERSION = 1
+
+
+class TrajectoryFormatError(ValueError):
+    """A trajectory file or object is malformed; ``field`` names the culprit."""
+
+    def __init__(self, field_name: str, message: str):
+        super().__init__(f"trajectory field {field_name!r}: {message}")
+        self.field = field_name
+
+
+def _int_series(name: str, value: Any) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1:
+        raise TrajectoryFormatError(name, f"must be 1-D, got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        if not np.issubdtype(arr.dtype, np.floating) or not np.all(arr == np.round(arr)):
+            raise TrajectoryFormatError(name, f"must hold integers, got dtype {arr.dtype}")
+    arr = arr.astype(np.int64)
+    if arr.size > 1 and np.any(np.diff(arr) <= 0):
+        raise TrajectoryFormatError(name, "must be strictly increasing")
+    if arr.size and arr[0] < 0:
+        raise TrajectoryFormatError(name, "must be >= 0")
+    return arr
+
+
+def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != ndim:
+        raise TrajectoryFormatError(name, f"must have {ndim} dimensions, got shape {arr.shape}")
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TrajectoryFormatError(name, f"must be numeric, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(arr)):
+        bad = np.argwhere(~np.isfinite(arr))[0]
+        raise TrajectoryFormatError(name, f"holds a non-finite value at index {tuple(int(i) for i in bad)}")
+    return arr
+
+
+@dataclass(eq=False)
+class Trajectory:
+    """Embeddings over time plus optional per-step series.
+
+    Attributes
+    ----------
+    embeddings : ndarray, shape (S, p, d)
+        Embedding snapshots.
+    snapshot_steps : ndarray of int, shape (S,)
+        Step of each snapshot.
+    steps : ndarray of int, shape (T,)
+        Steps of the per-step series (defaults to ``snapshot_steps``).
+    signals : ndarray, shape (T, K), optional
+        Fourier signals per step.
+    scalars : dict of str to ndarray of shape (T,)
+        Per-step series, e.g. ``energy``, ``train_loss``, ``val_acc``.
+    meta : dict
+        JSON-serialisable description (source, p, d, seed, parameters, ...).
+    """
+
+    embeddings: np.ndarray
+    snapshot_steps: np.ndarray
+    steps: np.ndarray | None = None
+    signals: np.ndarray | None = None
+    scalars: dict[str, np.ndarray] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.embeddings = _float_array("embeddings", self.embeddings, 3)
+        self.snapshot_steps = _int_series("snapshot_steps", self.snapshot_steps)
+        if self.embeddings.shape[0] != self.snapshot_steps.shape[0]:
+            raise TrajectoryFormatError(
+                "snapshot_steps",
+                f"has {self.snapshot_steps.shape[0]} entries for {self.embeddings.shape[0]} embedding snapshots")
+        self.steps = self.snapshot_steps.copy() if self.steps is None else _int_series("steps", self.steps)
+        n_steps = self.steps.shape[0]
+        if self.signals is not None:
+            self.signals = _float_array("signals", self.signals, 2)
+            if self.signals.shape[0] != n_steps:
+                raise TrajectoryFormatError("signals", f"has {self.signals.shape[0]} rows for {n_steps} steps")
+        scalars = {}
+        for name, series in dict(self.scalars).items():
+            if not isinstance(name, str) or not name.isidentifier():
+                raise TrajectoryFormatError(f"scalar_{name}", "name must be an identifier")
+            arr = _float_array(f"scalar_{name}", series, 1)
+            if arr.shape[0] != n_steps:
+                raise TrajectoryFormatError(f"scalar_{name}", f"has {arr.shape[0]} entries for {n_steps} steps")
+            scalars[name] = arr
+        self.scalars = scalars
+        if not isinstance(self.meta, dict):
+            raise TrajectoryFormatError("meta", f"must be a dict, got {type(self.meta).__name__}")
+        try:
+            json.dumps(self.meta)
+        except (TypeError, ValueError) as exc:
+            raise TrajectoryFormatError("meta", f"is not JSON-serialisable: {exc}") from None
+
+    # convenient views -------------------------------------------------
+    @property
+    def p(self) -> int:
+        return int(self.embeddings.shape[1])
+
+    @property
+    def d(self) -> int:
+        return int(self.embeddings.shape[2])
+
+    @property
+    def final(self) -> np.ndarray:
+        """The last embedding snapshot, shape (p, d)."""
+        if len(self.embeddings) == 0:
+            raise ValueError("the trajectory has no snapshots")
+        return self.embeddings[-1]
+
+    @property
+    def energy(self) -> np.ndarray:
+        """Energy per step (particle trajectories)."""
+        if "energy" not in self.scalars:
+            raise AttributeError("this trajectory has no 'energy' series")
+        return self.scalars["energy"]
+
+    def __len__(self) -> int:
+        return int(self.embeddings.shape[0])
+
+    def __repr__(self) -> str:
+        series = ", ".join(sorted(self.scalars))
+        return (f"Trajectory(snapshots={len(self)}, p={self.p}, d={self.d}, steps={len(self.steps)}, "
+                f"signals={None if self.signals is None else self.signals.shape}, scalars=[{series}], "
+                f"source={self.meta.get('source')!r})")
+
+    # files --------------------------------------------------------------
+    def _arrays(self) -> dict[str, np.ndarray]:
+        arrays = {
+            "schema_version": np.array(SCHEMA_VERSION, dtype=np.int64),
+            "steps": self.steps,
+            "snapshot_steps": self.snapshot_steps,
+            "embeddings": self.embeddings,
+            "meta": np.array(json.dumps(self.meta, sort_keys=True)),
+        }
+        if self.signals is not None:
+            arrays["signals"] = self.signals
+        for name, series in self.scalars.items():
+            arrays[f"scalar_{name}"] = series
+        return arrays
+
+    def save(self, path: str | os.PathLike, compress: bool = True) -> Path:
+        """Write the ``.npz`` atomically (temporary file in the same folder,
+        then rename): a reader never sees a half-written file."""
+        path = Path(path)
+        if path.suffix != ".npz":
+            raise ValueError(f"path must end in .npz, got {str(path)!r}")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                (np.savez_compressed if compress else np.savez)(fh, **self._arrays())
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+        return path
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "Trajectory":
+        """Read and validate a trajectory file; errors name the bad field."""
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"no trajectory file at {str(path)!r}")
+        try:
+            archive = np.load(path, allow_pickle=False)
+        except Exception as exc:  # zipfile, OS and format errors
+            raise TrajectoryFormatError("file", f"{str(path)!r} is not a readable .npz archive ({exc})") from None
+        with archive:
+            names = set(archive.files)
+            for required in ("schema_version", "snapshot_steps", "embeddings", "meta"):
+                if required not in names:
+                    raise TrajectoryFormatError(required, "is missing")
+            try:
+                data = {name: archive[name] for name in names}
+            except ValueError as exc:  # object arrays refused without pickle
+                raise TrajectoryFormatError("file", f"holds an array that needs pickle ({exc})") from None
+        version = data["schema_version"]
+        if version.shape != () or not np.issubdtype(version.dtype, np.integer):
+            raise TrajectoryFormatError("schema_version", "must be a scalar integer")
+        if int(version) != SCHEMA_VERSION:
+            raise TrajectoryFormatError("schema_version", f"is {int(version)}; this version reads {SCHEMA_VERSION}")
+        meta_raw = data["meta"]
+        if meta_raw.shape != () or meta_raw.dtype.kind != "U":
+            raise TrajectoryFormatError("meta", "must be a scalar JSON string")
+        try:
+            meta = json.loads(str(meta_raw))
+        except json.JSONDecodeError as exc:
+            raise TrajectoryFormatError("meta", f"is not valid JSON ({exc})") from None
+        if not isinstance(meta, dict):
+            raise TrajectoryFormatError("meta", "must decode to a JSON object")
+        known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals"}
+        unknown = [n for n in names - known if not n.startswith("scalar_")]
+        if unknown:
+            raise TrajectoryFormatError(sorted(unknown)[0], "is not part of the trajectory format")
+        scalars = {n[len("scalar_"):]: data[n] for n in names if n.startswith("scalar_")}
+        return cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
+                   signals=data.get("signals"), scalars=scalars, meta=meta)
