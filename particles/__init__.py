@@ -1,8 +1,36 @@
-"""Numba-compiled N-body model of embeddings under clustering and alignment forces."""
-from .datasets import PairDataset, addition, modular_addition
+"""Numba-compiled N-body model of token embeddings under clustering and
+alignment forces between pair sums (SPEC section 1), its structure metrics,
+and the trajectory file format shared by the whole distribution.
+
+Public API::
+
+    modular_addition, addition, PairDataset          datasets and splits
+    ForceParams, energy, forces, energy_and_forces   the model
+    simulate, minimize, warmup                       integrators
+    Trajectory                                       the shared file format
+    circularity, best_circularity, pair_sum_accuracy,
+    grid_defects, classify_structure, structure_metrics
+    preset, Preset, sweep, SweepTable                presets and sweeps
+"""
+
+from ._warmup import warmup
+from .datasets import PairDataset, addition, make_rng, modular_addition
 from .energy import energy, energy_and_forces, forces
-from .metrics import (best_circularity, circularity, classify_structure, grid_defects, pair_sum_accuracy,
-                      structure_metrics)
-from .params import ForceParams
+from .metrics import (STRUCTURES, best_circularity, circularity, classify_structure, grid_defects,
+                      pair_sum_accuracy, structure_metrics)
+from .params import ALIGNMENT_FORMS, ALIGNMENTS, ForceParams
+from .presets import PRESETS, Preset, preset, preset_names
+from .reference import energy_reference, forces_reference
 from .simulate import MinimizeResult, NonFiniteStateError, minimize, simulate
-from .trajectory import Trajectory, TrajectoryFormatError
+from .sweep import SweepTable, sweep
+from .trajectory import SCHEMA_VERSION, Trajectory, TrajectoryFormatError
+
+__all__ = [
+    "ALIGNMENTS", "ALIGNMENT_FORMS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "PRESETS",
+    "PairDataset", "Preset", "SCHEMA_VERSION", "STRUCTURES", "SweepTable", "Trajectory", "TrajectoryFormatError",
+    "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
+    "energy_reference", "forces", "forces_reference", "grid_defects", "make_rng", "minimize", "modular_addition",
+    "pair_sum_accuracy", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
+]
+
+__version__ = "0.1.0"

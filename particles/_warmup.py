@@ -1,0 +1,26 @@
+"""Pay the compilation cost of the kernels up front."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+__all__ = ["warmup"]
+
+
+def warmup() -> float:
+    """Compile (or load from the on-disk cache) every kernel for float64
+    inputs by running each once on a tiny problem. Returns the seconds taken."""
+    from .datasets import modular_addition
+    from .params import ForceParams
+    from .simulate import minimize, simulate
+
+    start = time.perf_counter()
+    train = modular_addition(5)
+    x0 = np.random.default_rng(0).standard_normal((5, 2))
+    params = ForceParams(lam=1.0)
+    for parallel in (False, True):
+        simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=parallel)
+    minimize(x0, train, params, max_steps=2)
+    return time.perf_counter() - start

@@ -1,0 +1,229 @@
+"""The ``embdyn`` command.
+
+Subcommands are registered through the ``embdyn.commands`` entry-point group,
+so each package adds its own without ``particles`` importing it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+__all__ = ["main", "ProgressBar", "register_simulate", "register_sweep", "parse_value"]
+
+
+class ProgressBar:
+    """A small text progress bar on stderr, usable as a ``callback(done, total)``."""
+
+    def __init__(self, label: str, stream=None, width: int = 30):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.start = time.perf_counter()
+        self._last_shown = -1
+        self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+
+    def __call__(self, done: int, total: int) -> None:
+        frac = 0.0 if total <= 0 else min(1.0, done / total)
+        percent = int(frac * 100)
+        if not self._tty and percent // 10 == self._last_shown // 10 and done < total:
+            return  # in logs, one line per 10 %
+        if self._tty and percent == self._last_shown and done < total:
+            return
+        self._last_shown = percent
+        filled = int(frac * self.width)
+        elapsed = time.perf_counter() - self.start
+        bar = "#" * filled + "-" * (self.width - filled)
+        line = f"{self.label} [{bar}] {percent:3d}% {done}/{total} {elapsed:6.1f}s"
+        end = "\n" if (done >= total or not self._tty) else ""
+        self.stream.write(("\r" if self._tty else "") + line + end)
+        self.stream.flush()
+
+
+def parse_value(text: str) -> Any:
+    """``"3"`` -> 3, ``"0.5"`` -> 0.5, ``"true"`` -> True, anything else stays a string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def _key_values(items: Sequence[str], option: str) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"embdyn: {option} takes NAME=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key.strip()] = parse_value(value)
+    return out
+
+
+def _key_lists(items: Sequence[str], option: str) -> dict[str, list[Any]]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise SystemExit(f"embdyn: {option} takes NAME=V1,V2,..., got {item!r}")
+        key, values = item.split("=", 1)
+        out[key.strip()] = [parse_value(v) for v in values.split(",") if v.strip()]
+    return out
+
+
+# ---------------------------------------------------------------- simulate
+def _cmd_simulate(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .metrics import structure_metrics
+    from .plot import plot_energy, plot_snapshots
+    from .presets import preset
+
+    try:
+        config = preset(args.preset)
+        changes = _key_values(args.set or [], "--set")
+        if args.steps is not None:
+            changes["steps"] = args.steps
+        if args.dt is not None:
+            changes["dt"] = args.dt
+        config = config.replace(**changes)
+    except (ValueError, TypeError) as exc:
+        print(f"embdyn simulate: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{config.name}_seed{args.seed}"
+    bar = None if args.quiet else ProgressBar(f"simulate {config.name} seed {args.seed}")
+    traj = config.run(args.seed, callback=bar)
+    dataset = config.dataset()
+    metrics = structure_metrics(traj.final, dataset)
+    traj_path = traj.save(out / f"{stem}.npz")
+    fig = plot_snapshots(traj, dataset=dataset, title=f"preset {config.name!r}, seed {args.seed}")
+    fig.savefig(out / f"{stem}.png", dpi=110)
+    plot_energy(traj).savefig(out / f"{stem}_energy.png", dpi=110)
+    summary = {"preset": config.name, "seed": args.seed, "steps": config.steps, **metrics,
+               "final_energy": float(traj.energy[-1]), "trajectory": str(traj_path),
+               "figure": str(out / f"{stem}.png")}
+    (out / f"{stem}.json").write_text(json.dumps(summary, indent=2))
+    print(f"preset {config.name}, seed {args.seed}: {metrics['structure']} "
+          f"(circularity {metrics['circularity']:.3f} at k={metrics['frequency']}, "
+          f"pair-sum accuracy euclidean {metrics['accuracy_euclidean']:.3f}, "
+          f"angular {metrics['accuracy_angular']:.3f}, grid defects {metrics['grid_defects']})")
+    print(f"wrote {traj_path}, {out / f'{stem}.png'}, {out / f'{stem}_energy.png'}, {out / f'{stem}.json'}")
+    return 0
+
+
+def register_simulate(subparsers: argparse._SubParsersAction) -> None:
+    from .presets import preset_names
+
+    p = subparsers.add_parser("simulate", help="run a particle preset and plot it",
+                              description="Run a particle-model preset from one seed; write the trajectory "
+                                          "(.npz), snapshot and energy figures and a JSON summary.")
+    p.add_argument("--preset", default="circles", choices=preset_names())
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
+    p.add_argument("--dt", type=float, default=None, help="override the preset's time step")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a force parameter or run setting (repeatable), e.g. --set lam=2")
+    p.add_argument("--out", default="embdyn-out", help="output folder (default ./embdyn-out)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_simulate)
+
+
+# ---------------------------------------------------------------- sweep
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from .plot import plot_phase_diagram
+    from .presets import preset
+    from .sweep import sweep
+
+    grid = _key_lists(args.grid or [], "--grid")
+    if not grid:
+        print("embdyn sweep: give at least one --grid NAME=V1,V2,...", file=sys.stderr)
+        return 2
+    try:
+        base = preset(args.preset).replace(**_key_values(args.set or [], "--set"))
+        bar = None if args.quiet else ProgressBar("sweep")
+        table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar)
+    except (ValueError, TypeError) as exc:
+        print(f"embdyn sweep: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "sweep.csv")
+    rates = table.rates()
+    (out / "rates.json").write_text(json.dumps(
+        [{**dict(zip(table.parameters, key)), **value} for key, value in rates.items()], indent=2))
+    for key, value in rates.items():
+        setting = ", ".join(f"{n}={v}" for n, v in zip(table.parameters, key))
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in value.items() if v > 0)
+        print(f"{setting}: {shares}")
+    if len(grid) == 2:
+        (x_name, xs), (y_name, ys) = grid.items()
+        fig = plot_phase_diagram(rates, xs, ys, x_name=x_name, y_name=y_name,
+                                 title=f"base preset {args.preset!r}, {args.seeds} seeds a cell")
+        fig.savefig(out / "phase_diagram.png", dpi=120, bbox_inches="tight")
+        print(f"wrote {out / 'phase_diagram.png'}")
+    print(f"wrote {out / 'sweep.csv'} and {out / 'rates.json'}")
+    return 0
+
+
+def register_sweep(subparsers: argparse._SubParsersAction) -> None:
+    from .presets import preset_names
+
+    p = subparsers.add_parser("sweep", help="sweep parameters over seeds; phase diagram for two axes",
+                              description="Run a preset over a grid of parameters and seeds in parallel; write "
+                                          "sweep.csv, rates.json and, for two grid axes, phase_diagram.png.")
+    p.add_argument("--preset", default="grids", choices=preset_names(), help="base preset")
+    p.add_argument("--grid", action="append", metavar="NAME=V1,V2,...", help="a swept parameter (repeatable)")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE", help="fixed override of the base preset")
+    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
+    p.add_argument("--out", default="embdyn-sweep")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=_cmd_sweep)
+
+
+# ---------------------------------------------------------------- main
+_BUILTIN: dict[str, Callable[[argparse._SubParsersAction], None]] = {
+    "simulate": register_simulate,
+    "sweep": register_sweep,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="embdyn", description="Embedding dynamics: simulate, sweep, analyse.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    registered = set()
+    for ep in sorted(entry_points(group="embdyn.commands"), key=lambda e: e.name):
+        if ep.name in registered:
+            continue
+        ep.load()(subparsers)
+        registered.add(ep.name)
+    for name, register in _BUILTIN.items():  # running from a source tree without metadata
+        if name not in registered:
+            register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

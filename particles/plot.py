@@ -1,0 +1,108 @@
+"""Figures of particle runs. Every function returns a matplotlib Figure and
+touches no global state (no pyplot, no show)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .datasets import PairDataset
+from .metrics import STRUCTURES, structure_metrics
+from .trajectory import Trajectory
+
+__all__ = ["plot_embedding", "plot_snapshots", "plot_energy", "plot_phase_diagram"]
+
+
+def plot_embedding(E: np.ndarray, ax=None, *, dataset: PairDataset | None = None, title: str | None = None,
+                   show_pair_sums: bool = True) -> Figure:
+    """Tokens (labelled dots) and, if a dataset is given, its pair sums
+    coloured by label, for a 2-D embedding (first two coordinates otherwise)."""
+    E = np.asarray(E, dtype=float)
+    if E.ndim != 2 or E.shape[1] < 1:
+        raise ValueError(f"E must have shape (p, d), got {E.shape}")
+    xy = E[:, :2] if E.shape[1] >= 2 else np.c_[E[:, 0], np.zeros(len(E))]
+    if ax is None:
+        fig = Figure(figsize=(4, 4))
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    if dataset is not None and show_pair_sums:
+        s = xy[dataset.pairs[:, 0]] + xy[dataset.pairs[:, 1]]
+        ax.scatter(s[:, 0], s[:, 1], c=dataset.labels, cmap="hsv", s=8, alpha=0.35, linewidths=0)
+    ax.scatter(xy[:, 0], xy[:, 1], c=np.arange(len(xy)), cmap="hsv", s=30, edgecolors="k", linewidths=0.5, zorder=3)
+    for k, (px, py) in enumerate(xy):
+        ax.annotate(str(k), (px, py), textcoords="offset points", xytext=(3, 3), fontsize=7, zorder=4)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.axhline(0, color="0.85", lw=0.5, zorder=0)
+    ax.axvline(0, color="0.85", lw=0.5, zorder=0)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return fig
+
+
+def plot_snapshots(traj: Trajectory, *, n: int = 6, dataset: PairDataset | None = None,
+                   title: str | None = None) -> Figure:
+    """``n`` evenly spaced snapshots of a trajectory side by side; the last
+    panel is annotated with its structure class."""
+    if len(traj) == 0:
+        raise ValueError("the trajectory has no snapshots")
+    idx = np.unique(np.linspace(0, len(traj) - 1, max(1, min(n, len(traj)))).round().astype(int))
+    fig = Figure(figsize=(2.6 * len(idx), 2.9))
+    axes = fig.subplots(1, len(idx), squeeze=False)[0]
+    for ax, i in zip(axes, idx):
+        label = f"step {traj.snapshot_steps[i]}"
+        if i == idx[-1]:
+            m = structure_metrics(traj.embeddings[i], dataset)
+            label += f"\n{m['structure']} (circ {m['circularity']:.2f}, acc {m['accuracy_euclidean']:.2f})"
+        plot_embedding(traj.embeddings[i], ax, dataset=dataset, title=label)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_energy(traj: Trajectory, ax=None) -> Figure:
+    """Energy against step."""
+    if ax is None:
+        fig = Figure(figsize=(4, 3))
+        ax = fig.add_subplot()
+    else:
+        fig = ax.figure
+    ax.plot(traj.steps, traj.energy)
+    ax.set_xlabel("step")
+    ax.set_ylabel("energy U")
+    fig.tight_layout()
+    return fig
+
+
+def plot_phase_diagram(rates: dict[tuple, dict[str, float]], x_values: Sequence, y_values: Sequence, *,
+                       x_name: str = "lam", y_name: str = "wd", title: str | None = None) -> Figure:
+    """Fraction of each structure over a 2-D parameter grid, one panel per
+    structure. ``rates`` maps (x, y) to {structure: fraction} as returned by
+    ``SweepTable.rates([x_name, y_name])``."""
+    kinds = list(STRUCTURES)
+    fig = Figure(figsize=(3.2 * len(kinds), 3.3))
+    axes = fig.subplots(1, len(kinds), squeeze=False)[0]
+    for ax, kind in zip(axes, kinds):
+        grid = np.full((len(y_values), len(x_values)), np.nan)
+        for i, y in enumerate(y_values):
+            for j, x in enumerate(x_values):
+                if (x, y) in rates:
+                    grid[i, j] = rates[(x, y)][kind]
+        im = ax.imshow(grid, origin="lower", vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for i in range(len(y_values)):
+            for j in range(len(x_values)):
+                if np.isfinite(grid[i, j]):
+                    ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=7,
+                            color="w" if grid[i, j] < 0.6 else "k")
+        ax.set_xticks(range(len(x_values)), [f"{v:g}" for v in x_values], fontsize=7)
+        ax.set_yticks(range(len(y_values)), [f"{v:g}" for v in y_values], fontsize=7)
+        ax.set_xlabel(x_name)
+        ax.set_ylabel(y_name)
+        ax.set_title(kind, fontsize=9)
+    fig.colorbar(im, ax=list(axes), shrink=0.8, label="fraction of seeds")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
