@@ -128,6 +128,8 @@ def _nearest_other(points: np.ndarray) -> np.ndarray:
 
 
 def _pair_sum_neighbours(E: np.ndarray, dataset: PairDataset, metric: str) -> np.ndarray:
+    if metric == "angular":  # directions seen from the centroid of the embedding
+        E = E - E.mean(axis=0)
     s = E[dataset.pairs[:, 0]] + E[dataset.pairs[:, 1]]
     if metric == "angular":
         norm = np.linalg.norm(s, axis=1, keepdims=True)
@@ -148,8 +150,9 @@ def pair_sum_accuracy(E: np.ndarray, dataset: PairDataset | None = None, metric:
         dataset D0(p). Pass the full dataset, not a training split, to measure
         how well the representation predicts unseen sums.
     metric : {"euclidean", "angular"}
-        Distance between pair sums, or between their directions (grids score
-        high on the first, circles on the second).
+        Distance between pair sums, or between their directions as seen from
+        the centroid of the embedding (grids score high on the first, circles
+        on the second).
     """
     E = _check_embedding(E)
     dataset = _dataset_for(E, dataset)

@@ -1,0 +1,84 @@
+import json
+
+import numpy as np
+import pytest
+
+from particles import PRESETS, Preset, Trajectory, classify_structure, preset, sweep
+from particles.cli import main
+
+
+def test_preset_lookup_and_errors():
+    assert set(PRESETS) == {"grids", "circles"}
+    assert isinstance(preset("grids"), Preset)
+    with pytest.raises(ValueError, match="unknown preset 'spirals'"):
+        preset("spirals")
+    with pytest.raises(ValueError, match="unknown preset or force parameter"):
+        preset("grids").replace(colour=1)
+    with pytest.raises(ValueError, match="sig_a must be > 0"):
+        preset("grids").replace(sig_a=-1)
+
+
+def test_preset_run_is_deterministic():
+    config = preset("circles").replace(steps=300)
+    a, b, c = config.run(seed=5), config.run(seed=5), config.run(seed=6)
+    np.testing.assert_array_equal(a.embeddings, b.embeddings)
+    assert not np.allclose(a.final, c.final)
+    assert a.meta["preset"] == "circles" and a.meta["seed"] == 5
+
+
+def test_presets_form_their_structure_on_seed_zero():
+    # the measured rates over 40 seeds are in tests/test_slow.py and docs/
+    assert classify_structure(preset("circles").run(0).final) == "circle"
+    assert classify_structure(preset("grids").run(0).final) in ("grid", "imperfect grid")
+
+
+def test_sweep_table():
+    table = sweep({"lam": [0.0, 1.0], "steps": [100]}, seeds=2, base="grids", n_jobs=1)
+    assert len(table) == 4
+    assert table.parameters == ["lam", "steps"]
+    assert sorted(table.column("seed")) == [0, 0, 1, 1]
+    rates = table.rates()
+    assert set(rates) == {(0.0, 100), (1.0, 100)}
+    for shares in rates.values():
+        assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_sweep_parallel_equals_serial():
+    grid = [{"wd": 0.1}, {"wd": 0.3}]
+    a = sweep(grid, [0, 1], base=preset("circles").replace(steps=200), n_jobs=2)
+    b = sweep(grid, [0, 1], base=preset("circles").replace(steps=200), n_jobs=1)
+    assert [r["circularity"] for r in a] == [r["circularity"] for r in b]
+
+
+def test_sweep_validates_before_work():
+    with pytest.raises(ValueError, match="unknown preset or force parameter"):
+        sweep({"nonsense": [1]}, seeds=1)
+    with pytest.raises(ValueError, match="seeds"):
+        sweep({"lam": [1.0]}, seeds=[])
+
+
+def test_cli_simulate(tmp_path, capsys):
+    code = main(["simulate", "--preset", "grids", "--steps", "200", "--seed", "1", "--out", str(tmp_path),
+                 "--quiet"])
+    assert code == 0
+    for name in ("grids_seed1.npz", "grids_seed1.png", "grids_seed1_energy.png", "grids_seed1.json"):
+        assert (tmp_path / name).stat().st_size > 0
+    traj = Trajectory.load(tmp_path / "grids_seed1.npz")
+    assert traj.meta["steps"] == 200
+    summary = json.loads((tmp_path / "grids_seed1.json").read_text())
+    assert summary["structure"] == classify_structure(traj.final)
+    assert "grids, seed 1" in capsys.readouterr().out
+
+
+def test_cli_bad_override(tmp_path, capsys):
+    assert main(["simulate", "--set", "sig_a=-2", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "sig_a must be > 0" in capsys.readouterr().err
+
+
+def test_cli_sweep_phase_diagram(tmp_path):
+    code = main(["sweep", "--preset", "circles", "--grid", "lam=1,3", "--grid", "wd=0.1,0.3", "--set", "steps=100",
+                 "--seeds", "1", "--jobs", "1", "--out", str(tmp_path), "--quiet"])
+    assert code == 0
+    assert (tmp_path / "phase_diagram.png").stat().st_size > 0
+    rates = json.loads((tmp_path / "rates.json").read_text())
+    assert len(rates) == 4

@@ -1,0 +1,122 @@
+import json
+import os
+import zipfile
+
+import numpy as np
+import pytest
+
+from particles import Trajectory, TrajectoryFormatError
+
+
+def _traj():
+    rng = np.random.default_rng(0)
+    return Trajectory(rng.standard_normal((3, 5, 2)), [0, 10, 20], steps=[0, 5, 10, 15, 20],
+                      signals=rng.random((5, 2)), scalars={"train_loss": rng.random(5)},
+                      meta={"source": "test", "p": 5})
+
+
+def test_round_trip(tmp_path):
+    t = _traj()
+    path = t.save(tmp_path / "run.npz")
+    back = Trajectory.load(path)
+    np.testing.assert_array_equal(back.embeddings, t.embeddings)
+    np.testing.assert_array_equal(back.steps, t.steps)
+    np.testing.assert_array_equal(back.snapshot_steps, t.snapshot_steps)
+    np.testing.assert_array_equal(back.signals, t.signals)
+    np.testing.assert_array_equal(back.scalars["train_loss"], t.scalars["train_loss"])
+    assert back.meta == t.meta
+    assert [f for f in os.listdir(tmp_path)] == ["run.npz"]  # no temporary left behind
+
+
+def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
+    t = _traj()
+    t.save(tmp_path / "run.npz")
+    before = (tmp_path / "run.npz").read_bytes()
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(np, "savez_compressed", broken)
+    with pytest.raises(OSError, match="disk full"):
+        t.save(tmp_path / "run.npz")
+    assert (tmp_path / "run.npz").read_bytes() == before
+    assert os.listdir(tmp_path) == ["run.npz"]
+
+
+def test_particle_trajectory_round_trip(tmp_path, train17):
+    from particles import ForceParams, simulate
+    traj = simulate(np.random.default_rng(1).standard_normal((17, 2)), train17, ForceParams(), steps=20, dt=0.01)
+    back = Trajectory.load(traj.save(tmp_path / "p.npz"))
+    np.testing.assert_array_equal(back.energy, traj.energy)
+    assert back.meta["params"] == traj.meta["params"]
+
+
+def _write(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+def _good_arrays():
+    return dict(schema_version=np.array(1), steps=np.arange(2), snapshot_steps=np.arange(2),
+                embeddings=np.zeros((2, 3, 2)), meta=np.array(json.dumps({"source": "x"})))
+
+
+@pytest.mark.parametrize("change, field", [
+    (dict(embeddings=np.zeros((2, 3))), "embeddings"),
+    (dict(embeddings=np.full((2, 3, 2), np.nan)), "embeddings"),
+    (dict(snapshot_steps=np.arange(3)), "snapshot_steps"),
+    (dict(snapshot_steps=np.array([1, 0])), "snapshot_steps"),
+    (dict(steps=np.array([0.5, 1.0])), "steps"),
+    (dict(meta=np.array("{not json")), "meta"),
+    (dict(meta=np.array(3)), "meta"),
+    (dict(schema_version=np.array(99)), "schema_version"),
+    (dict(signals=np.zeros((3, 2))), "signals"),
+    (dict(scalar_energy=np.zeros(5)), "scalar_energy"),
+    (dict(junk=np.zeros(2)), "junk"),
+])
+def test_bad_file_names_field(tmp_path, change, field):
+    arrays = _good_arrays()
+    arrays.update(change)
+    path = _write(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(TrajectoryFormatError, match=f"'{field}'") as info:
+        Trajectory.load(path)
+    assert info.value.field == field
+
+
+@pytest.mark.parametrize("missing", ["embeddings", "meta", "schema_version", "snapshot_steps"])
+def test_missing_field(tmp_path, missing):
+    arrays = _good_arrays()
+    del arrays[missing]
+    with pytest.raises(TrajectoryFormatError, match=f"'{missing}'.*missing"):
+        Trajectory.load(_write(tmp_path / "bad.npz", **arrays))
+
+
+def test_not_an_archive(tmp_path):
+    path = tmp_path / "x.npz"
+    path.write_bytes(b"hello")
+    with pytest.raises(TrajectoryFormatError, match="'file'"):
+        Trajectory.load(path)
+
+
+def test_pickled_array_refused(tmp_path):
+    arrays = _good_arrays()
+    arrays["embeddings"] = np.array([object()] * 12, dtype=object).reshape(2, 3, 2)
+    path = tmp_path / "p.npz"
+    np.savez(path, **arrays)
+    with pytest.raises(TrajectoryFormatError):
+        Trajectory.load(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        Trajectory.load(tmp_path / "none.npz")
+
+
+def test_save_needs_npz_suffix(tmp_path):
+    with pytest.raises(ValueError, match=".npz"):
+        _traj().save(tmp_path / "run.dat")
+
+
+def test_meta_must_be_json():
+    with pytest.raises(TrajectoryFormatError, match="'meta'"):
+        Trajectory(np.zeros((1, 2, 2)), [0], meta={"x": object()})
