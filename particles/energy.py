@@ -9,11 +9,11 @@ from . import _kernels
 from .datasets import PairDataset
 from .params import ForceParams
 
-__all__ = ["energy", "forces", "energy_and_forces", "PARALLEL_MIN_PAIRS"]
+__all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
 
 #: below this many training pairs the serial kernel is faster than the
 #: parallel one (thread start-up dominates); measured in benchmarks/
-PARALLEL_MIN_PAIRS = 400
+PARALLEL_MIN_PAIRS = 256
 
 
 def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: str = "x") -> np.ndarray:
@@ -38,6 +38,27 @@ def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: 
     if len(train) == 0:
         raise ValueError("train holds no pairs")
     return x
+
+
+def same_class_partners(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each pair u, the pairs v > u with the same label, in CSR form.
+
+    Returns ``(ptr, idx)``: the partners of u are ``idx[ptr[u]:ptr[u+1]]``.
+    """
+    labels = np.asarray(labels)
+    n = labels.shape[0]
+    partners: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
+    for group in np.split(order, bounds):
+        group = np.sort(group)
+        for i in range(len(group) - 1):
+            partners[group[i]] = group[i + 1:]
+    counts = np.fromiter((len(q) for q in partners), dtype=np.int64, count=n)
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=ptr[1:])
+    idx = np.concatenate(partners).astype(np.int64) if n else np.empty(0, dtype=np.int64)
+    return ptr, idx
 
 
 def _n_chunks(n_pairs: int, parallel: bool | None) -> int:
@@ -68,12 +89,17 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         force for ``"polar"``.
     """
     x = _check_inputs(x, train, params)
+    return _evaluate(x, train.pairs, same_class_partners(train.labels), params.as_array(),
+                     _n_chunks(len(train), parallel))
+
+
+def _evaluate(x: np.ndarray, pairs: np.ndarray, same: tuple[np.ndarray, np.ndarray], prm: np.ndarray,
+              n_chunks: int) -> tuple[float, np.ndarray]:
     force = np.empty_like(x)
-    n_chunks = _n_chunks(len(train), parallel)
     if n_chunks > 1:
-        u = _kernels.forces_parallel(x, train.pairs, train.labels, params.as_array(), force, n_chunks)
+        u = _kernels.forces_parallel(x, pairs, same[0], same[1], prm, force, n_chunks)
     else:
-        u = _kernels.forces_serial(x, train.pairs, train.labels, params.as_array(), force)
+        u = _kernels.forces_serial(x, pairs, same[0], same[1], prm, force)
     return float(u), force
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _kernels
 from .datasets import PairDataset, make_rng
-from .energy import _check_inputs, _n_chunks
+from .energy import _check_inputs, _evaluate, _n_chunks, same_class_partners
 from .params import ForceParams
 from .trajectory import Trajectory
 
@@ -136,6 +136,7 @@ def simulate(
     record_steps = list(range(0, steps, record_every)) + [steps]
     prm = params.as_array()
     n_chunks = _n_chunks(len(train), parallel)
+    same_ptr, same_idx = same_class_partners(train.labels)
 
     if callback is None:
         bounds = [0, steps]
@@ -145,7 +146,7 @@ def simulate(
     slot = 0
     for start, stop in zip(bounds[:-1], bounds[1:]):
         status, reached, slot = _kernels.run_euler(
-            x, train.pairs, train.labels, prm, start, stop, dt, record_every, temperature, final_temperature,
+            x, train.pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, temperature, final_temperature,
             steps, rng, traj, energies, slot, n_chunks)
         if status != _kernels.OK:
             partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
@@ -153,7 +154,7 @@ def simulate(
             raise NonFiniteStateError(int(reached), partial)
         if callback is not None:
             callback(stop, steps)
-    final_energy, _ = _final_energy(x, train, prm, n_chunks)
+    final_energy, _ = _evaluate(x, train.pairs, (same_ptr, same_idx), prm, n_chunks)
     if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
         raise NonFiniteStateError(steps)
     traj[slot] = x
@@ -175,13 +176,6 @@ def simulate(
     }
     info.update(meta or {})
     return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies}, meta=info)
-
-
-def _final_energy(x: np.ndarray, train: PairDataset, prm: np.ndarray, n_chunks: int) -> tuple[float, np.ndarray]:
-    force = np.empty_like(x)
-    if n_chunks > 1:
-        return float(_kernels.forces_parallel(x, train.pairs, train.labels, prm, force, n_chunks)), force
-    return float(_kernels.forces_serial(x, train.pairs, train.labels, prm, force)), force
 
 
 @dataclass(frozen=True)
@@ -211,8 +205,9 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_ste
     gtol = _nonnegative("gtol", gtol, strict=True)
     step = _nonnegative("step", step, strict=True)
     force = np.empty_like(x)
-    status, n, energy, fmax = _kernels.minimize_serial(x, train.pairs, train.labels, params.as_array(), max_steps,
-                                                      step, gtol, force)
+    same_ptr, same_idx = same_class_partners(train.labels)
+    status, n, energy, fmax = _kernels.minimize_serial(x, train.pairs, same_ptr, same_idx, params.as_array(),
+                                                      max_steps, step, gtol, force)
     if status == _kernels.NONFINITE:
         raise NonFiniteStateError(int(n))
     return MinimizeResult(x=x, energy=float(energy), steps=int(n), converged=bool(fmax < gtol), max_force=float(fmax))

@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from particles import ForceParams, addition, energy_and_forces, energy_reference, forces_reference, modular_addition
 from particles import _kernels
+from particles.energy import same_class_partners
 
 PARAM_CASES = [
     ForceParams(),
@@ -57,44 +58,75 @@ def test_d1_clustering_only():
 
 @pytest.mark.parametrize("params", PARAM_CASES)
 def test_py_func_bodies(params):
-    """The same kernels run as plain Python (inlined helpers are called as
-    their compiled versions, the kernel bodies themselves as Python)."""
+    """The same kernels run as plain Python (the helpers they call run
+    compiled; their bodies are covered by test_helper_py_funcs)."""
     rng = np.random.default_rng(3)
     train = modular_addition(7).split(0.8, seed=0)[0]
     x = rng.standard_normal((7, 2))
     prm = params.as_array()
+    ptr, idx = same_class_partners(train.labels)
     f_ref = forces_reference(x, train.pairs, train.labels, params)
     f1 = np.empty_like(x)
-    u1 = _kernels.forces_serial.py_func(x, train.pairs, train.labels, prm, f1)
+    u1 = _kernels.forces_serial.py_func(x, train.pairs, ptr, idx, prm, f1)
     f2 = np.empty_like(x)
-    u2 = _kernels.forces_parallel.py_func(x, train.pairs, train.labels, prm, f2, 3)
+    u2 = _kernels.forces_parallel.py_func(x, train.pairs, ptr, idx, prm, f2, 3)
     assert _rel_err(f1, f_ref) < 1e-10 and _rel_err(f2, f_ref) < 1e-10
     assert abs(u1 - u2) < 1e-10 * max(1, abs(u1))
-    fp = np.zeros((len(train), 2))
-    s = np.empty((len(train), 2))
-    unit = np.empty_like(s)
-    rho = np.empty(len(train))
-    _kernels._pair_sums.py_func(x, train.pairs, s)
-    _kernels._directions.py_func(s, params.eps, unit, rho)
-    a = np.zeros_like(s)
-    b = np.zeros(len(train))
-    e = sum(_kernels._row_upper.py_func(u, s, unit, train.labels, prm, fp, a, b) for u in range(len(train)))
+
+
+@pytest.mark.parametrize("params", PARAM_CASES)
+def test_helper_py_funcs(params):
+    """Helper bodies as plain Python, assembled like forces_serial."""
+    rng = np.random.default_rng(5)
+    train = modular_addition(7).split(0.8, seed=2)[0]
+    x = rng.standard_normal((7, 3))
+    prm = params.as_array()
+    n, d = len(train), 3
+    ptr, idx = same_class_partners(train.labels)
+    S, U, rho = np.empty((d, n)), np.empty((d, n)), np.empty(n)
+    _kernels._prepare.py_func(x, train.pairs, params.eps, S, U, rho)
+    F, A, B = np.zeros((d, n)), np.zeros((d, n)), np.zeros(n)
+    scratch, bits = [np.empty(n) for _ in range(6)], np.empty(n, dtype=np.int64)
+    e = sum(_kernels._rows_upper.py_func(t, 2, S, U, ptr, idx, prm, F, A, B, *scratch, bits) for t in range(2))
     force = np.empty_like(x)
-    _kernels._finish.py_func(x, train.pairs, s, unit, rho, prm, fp, a, b, force)
-    assert _rel_err(force, f_ref) < 1e-10
-    assert abs(e + _kernels._weight_decay_energy.py_func(x, params.wd) - u1) < 1e-9 * max(1, abs(u1))
+    _kernels._finish.py_func(x, train.pairs, S, U, rho, prm, F, A, B, force)
+    assert _rel_err(force, forces_reference(x, train.pairs, train.labels, params)) < 1e-10
+    e += _kernels._weight_decay_energy.py_func(x, params.wd)
+    assert abs(e - energy_reference(x, train.pairs, train.labels, params)) < 1e-10 * max(1, abs(e))
+
+
+@settings(deadline=None, max_examples=50)
+@given(st.lists(st.floats(-800.0, 0.0), min_size=1, max_size=40))
+def test_fast_exp_matches_numpy(values):
+    arg = np.array(values)
+    out = np.empty_like(arg)
+    bits = np.empty(arg.shape, dtype=np.int64)
+    for fn in (_kernels._exp_from, _kernels._exp_from.py_func):
+        fn(arg, out, bits, np.uint64(0), np.uint64(len(arg)))
+        expected = np.exp(arg)
+        big = expected > 1e-300
+        np.testing.assert_allclose(out[big], expected[big], rtol=1e-15)
+        assert np.all(out[~big] <= 1e-300)
+
+
+def test_same_class_partners():
+    labels = np.array([2, 0, 2, 1, 0, 2])
+    ptr, idx = same_class_partners(labels)
+    partners = [list(idx[ptr[u]:ptr[u + 1]]) for u in range(len(labels))]
+    assert partners == [[2, 5], [4], [5], [], [], []]
 
 
 def test_run_euler_py_func_matches_compiled():
     train = modular_addition(5)
     x0 = np.random.default_rng(1).standard_normal((5, 2))
     prm = ForceParams(lam=1.0).as_array()
+    ptr, idx = same_class_partners(train.labels)
     outs = []
     for fn in (_kernels.run_euler, _kernels.run_euler.py_func):
         x = x0.copy()
         traj = np.empty((3, 5, 2))
         energies = np.empty(3)
-        status, reached, slot = fn(x, train.pairs, train.labels, prm, 0, 10, 1e-2, 5, 0.1, 0.0, 10,
+        status, reached, slot = fn(x, train.pairs, ptr, idx, prm, 0, 10, 1e-2, 5, 0.1, 0.0, 10,
                                    np.random.default_rng(2), traj, energies, 0, 1)
         assert status == _kernels.OK and reached == 10 and slot == 2
         outs.append((x, traj[:2], energies[:2]))
@@ -106,11 +138,12 @@ def test_minimize_py_func_matches_compiled():
     train = modular_addition(5)
     x0 = np.random.default_rng(4).standard_normal((5, 2))
     prm = ForceParams(lam=0.5).as_array()
+    ptr, idx = same_class_partners(train.labels)
     results = []
     for fn in (_kernels.minimize_serial, _kernels.minimize_serial.py_func):
         x = x0.copy()
         force = np.empty_like(x)
-        results.append((fn(x, train.pairs, train.labels, prm, 50, 1e-2, 1e-8, force), x))
+        results.append((fn(x, train.pairs, ptr, idx, prm, 50, 1e-2, 1e-8, force), x))
     (r1, x1), (r2, x2) = results
     assert r1[0] == r2[0] and r1[1] == r2[1]
     np.testing.assert_allclose(x1, x2, rtol=1e-9, atol=1e-12)
