@@ -170,8 +170,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(f"{setting}: {shares}")
     if len(grid) == 2:
         (x_name, xs), (y_name, ys) = grid.items()
+        fixed = ", ".join(args.set or [])
         fig = plot_phase_diagram(rates, xs, ys, x_name=x_name, y_name=y_name,
-                                 title=f"base preset {args.preset!r}, {args.seeds} seeds a cell")
+                                 title=f"base preset {args.preset!r}{' with ' + fixed if fixed else ''}, "
+                                       f"{args.seeds} seeds a cell")
         fig.savefig(out / "phase_diagram.png", dpi=120, bbox_inches="tight")
         print(f"wrote {out / 'phase_diagram.png'}")
     print(f"wrote {out / 'sweep.csv'} and {out / 'rates.json'}")

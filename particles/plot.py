@@ -83,9 +83,9 @@ def plot_phase_diagram(rates: dict[tuple, dict[str, float]], x_values: Sequence,
     structure. ``rates`` maps (x, y) to {structure: fraction} as returned by
     ``SweepTable.rates([x_name, y_name])``."""
     kinds = list(STRUCTURES)
-    fig = Figure(figsize=(3.2 * len(kinds), 3.3))
-    axes = fig.subplots(1, len(kinds), squeeze=False)[0]
-    for ax, kind in zip(axes, kinds):
+    fig = Figure(figsize=(3.0 * len(kinds) + 1.0, 3.4), layout="constrained")
+    axes = fig.subplots(1, len(kinds), squeeze=False, sharey=True)[0]
+    for i_ax, (ax, kind) in enumerate(zip(axes, kinds)):
         grid = np.full((len(y_values), len(x_values)), np.nan)
         for i, y in enumerate(y_values):
             for j, x in enumerate(x_values):
@@ -100,9 +100,10 @@ def plot_phase_diagram(rates: dict[tuple, dict[str, float]], x_values: Sequence,
         ax.set_xticks(range(len(x_values)), [f"{v:g}" for v in x_values], fontsize=7)
         ax.set_yticks(range(len(y_values)), [f"{v:g}" for v in y_values], fontsize=7)
         ax.set_xlabel(x_name)
-        ax.set_ylabel(y_name)
+        if i_ax == 0:
+            ax.set_ylabel(y_name)
         ax.set_title(kind, fontsize=9)
-    fig.colorbar(im, ax=list(axes), shrink=0.8, label="fraction of seeds")
+    fig.colorbar(im, ax=list(axes), shrink=0.85, label="fraction of seeds")
     if title:
         fig.suptitle(title, fontsize=10)
     return fig

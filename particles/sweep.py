@@ -59,6 +59,18 @@ class SweepTable:
         kinds = list(STRUCTURES) + [DIVERGED]
         return {key: {k: structures.count(k) / len(structures) for k in kinds} for key, structures in groups.items()}
 
+    @classmethod
+    def from_csv(cls, path: str | os.PathLike, parameters: Sequence[str] | None = None) -> "SweepTable":
+        """Read a table written by :meth:`to_csv`; numbers are parsed back.
+        ``parameters`` defaults to the columns before ``seed``."""
+        with open(path, newline="") as fh:
+            reader = csv.DictReader(fh)
+            columns = list(reader.fieldnames or [])
+            rows = [{k: _parse_cell(v) for k, v in row.items()} for row in reader]
+        if parameters is None:
+            parameters = columns[: columns.index("seed")] if "seed" in columns else []
+        return cls(rows=rows, parameters=list(parameters))
+
     def to_csv(self, path: str | os.PathLike) -> Path:
         """Write the rows as CSV (atomically)."""
         path = Path(path)
@@ -70,6 +82,15 @@ class SweepTable:
             writer.writerows(self.rows)
         os.replace(tmp, path)
         return path
+
+
+def _parse_cell(text: str) -> Any:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def grid_points(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

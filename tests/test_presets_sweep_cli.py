@@ -82,3 +82,12 @@ def test_cli_sweep_phase_diagram(tmp_path):
     assert (tmp_path / "phase_diagram.png").stat().st_size > 0
     rates = json.loads((tmp_path / "rates.json").read_text())
     assert len(rates) == 4
+
+
+def test_sweep_table_csv_round_trip(tmp_path):
+    from particles import SweepTable
+    table = sweep({"lam": [0.0, 0.5]}, seeds=1, base=preset("grids").replace(steps=50), n_jobs=1)
+    back = SweepTable.from_csv(table.to_csv(tmp_path / "t.csv"))
+    assert back.parameters == ["lam"]
+    assert back.rates() == table.rates()
+    assert list(back.column("circularity")) == pytest.approx(list(table.column("circularity")))
