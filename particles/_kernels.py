@@ -396,41 +396,62 @@ def _langevin_kick(x, amplitude, rng):
 
 
 @njit(cache=True, inline="always")
-def _forces(x, pairs, same_ptr, same_idx, prm, force, n_chunks):
-    if n_chunks > 1:
-        return forces_parallel(x, pairs, same_ptr, same_idx, prm, force, n_chunks)
-    return forces_serial(x, pairs, same_ptr, same_idx, prm, force)
+def _advance(x, force, energy, i, dt, record_every, t0, t_end, total, rng, traj, energies, slot):
+    """The rest of Euler step i once the forces at x are known: check, record
+    the state before the step when i % record_every == 0, move, add noise.
+    Returns (status, step reached, next slot)."""
+    if not np.isfinite(energy) or not _all_finite(force):
+        return NONFINITE, i, slot
+    if i % record_every == 0:
+        _record(x, energy, slot, traj, energies)
+        slot += 1
+    for a in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            x[a, k] += dt * force[a, k]
+    if t0 > 0.0 or t_end > 0.0:
+        temp = t0 + (t_end - t0) * i / total
+        if temp > 0.0:
+            _langevin_kick(x, np.sqrt(2.0 * temp * dt), rng)
+    if not _all_finite(x):
+        return NONFINITE, i + 1, slot
+    return OK, i + 1, slot
 
 
+# Two step loops, one per force kernel: a loop that could call either would
+# compile both, and the parallel kernel takes most of the compile time.
 @njit(cache=True)
-def run_euler(x, pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, t0, t_end, total, rng, traj, energies, slot0,
-              n_chunks):
+def run_euler_serial(x, pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, t0, t_end, total, rng, traj,
+                     energies, slot0):
     """Euler steps ``start .. stop-1`` (Langevin when a temperature is > 0), in place on x.
 
     The state before global step i is recorded when i % record_every == 0.
     The temperature at step i is t0 + (t_end - t0) * i / total, the noise
-    sqrt(2 T dt) * N(0, 1) drawn from ``rng``. ``n_chunks > 1`` selects the
-    parallel force kernel. Returns (status, step reached, next slot).
+    sqrt(2 T dt) * N(0, 1) drawn from ``rng``. Returns (status, step
+    reached, next slot).
     """
     force = np.empty_like(x)
     slot = slot0
-    noisy = t0 > 0.0 or t_end > 0.0
     for i in range(start, stop):
-        energy = _forces(x, pairs, same_ptr, same_idx, prm, force, n_chunks)
-        if not np.isfinite(energy) or not _all_finite(force):
-            return NONFINITE, i, slot
-        if i % record_every == 0:
-            _record(x, energy, slot, traj, energies)
-            slot += 1
-        for a in range(x.shape[0]):
-            for k in range(x.shape[1]):
-                x[a, k] += dt * force[a, k]
-        if noisy:
-            temp = t0 + (t_end - t0) * i / total
-            if temp > 0.0:
-                _langevin_kick(x, np.sqrt(2.0 * temp * dt), rng)
-        if not _all_finite(x):
-            return NONFINITE, i + 1, slot
+        energy = forces_serial(x, pairs, same_ptr, same_idx, prm, force)
+        status, reached, slot = _advance(x, force, energy, i, dt, record_every, t0, t_end, total, rng, traj,
+                                         energies, slot)
+        if status != OK:
+            return status, reached, slot
+    return OK, stop, slot
+
+
+@njit(cache=True)
+def run_euler_parallel(x, pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, t0, t_end, total, rng, traj,
+                       energies, slot0, n_chunks):
+    """As :func:`run_euler_serial` with the parallel force kernel."""
+    force = np.empty_like(x)
+    slot = slot0
+    for i in range(start, stop):
+        energy = forces_parallel(x, pairs, same_ptr, same_idx, prm, force, n_chunks)
+        status, reached, slot = _advance(x, force, energy, i, dt, record_every, t0, t_end, total, rng, traj,
+                                         energies, slot)
+        if status != OK:
+            return status, reached, slot
     return OK, stop, slot
 
 

@@ -101,6 +101,14 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{config.name}_seed{args.seed}"
+    if not args.quiet:
+        from ._warmup import warmup
+        from .energy import PARALLEL_MIN_PAIRS
+
+        print("loading the compiled kernels (the first run compiles them: 10-30 s)...", file=sys.stderr, end=" ",
+              flush=True)
+        seconds = warmup(parallel=round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS)
+        print(f"ready in {seconds:.1f} s", file=sys.stderr)
     bar = None if args.quiet else ProgressBar(f"simulate {config.name} seed {args.seed}")
     traj = config.run(args.seed, callback=bar)
     dataset = config.dataset()

@@ -145,9 +145,12 @@ def simulate(
         bounds = list(range(0, steps, chunk)) + [steps]
     slot = 0
     for start, stop in zip(bounds[:-1], bounds[1:]):
-        status, reached, slot = _kernels.run_euler(
-            x, train.pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, temperature, final_temperature,
-            steps, rng, traj, energies, slot, n_chunks)
+        args = (x, train.pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, temperature,
+                final_temperature, steps, rng, traj, energies, slot)
+        if n_chunks > 1:
+            status, reached, slot = _kernels.run_euler_parallel(*args, n_chunks)
+        else:
+            status, reached, slot = _kernels.run_euler_serial(*args)
         if status != _kernels.OK:
             partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
                                  scalars={"energy": energies[:slot]}) if slot else None

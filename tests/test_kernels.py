@@ -122,16 +122,19 @@ def test_run_euler_py_func_matches_compiled():
     prm = ForceParams(lam=1.0).as_array()
     ptr, idx = same_class_partners(train.labels)
     outs = []
-    for fn in (_kernels.run_euler, _kernels.run_euler.py_func):
+    runners = [(_kernels.run_euler_serial, ()), (_kernels.run_euler_serial.py_func, ()),
+               (_kernels.run_euler_parallel, (2,)), (_kernels.run_euler_parallel.py_func, (2,))]
+    for fn, extra in runners:
         x = x0.copy()
         traj = np.empty((3, 5, 2))
         energies = np.empty(3)
         status, reached, slot = fn(x, train.pairs, ptr, idx, prm, 0, 10, 1e-2, 5, 0.1, 0.0, 10,
-                                   np.random.default_rng(2), traj, energies, 0, 1)
+                                   np.random.default_rng(2), traj, energies, 0, *extra)
         assert status == _kernels.OK and reached == 10 and slot == 2
         outs.append((x, traj[:2], energies[:2]))
-    for a, b in zip(*outs):
-        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+    for other in outs[1:]:
+        for a, b in zip(outs[0], other):
+            np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
 
 
 def test_minimize_py_func_matches_compiled():
