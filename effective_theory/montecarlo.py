@@ -1,0 +1,209 @@
+"""Monte Carlo over random training sets: how often the training set fixes
+the linear structure (n0 = 2), and the grokking rate l3 against the training
+fraction (SPEC section 2).
+
+Each Monte Carlo sample is a uniformly random order of the p(p+1)/2 addition
+pairs; the training set of size s is its first s pairs, so every size sees a
+uniformly random subset and one pass adds pairs one by one, updating an exact
+echelon basis mod a prime (exact for p <= 23, see
+:mod:`effective_theory.linalg`). Sizes are therefore correlated within a
+sample, not across samples; confidence intervals are per size, and the
+critical fraction's uncertainty comes from a bootstrap over samples.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit, prange
+from scipy.stats import norm
+
+from particles.datasets import addition, make_rng
+
+from .linalg import PRIMES, _reduce_into_basis, grokking_rate
+
+__all__ = ["StructureProbability", "unique_structure_probability", "wilson_interval", "GrokkingRateCurve",
+           "grokking_rate_curve"]
+
+#: exact with one prime below 2^31: (sqrt 6)^p < 2^31 for addition rows
+MAX_EXACT_P = 23
+
+
+@njit(cache=True, parallel=True)
+def _nullity_prefixes(orders, pairs, labels, p, n_labels, q):
+    """n0 of every prefix of every order: out[s, k] = n0 of the first k + 1 pairs."""
+    n_samples, n = orders.shape
+    out = np.empty((n_samples, n), dtype=np.int64)
+    for s in prange(n_samples):
+        basis = np.zeros((p, p), dtype=np.int64)
+        pivots = np.zeros(p, dtype=np.int64)
+        row = np.empty(p, dtype=np.int64)
+        first = np.full(n_labels, -1, dtype=np.int64)
+        rank = 0
+        for k in range(n):
+            u = orders[s, k]
+            lab = labels[u]
+            t = first[lab]
+            if t < 0:
+                first[lab] = u
+            elif rank < p:
+                # parallelograms within a class span the rows e(u) - e(first)
+                for c in range(p):
+                    row[c] = 0
+                row[pairs[u, 0]] += 1
+                row[pairs[u, 1]] += 1
+                row[pairs[t, 0]] -= 1
+                row[pairs[t, 1]] -= 1
+                for c in range(p):
+                    row[c] = row[c] % q
+                rank = _reduce_into_basis(row, basis, pivots, rank, q)
+            out[s, k] = p - rank
+    return out
+
+
+def wilson_interval(successes: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson score interval of a binomial proportion."""
+    z = norm.ppf(0.5 + confidence / 2)
+    phat = np.asarray(successes, dtype=float) / n
+    centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    # the interval contains phat; min/max only undo rounding at phat = 0 or 1
+    return np.minimum(np.clip(centre - half, 0, 1), phat), np.maximum(np.clip(centre + half, 0, 1), phat)
+
+
+def _crossing(fractions: np.ndarray, prob: np.ndarray, level: float = 0.5) -> float:
+    above = np.flatnonzero(prob >= level)
+    if above.size == 0:
+        return math.nan
+    i = above[0]
+    if i == 0:
+        return float(fractions[0])
+    f0, f1, p0, p1 = fractions[i - 1], fractions[i], prob[i - 1], prob[i]
+    return float(f0 + (level - p0) * (f1 - f0) / (p1 - p0))
+
+
+@dataclass(frozen=True)
+class StructureProbability:
+    """P(n0 = 2) against training-set size.
+
+    Attributes
+    ----------
+    p : int
+    sizes : ndarray (S,)
+        Training-set sizes.
+    fractions : ndarray (S,)
+        sizes / (p (p + 1) / 2).
+    probability : ndarray (S,)
+        Share of samples with n0 = 2.
+    low, high : ndarray (S,)
+        95 % Wilson intervals.
+    samples : int
+    critical_fraction : float
+        Where the probability first crosses 1/2 (linear interpolation).
+    critical_fraction_interval : (float, float)
+        95 % bootstrap interval of the critical fraction.
+    critical_fraction_std : float
+        Bootstrap standard deviation.
+    """
+
+    p: int
+    sizes: np.ndarray
+    fractions: np.ndarray
+    probability: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    samples: int
+    critical_fraction: float
+    critical_fraction_interval: tuple[float, float]
+    critical_fraction_std: float
+
+
+def unique_structure_probability(p: int, sizes: np.ndarray | None = None, samples: int = 10_000,
+                                 seed: int | np.random.Generator | None = 0,
+                                 bootstrap: int = 200) -> StructureProbability:
+    """Monte Carlo P(n0 = 2) for addition over random training sets.
+
+    Parameters
+    ----------
+    p : int in [3, 23]
+        Tokens (exactness of the rank needs p <= 23).
+    sizes : array of int, optional
+        Training-set sizes in [1, p(p+1)/2]; default all of them.
+    samples : int >= 1
+        Random training sets per size.
+    seed : int or Generator
+    bootstrap : int >= 0
+        Resamples for the critical fraction's uncertainty.
+    """
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 3 <= p <= MAX_EXACT_P:
+        raise ValueError(f"p must be an int in [3, {MAX_EXACT_P}], got {p!r}")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    data = addition(int(p))
+    n = len(data)
+    sizes = np.arange(1, n + 1) if sizes is None else np.unique(np.asarray(sizes, dtype=np.int64))
+    if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
+        raise ValueError(f"sizes must lie in [1, {n}], got range [{sizes.min()}, {sizes.max()}]")
+    rng = make_rng(seed)
+    orders = np.argsort(rng.random((samples, n)), axis=1).astype(np.int64)
+    n0 = _nullity_prefixes(orders, data.pairs, data.labels, int(p), int(data.labels.max()) + 1, PRIMES[0])
+    unique = n0[:, sizes - 1] == 2  # (samples, S)
+    count = unique.sum(axis=0)
+    fractions = sizes / n
+    prob = count / samples
+    low, high = wilson_interval(count, samples)
+    crit = _crossing(fractions, prob)
+    boot = []
+    for _ in range(bootstrap):
+        pick = rng.integers(0, samples, samples)
+        boot.append(_crossing(fractions, unique[pick].mean(axis=0)))
+    boot = np.array(boot)
+    boot = boot[np.isfinite(boot)]
+    interval = (float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))) if boot.size else (math.nan,) * 2
+    std = float(boot.std()) if boot.size else math.nan
+    return StructureProbability(p=int(p), sizes=sizes, fractions=fractions, probability=prob, low=low, high=high,
+                                samples=int(samples), critical_fraction=crit, critical_fraction_interval=interval,
+                                critical_fraction_std=std)
+
+
+@dataclass(frozen=True)
+class GrokkingRateCurve:
+    """l3 (eigenvalue of H0) over random training sets of each fraction.
+
+    ``rates`` is (F, samples); 0 where the structure is not unique.
+    """
+
+    p: int
+    fractions: np.ndarray
+    rates: np.ndarray
+
+    @property
+    def mean(self) -> np.ndarray:
+        return self.rates.mean(axis=1)
+
+    @property
+    def unique_share(self) -> np.ndarray:
+        return (self.rates > 0).mean(axis=1)
+
+    def quantiles(self, q: float) -> np.ndarray:
+        return np.quantile(self.rates, q, axis=1)
+
+
+def grokking_rate_curve(p: int, fractions: np.ndarray, samples: int = 100,
+                        seed: int | np.random.Generator | None = 0) -> GrokkingRateCurve:
+    """l3 of random addition training sets of each fraction (0 when n0 > 2)."""
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 3:
+        raise ValueError(f"p must be an int >= 3, got {p!r}")
+    fractions = np.asarray(fractions, dtype=float)
+    if fractions.ndim != 1 or fractions.size == 0 or np.any(fractions <= 0) or np.any(fractions > 1):
+        raise ValueError("fractions must be a non-empty 1-D array in (0, 1]")
+    rng = make_rng(seed)
+    data = addition(int(p))
+    rates = np.zeros((fractions.size, samples))
+    for i, f in enumerate(fractions):
+        for s in range(samples):
+            train, _ = data.split(float(f), rng)
+            rates[i, s] = grokking_rate(train)
+    return GrokkingRateCurve(p=int(p), fractions=fractions, rates=rates)

@@ -1,0 +1,331 @@
+"""Dynamics of the normalised effective loss (SPEC section 2).
+
+    l0(E) = ||A E||_F^2 / m,   m = |P0(D)| (number of constraint rows)
+    Z(E)  = sum_k |E_k - mean(E)|^2   ("centred", default)
+          = sum_k |E_k|^2             ("uncentred", as in the reference code)
+    l_eff = l0 / Z
+
+The gradient uses the precomputed Laplacian L = A^T A:
+grad l0 = (2/m) L E, grad Z = 2 (E - mean) (or 2 E), and
+grad l_eff = (grad l0 Z - l0 grad Z) / Z^2. Under gradient flow
+C = sum_k E_k is conserved exactly with the centred normalisation (every term
+has rows summing to zero), also under explicit Euler; Z is conserved in
+continuous time and drifts O(dt^2) per Euler step unless ``project=True``
+rescales E about its mean to restore it.
+
+The same machinery runs the classification variant: A holds a row
+e_i - e_j for every same-label pair (:func:`particles.parallelograms.label_constraints`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from .datasets import PairDataset
+from .parallelograms import constraint_matrix, label_constraints
+from .simulate import NonFiniteStateError, _nonnegative, _package_version, _positive_int
+from .trajectory import Trajectory
+
+__all__ = [
+    "EffectiveLoss",
+    "NORMALIZATIONS",
+    "effective_loss",
+    "effective_loss_gradient",
+    "effective_loss_reference",
+    "centroid_sum",
+    "spread",
+    "simulate_effective",
+]
+
+NORMALIZATIONS = ("centred", "uncentred")
+
+
+def _check_normalization(normalization: str) -> bool:
+    if normalization not in NORMALIZATIONS:
+        raise ValueError(f"normalization must be one of {NORMALIZATIONS}, got {normalization!r}")
+    return normalization == "centred"
+
+
+@dataclass(frozen=True, eq=False)
+class EffectiveLoss:
+    """A constraint system ready for the effective-loss dynamics.
+
+    Attributes
+    ----------
+    A : scipy.sparse.csr_matrix, shape (m, p)
+        Integer constraint matrix.
+    laplacian : ndarray, shape (p, p)
+        L = A^T A (float64).
+    """
+
+    A: sp.csr_matrix
+    laplacian: np.ndarray
+
+    @classmethod
+    def from_matrix(cls, A: sp.spmatrix | np.ndarray) -> "EffectiveLoss":
+        A = sp.csr_matrix(A)
+        if A.shape[0] == 0:
+            raise ValueError("the constraint matrix has no rows: the training set holds no parallelogram")
+        return cls(A=A, laplacian=np.ascontiguousarray((A.T @ A).toarray(), dtype=np.float64))
+
+    @classmethod
+    def from_pairs(cls, train: PairDataset) -> "EffectiveLoss":
+        """Parallelogram constraints of a labelled pair dataset."""
+        if not isinstance(train, PairDataset):
+            raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
+        if len(train) == 0:
+            raise ValueError("train holds no pairs")
+        return cls.from_matrix(constraint_matrix(train))
+
+    @classmethod
+    def classification(cls, labels: np.ndarray) -> "EffectiveLoss":
+        """Classification variant: same-label samples attract."""
+        labels = np.asarray(labels)
+        if labels.ndim != 1 or labels.size < 2:
+            raise ValueError(f"labels must be a 1-D array of at least 2 samples, got shape {labels.shape}")
+        return cls.from_matrix(label_constraints(labels))
+
+    @property
+    def p(self) -> int:
+        return int(self.A.shape[1])
+
+    @property
+    def n_constraints(self) -> int:
+        return int(self.A.shape[0])
+
+
+def _as_loss(system: EffectiveLoss | PairDataset) -> EffectiveLoss:
+    if isinstance(system, EffectiveLoss):
+        return system
+    return EffectiveLoss.from_pairs(system)
+
+
+def _check_E(E: np.ndarray, p: int, name: str = "E") -> np.ndarray:
+    E = np.asarray(E)
+    if E.ndim == 1:
+        E = E[:, None]
+    if E.ndim != 2 or E.shape[0] != p:
+        raise ValueError(f"{name} must have shape (p, d) with p = {p}, got {np.shape(E)}")
+    if not np.issubdtype(E.dtype, np.number) or np.iscomplexobj(E):
+        raise TypeError(f"{name} must be a real array, got dtype {E.dtype}")
+    E = np.ascontiguousarray(E, dtype=np.float64)
+    if not np.all(np.isfinite(E)):
+        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    return E
+
+
+@njit(cache=True)
+def _loss_and_grad(E, L, m, centred, grad):
+    """l0, Z and grad l_eff (written into grad) of E (p, d)."""
+    p, d = E.shape
+    mean = np.zeros(d)
+    if centred:
+        for k in range(p):
+            for c in range(d):
+                mean[c] += E[k, c]
+        for c in range(d):
+            mean[c] /= p
+    z = 0.0
+    for k in range(p):
+        for c in range(d):
+            dev = E[k, c] - mean[c]
+            z += dev * dev
+    # LE and l0 = tr(E^T L E) / m
+    l0 = 0.0
+    for i in range(p):
+        for c in range(d):
+            acc = 0.0
+            for j in range(p):
+                acc += L[i, j] * E[j, c]
+            grad[i, c] = acc
+            l0 += E[i, c] * acc
+    l0 /= m
+    if z <= 0.0:
+        return l0, z
+    inv_z = 1.0 / z
+    for i in range(p):
+        for c in range(d):
+            grad[i, c] = (2.0 / m * grad[i, c] - l0 * inv_z * 2.0 * (E[i, c] - mean[c])) * inv_z
+    return l0, z
+
+
+@njit(cache=True)
+def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_every, traj, series, slot0):
+    """Euler steps start..stop-1 on E in place; records E and (l_eff, Z, C_0..C_{d-1})
+    before step i when i % record_every == 0. With ``project`` E is rescaled
+    about its mean after every step so that Z = z_target. Returns (status,
+    step, slot)."""
+    p, d = E.shape
+    grad = np.empty_like(E)
+    slot = slot0
+    for i in range(start, stop):
+        l0, z = _loss_and_grad(E, L, m, centred, grad)
+        if not (np.isfinite(l0) and np.isfinite(z)) or z <= 0.0:
+            return 1, i, slot
+        if i % record_every == 0:
+            for k in range(p):
+                for c in range(d):
+                    traj[slot, k, c] = E[k, c]
+            series[slot, 0] = l0 / z
+            series[slot, 1] = z
+            for c in range(d):
+                s = 0.0
+                for k in range(p):
+                    s += E[k, c]
+                series[slot, 2 + c] = s
+            slot += 1
+        for k in range(p):
+            for c in range(d):
+                E[k, c] -= dt * grad[k, c]
+        if project:
+            mean = np.zeros(d)
+            if centred:
+                for k in range(p):
+                    for c in range(d):
+                        mean[c] += E[k, c]
+                for c in range(d):
+                    mean[c] /= p
+            z_new = 0.0
+            for k in range(p):
+                for c in range(d):
+                    z_new += (E[k, c] - mean[c]) ** 2
+            if not z_new > 0.0:
+                return 1, i + 1, slot
+            scale = np.sqrt(z_target / z_new)
+            for k in range(p):
+                for c in range(d):
+                    E[k, c] = mean[c] + scale * (E[k, c] - mean[c])
+    return 0, stop, slot
+
+
+def effective_loss(E: np.ndarray, system: EffectiveLoss | PairDataset, normalization: str = "centred") -> float:
+    """l_eff(E) = l0(E) / Z(E) for a training set (or prepared constraints)."""
+    return effective_loss_gradient(E, system, normalization)[0]
+
+
+def effective_loss_gradient(E: np.ndarray, system: EffectiveLoss | PairDataset,
+                            normalization: str = "centred") -> tuple[float, np.ndarray]:
+    """``(l_eff, grad l_eff)`` by the compiled kernel (gradient shape (p, d))."""
+    centred = _check_normalization(normalization)
+    loss = _as_loss(system)
+    E = _check_E(E, loss.p)
+    grad = np.empty_like(E)
+    l0, z = _loss_and_grad(E, loss.laplacian, float(loss.n_constraints), centred, grad)
+    if z <= 0:
+        raise ValueError("Z(E) = 0: all embeddings coincide, l_eff is undefined")
+    return l0 / z, grad
+
+
+def effective_loss_reference(E: np.ndarray, A: sp.spmatrix | np.ndarray,
+                             normalization: str = "centred") -> tuple[float, np.ndarray]:
+    """NumPy reference of ``(l_eff, grad l_eff)`` from A itself: A^T (A E)."""
+    centred = _check_normalization(normalization)
+    E = np.asarray(E, dtype=float)
+    A = sp.csr_matrix(A).astype(np.float64)
+    m = A.shape[0]
+    AE = A @ E
+    l0 = float(np.sum(AE**2)) / m
+    dev = E - E.mean(axis=0) if centred else E
+    z = float(np.sum(dev**2))
+    grad = ((2.0 / m) * (A.T @ AE) * z - l0 * 2.0 * dev) / z**2
+    return l0 / z, grad
+
+
+def centroid_sum(E: np.ndarray) -> np.ndarray:
+    """C = sum_k E_k, shape (d,): conserved by the centred flow."""
+    return np.asarray(E, dtype=float).sum(axis=0)
+
+
+def spread(E: np.ndarray, normalization: str = "centred") -> float:
+    """Z = sum_k |E_k - mean|^2 (centred) or sum_k |E_k|^2 (uncentred)."""
+    centred = _check_normalization(normalization)
+    E = np.asarray(E, dtype=float)
+    dev = E - E.mean(axis=0) if centred else E
+    return float(np.sum(dev**2))
+
+
+def simulate_effective(
+    E0: np.ndarray,
+    train: EffectiveLoss | PairDataset,
+    *,
+    steps: int,
+    dt: float,
+    normalization: str = "centred",
+    project: bool = False,
+    record_every: int | None = None,
+    callback: Callable[[int, int], None] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Trajectory:
+    """Gradient flow dE/dt = -grad l_eff by explicit Euler.
+
+    Parameters
+    ----------
+    E0 : ndarray, shape (p, d) or (p,)
+    train : PairDataset or EffectiveLoss
+        Training pairs (their parallelograms) or prepared constraints (e.g.
+        :meth:`EffectiveLoss.classification`).
+    steps : int >= 1
+    dt : float > 0
+        Learning rate eta.
+    normalization : {"centred", "uncentred"}
+    project : bool
+        Rescale E about its mean after every step so Z keeps its initial value.
+    record_every : int, optional
+        Snapshot stride (default ``max(1, steps // 100)``); the final state is
+        always recorded.
+    callback : callable(step, steps), optional
+        Progress, about 100 calls.
+
+    Returns
+    -------
+    Trajectory
+        ``embeddings`` per snapshot and the series ``l_eff``, ``Z`` and
+        ``C0``, ``C1``, ... (the components of C).
+    """
+    centred = _check_normalization(normalization)
+    loss = _as_loss(train)
+    E = _check_E(E0, loss.p, "E0").copy()
+    steps = _positive_int("steps", steps)
+    dt = _nonnegative("dt", dt, strict=True)
+    record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
+    if spread(E, normalization) <= 0:
+        raise ValueError("E0 has Z = 0 (all embeddings coincide): l_eff is undefined")
+    d = E.shape[1]
+    record_steps = list(range(0, steps, record_every)) + [steps]
+    traj = np.empty((len(record_steps), loss.p, d))
+    series = np.empty((len(record_steps), 2 + d))
+    m = float(loss.n_constraints)
+    if callback is None:
+        bounds = [0, steps]
+    else:
+        chunk = max(record_every, (steps // 100) // record_every * record_every)
+        bounds = list(range(0, steps, chunk)) + [steps]
+    slot = 0
+    z0 = spread(E, normalization)
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        status, reached, slot = _run_effective(E, loss.laplacian, m, centred, project, z0, start, stop, dt,
+                                               record_every, traj, series, slot)
+        if status != 0:
+            raise NonFiniteStateError(int(reached))
+        if callback is not None:
+            callback(stop, steps)
+    grad = np.empty_like(E)
+    l0, z = _loss_and_grad(E, loss.laplacian, m, centred, grad)
+    if not (np.isfinite(l0) and z > 0 and np.all(np.isfinite(E))):
+        raise NonFiniteStateError(steps)
+    traj[slot] = E
+    series[slot] = [l0 / z, z, *E.sum(axis=0)]
+    scalars = {"l_eff": series[:, 0], "Z": series[:, 1]}
+    scalars.update({f"C{c}": series[:, 2 + c] for c in range(d)})
+    info = {"source": "particles.simulate_effective", "p": loss.p, "d": d, "steps": steps, "dt": dt,
+            "normalization": normalization, "project": bool(project), "n_constraints": loss.n_constraints,
+            "record_every": record_every, "version": _package_version()}
+    if isinstance(train, PairDataset):
+        info.update(dataset=train.name, train_indices=train.indices.tolist())
+    info.update(meta or {})
+    return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars=scalars, meta=info)
