@@ -14,7 +14,8 @@ __all__ = [
     "grokking_rate_curve", "hessian_spectrum", "laplacian_spectrum", "nullity", "parallelograms", "predicted_steps",
     "rank", "unique_structure_probability", "wilson_interval",
 ]
-from .metrics import PHASES, classify_phase, normalized_embedding, predicted_accuracy, realised_parallelograms, rqi
+from .metrics import (PHASES, classify_phase, normalized_embedding, predicted_accuracy, realised_parallelograms,
+                      rqi, rqi_series)
 
 __all__ += ["PHASES", "classify_phase", "normalized_embedding", "predicted_accuracy", "realised_parallelograms",
-            "rqi"]
+            "rqi", "rqi_series"]

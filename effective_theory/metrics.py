@@ -11,7 +11,7 @@ import scipy.sparse as sp
 from particles.datasets import PairDataset
 from particles.parallelograms import constraint_matrix, parallelograms
 
-__all__ = ["normalized_embedding", "realised_parallelograms", "rqi", "predicted_accuracy", "classify_phase",
+__all__ = ["normalized_embedding", "realised_parallelograms", "rqi", "rqi_series", "predicted_accuracy", "classify_phase",
            "PHASES"]
 
 PHASES = ("comprehension", "grokking", "memorization", "confusion")
@@ -58,6 +58,26 @@ def rqi(E: np.ndarray, dataset: PairDataset, delta2: float = 0.01) -> float:
     if mask.size == 0:
         raise ValueError("the dataset holds no parallelogram")
     return float(mask.mean())
+
+
+def rqi_series(embeddings: np.ndarray, dataset: PairDataset, delta2: float = 0.01) -> np.ndarray:
+    """RQI of every snapshot of a (S, p, d) stack (one constraint matrix)."""
+    stack = np.asarray(embeddings, dtype=float)
+    if stack.ndim != 3 or stack.shape[1] != dataset.p:
+        raise ValueError(f"embeddings must have shape (S, p, d) with p = {dataset.p}, got {stack.shape}")
+    _check(stack[0], dataset, delta2)
+    if not np.all(np.isfinite(stack)):
+        raise ValueError("embeddings contain non-finite values")
+    dev = stack - stack.mean(axis=1, keepdims=True)
+    z = np.sum(dev**2, axis=(1, 2))
+    if np.any(z <= 0):
+        raise ValueError("a snapshot has Z = 0")
+    normed = dev / np.sqrt(z / stack.shape[1])[:, None, None]
+    A = constraint_matrix(dataset).toarray().astype(float)
+    if A.shape[0] == 0:
+        raise ValueError("the dataset holds no parallelogram")
+    residual = np.einsum("mp,spd->smd", A, normed)
+    return np.mean(np.mean(residual**2, axis=2) < delta2, axis=1)
 
 
 def _rowspace_basis(A: sp.spmatrix) -> np.ndarray:

@@ -11,13 +11,19 @@ Public API::
     circularity, best_circularity, pair_sum_accuracy,
     grid_defects, classify_structure, structure_metrics
     preset, Preset, sweep, SweepTable                presets and sweeps
+    parallelograms, constraint_matrix, EffectiveLoss,
+    effective_loss, simulate_effective, centroid_sum, spread
+                                                     effective-loss dynamics (SPEC 2)
 """
 
 from ._warmup import warmup
 from .datasets import PairDataset, addition, make_rng, modular_addition
+from .effective import (NORMALIZATIONS, EffectiveLoss, centroid_sum, effective_loss, effective_loss_gradient,
+                        effective_loss_reference, simulate_effective, spread)
 from .energy import energy, energy_and_forces, forces
 from .metrics import (STRUCTURES, best_circularity, circularity, classify_structure, grid_defects,
                       pair_sum_accuracy, structure_metrics)
+from .parallelograms import constraint_matrix, label_constraints, parallelograms
 from .params import ALIGNMENT_FORMS, ALIGNMENTS, ForceParams
 from .presets import PRESETS, Preset, preset, preset_names
 from .reference import energy_reference, forces_reference
@@ -31,6 +37,9 @@ __all__ = [
     "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
     "energy_reference", "forces", "forces_reference", "grid_defects", "make_rng", "minimize", "modular_addition",
     "pair_sum_accuracy", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
+    "NORMALIZATIONS", "EffectiveLoss", "centroid_sum", "effective_loss", "effective_loss_gradient",
+    "effective_loss_reference", "simulate_effective", "spread", "constraint_matrix", "label_constraints",
+    "parallelograms",
 ]
 
 __version__ = "0.1.0"

@@ -38,4 +38,8 @@ def warmup(parallel: bool | None = None) -> float:
         simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=kind)
     if not parallel:
         minimize(x0, train, params, max_steps=2)
+        from .datasets import addition
+        from .effective import simulate_effective
+
+        simulate_effective(x0, addition(5), steps=2, dt=1e-3, project=True)
     return time.perf_counter() - start

@@ -223,6 +223,13 @@ def build_parser() -> argparse.ArgumentParser:
     for name, register in _BUILTIN.items():  # running from a source tree without metadata
         if name not in registered:
             register(subparsers)
+    if "theory" not in registered:
+        try:  # optional: particles does not depend on effective_theory
+            from importlib import import_module
+
+            import_module("effective_theory.cli").register_theory(subparsers)
+        except ImportError:
+            pass
     return parser
 
 

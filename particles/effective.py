@@ -226,7 +226,7 @@ def effective_loss_reference(E: np.ndarray, A: sp.spmatrix | np.ndarray,
     """NumPy reference of ``(l_eff, grad l_eff)`` from A itself: A^T (A E)."""
     centred = _check_normalization(normalization)
     E = np.asarray(E, dtype=float)
-    A = sp.csr_matrix(A).astype(np.float64)
+    A = sp.csr_matrix(A).astype(np.float64, copy=False)
     m = A.shape[0]
     AE = A @ E
     l0 = float(np.sum(AE**2)) / m

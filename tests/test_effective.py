@@ -233,3 +233,33 @@ def test_classification_variant_collapses_classes():
 def test_bad_inputs(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_rqi_series_matches_rqi():
+    rng = np.random.default_rng(2)
+    stack = rng.standard_normal((4, 10, 2))
+    stack[1] = np.c_[np.arange(10.0), np.zeros(10)]
+    ds = addition(10)
+    np.testing.assert_allclose(et.rqi_series(stack, ds), [et.rqi(E, ds) for E in stack])
+
+
+def test_cli_theory(tmp_path, capsys):
+    from particles.cli import main
+    assert main(["theory", "critical-fraction", "--p", "6", "--samples", "200", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "critical fraction" in out
+    assert (tmp_path / "critical_fraction.png").stat().st_size > 0
+    assert main(["theory", "grokking-rate", "--p", "6", "--samples", "3", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "grokking_rate.png").stat().st_size > 0
+    assert main(["theory", "digits", "--steps", "20", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "digits_collapse.png").stat().st_size > 0
+    assert main(["theory", "steps", "--p", "6", "--sets", "1", "--out", str(tmp_path)]) == 0
+    assert "measured / predicted" in capsys.readouterr().out
+
+
+def test_digits_collapse_keeps_Z():
+    from effective_theory.experiments import digits_collapse
+    result = digits_collapse(steps=60, seed=1, record_every=10)
+    assert result.within_share[-1] < 1e-2 * result.within_share[0]
+    z = result.trajectory.scalars["Z"]
+    np.testing.assert_allclose(z, z[0], rtol=1e-12)
