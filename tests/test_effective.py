@@ -45,6 +45,7 @@ def test_nullity_invariant_under_row_permutation_and_duplication(seed, p):
     rng = np.random.default_rng(seed)
     train, _ = addition(p).split(rng.uniform(0.3, 1.0), rng)
     A = constraint_matrix(train)
+    assert np.all(np.asarray(A.sum(axis=1)).ravel() == 0)  # rows sum to zero
     n = et.nullity(A)
     if A.shape[0] == 0:
         assert n == p
