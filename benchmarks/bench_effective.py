@@ -18,22 +18,9 @@ import numba
 import numpy as np
 
 import effective_theory as et
+from _timing import best_time
 from particles import addition
 from particles.effective import EffectiveLoss, _loss_and_grad, effective_loss_reference
-
-
-def best_time(fn, repeats: int = 5, min_time: float = 0.2) -> float:
-    best = np.inf
-    for _ in range(repeats):
-        calls, start = 0, time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_time:
-                break
-        best = min(best, elapsed / calls)
-    return best
 
 
 def main() -> None:

@@ -18,24 +18,11 @@ import time
 import numba
 import numpy as np
 
+from _timing import best_time
+
 from particles import ForceParams, forces_reference, modular_addition, preset, warmup
 from particles import _kernels
 from particles.energy import same_class_partners
-
-
-def best_time(fn, repeats: int, min_time: float = 0.2) -> float:
-    """Best per-call time over ``repeats`` timing rounds of >= min_time each."""
-    best = np.inf
-    for _ in range(repeats):
-        calls, start = 0, time.perf_counter()
-        while True:
-            fn()
-            calls += 1
-            elapsed = time.perf_counter() - start
-            if elapsed >= min_time:
-                break
-        best = min(best, elapsed / calls)
-    return best
 
 
 def bench_kernels(sizes, repeats: int) -> list[dict]:

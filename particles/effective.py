@@ -28,7 +28,7 @@ from numba import njit
 
 from .datasets import PairDataset
 from .parallelograms import constraint_matrix, label_constraints
-from .simulate import NonFiniteStateError, _nonnegative, _package_version, _positive_int
+from .simulate import NonFiniteStateError, _chunk_bounds, _nonnegative, _package_version, _positive_int
 from .trajectory import Trajectory
 
 __all__ = [
@@ -119,9 +119,9 @@ def _check_E(E: np.ndarray, p: int, name: str = "E") -> np.ndarray:
     return E
 
 
-@njit(cache=True)
-def _loss_and_grad(E, L, m, centred, grad):
-    """l0, Z and grad l_eff (written into grad) of E (p, d)."""
+@njit(cache=True, inline="always")
+def _mean_and_spread(E, centred):
+    """The column mean (zeros when not centred) and Z about it."""
     p, d = E.shape
     mean = np.zeros(d)
     if centred:
@@ -135,6 +135,14 @@ def _loss_and_grad(E, L, m, centred, grad):
         for c in range(d):
             dev = E[k, c] - mean[c]
             z += dev * dev
+    return mean, z
+
+
+@njit(cache=True)
+def _loss_and_grad(E, L, m, centred, grad):
+    """l0, Z and grad l_eff (written into grad) of E (p, d)."""
+    p, d = E.shape
+    mean, z = _mean_and_spread(E, centred)
     # LE and l0 = tr(E^T L E) / m
     l0 = 0.0
     for i in range(p):
@@ -183,17 +191,7 @@ def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_
             for c in range(d):
                 E[k, c] -= dt * grad[k, c]
         if project:
-            mean = np.zeros(d)
-            if centred:
-                for k in range(p):
-                    for c in range(d):
-                        mean[c] += E[k, c]
-                for c in range(d):
-                    mean[c] /= p
-            z_new = 0.0
-            for k in range(p):
-                for c in range(d):
-                    z_new += (E[k, c] - mean[c]) ** 2
+            mean, z_new = _mean_and_spread(E, centred)
             if not z_new > 0.0:
                 return 1, i + 1, slot
             scale = np.sqrt(z_target / z_new)
@@ -300,11 +298,7 @@ def simulate_effective(
     traj = np.empty((len(record_steps), loss.p, d))
     series = np.empty((len(record_steps), 2 + d))
     m = float(loss.n_constraints)
-    if callback is None:
-        bounds = [0, steps]
-    else:
-        chunk = max(record_every, (steps // 100) // record_every * record_every)
-        bounds = list(range(0, steps, chunk)) + [steps]
+    bounds = _chunk_bounds(steps, record_every, callback)
     slot = 0
     z0 = spread(E, normalization)
     for start, stop in zip(bounds[:-1], bounds[1:]):

@@ -59,6 +59,15 @@ def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
     return value
 
 
+def _chunk_bounds(steps: int, record_every: int, callback: Callable | None) -> list[int]:
+    """Step boundaries of the compiled calls: one call without a callback,
+    about 100 (multiples of record_every) with one."""
+    if callback is None:
+        return [0, steps]
+    chunk = max(record_every, (steps // 100) // record_every * record_every)
+    return list(range(0, steps, chunk)) + [steps]
+
+
 def temperature_at(step: int | np.ndarray, steps: int, temperature: float, final_temperature: float) -> np.ndarray:
     """Langevin temperature at ``step``: linear from ``temperature`` (step 0)
     to ``final_temperature`` (step ``steps``)."""
@@ -138,11 +147,7 @@ def simulate(
     n_chunks = _n_chunks(len(train), parallel)
     same_ptr, same_idx = same_class_partners(train.labels)
 
-    if callback is None:
-        bounds = [0, steps]
-    else:
-        chunk = max(record_every, (steps // 100) // record_every * record_every)
-        bounds = list(range(0, steps, chunk)) + [steps]
+    bounds = _chunk_bounds(steps, record_every, callback)
     slot = 0
     for start, stop in zip(bounds[:-1], bounds[1:]):
         args = (x, train.pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, temperature,

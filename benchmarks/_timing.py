@@ -1,0 +1,22 @@
+"""Timing helper shared by the benchmark scripts."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def best_time(fn, repeats: int, min_time: float = 0.2) -> float:
+    """Best per-call time of ``fn`` over ``repeats`` rounds of >= min_time each."""
+    best = np.inf
+    for _ in range(repeats):
+        calls, start = 0, time.perf_counter()
+        while True:
+            fn()
+            calls += 1
+            elapsed = time.perf_counter() - start
+            if elapsed >= min_time:
+                break
+        best = min(best, elapsed / calls)
+    return best
