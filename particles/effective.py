@@ -27,6 +27,7 @@ import scipy.sparse as sp
 from numba import njit
 
 from .datasets import PairDataset
+from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
 from .simulate import NonFiniteStateError, _chunk_bounds, _nonnegative, _package_version, _positive_int
 from .trajectory import Trajectory
@@ -106,17 +107,7 @@ def _as_loss(system: EffectiveLoss | PairDataset) -> EffectiveLoss:
 
 
 def _check_E(E: np.ndarray, p: int, name: str = "E") -> np.ndarray:
-    E = np.asarray(E)
-    if E.ndim == 1:
-        E = E[:, None]
-    if E.ndim != 2 or E.shape[0] != p:
-        raise ValueError(f"{name} must have shape (p, d) with p = {p}, got {np.shape(E)}")
-    if not np.issubdtype(E.dtype, np.number) or np.iscomplexobj(E):
-        raise TypeError(f"{name} must be a real array, got dtype {E.dtype}")
-    E = np.ascontiguousarray(E, dtype=np.float64)
-    if not np.all(np.isfinite(E)):
-        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
-    return E
+    return check_embedding(E, p, name, allow_1d=True)
 
 
 @njit(cache=True, inline="always")

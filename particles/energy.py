@@ -16,16 +16,17 @@ __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARA
 PARALLEL_MIN_PAIRS = 256
 
 
-def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: str = "x") -> np.ndarray:
-    if not isinstance(train, PairDataset):
-        raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
-    if not isinstance(params, ForceParams):
-        raise TypeError(f"params must be a ForceParams, got {type(params).__name__}")
+def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = False) -> np.ndarray:
+    """``x`` as a C-contiguous float64 (p, d) array, or a clear error naming
+    ``name``: wrong shape, not real, or not finite. ``allow_1d`` reads a (p,)
+    array as (p, 1)."""
     x = np.asarray(x)
+    if allow_1d and x.ndim == 1:
+        x = x[:, None]
     if x.ndim != 2:
-        raise ValueError(f"{name} must have shape (p, d) = ({train.p}, d), got {x.shape}")
-    if x.shape[0] != train.p:
-        raise ValueError(f"{name} must have p = {train.p} rows (one per token), got {x.shape[0]}")
+        raise ValueError(f"{name} must have shape (p, d) = ({p}, d), got {x.shape}")
+    if x.shape[0] != p:
+        raise ValueError(f"{name} must have p = {p} rows (one per token), got {x.shape[0]}")
     if x.shape[1] < 1:
         raise ValueError(f"{name} must have dimension d >= 1, got {x.shape[1]}")
     if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
@@ -33,6 +34,15 @@ def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: 
     x = np.ascontiguousarray(x, dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+    return x
+
+
+def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: str = "x") -> np.ndarray:
+    if not isinstance(train, PairDataset):
+        raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
+    if not isinstance(params, ForceParams):
+        raise TypeError(f"params must be a ForceParams, got {type(params).__name__}")
+    x = check_embedding(x, train.p, name)
     if params.lam > 0 and x.shape[1] < 2:
         raise ValueError(f"alignment (lam = {params.lam} > 0) needs dimension d >= 2, got d = {x.shape[1]}")
     if len(train) == 0:

@@ -220,7 +220,7 @@ def test_classification_variant_collapses_classes():
 @pytest.mark.parametrize("call, match", [
     (lambda: simulate_effective(np.zeros((10, 2)), addition(10), steps=5, dt=0.1), "Z = 0"),
     (lambda: simulate_effective(np.full((10, 2), np.nan), addition(10), steps=5, dt=0.1), "non-finite"),
-    (lambda: simulate_effective(np.ones((9, 2)), addition(10), steps=5, dt=0.1), "p = 10"),
+    (lambda: simulate_effective(np.ones((9, 2)), addition(10), steps=5, dt=0.1), "p = 10 rows"),
     (lambda: simulate_effective(np.eye(10, 2), addition(10), steps=5, dt=-1), "dt must be > 0"),
     (lambda: simulate_effective(np.eye(10, 2), addition(10), steps=5, dt=0.1, normalization="x"), "normalization"),
     (lambda: EffectiveLoss.from_pairs(addition(5).subset(np.array([], dtype=int))), "no pairs"),
