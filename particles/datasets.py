@@ -49,7 +49,6 @@ class PairDataset:
     p: int
     name: str = "pairs"
     indices: np.ndarray = field(default=None)  # type: ignore[assignment]
-    full: "PairDataset | None" = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         pairs = np.ascontiguousarray(self.pairs, dtype=np.int64)
@@ -81,8 +80,7 @@ class PairDataset:
     def subset(self, rows: np.ndarray) -> "PairDataset":
         """The pairs at ``rows`` (indices into this dataset), as a dataset."""
         rows = np.asarray(rows, dtype=np.int64)
-        return PairDataset(self.pairs[rows], self.labels[rows], self.p, self.name,
-                           self.indices[rows], self.full if self.full is not None else self)
+        return PairDataset(self.pairs[rows], self.labels[rows], self.p, self.name, self.indices[rows])
 
     def split(self, fraction: float, seed: int | np.random.Generator | None = 0) -> tuple["PairDataset", "PairDataset"]:
         """Random train/validation split.

@@ -7,6 +7,7 @@ import numpy as np
 
 from . import _kernels
 from .datasets import PairDataset
+from .parallelograms import same_label_pairs
 from .params import ForceParams
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
@@ -55,20 +56,11 @@ def same_class_partners(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     Returns ``(ptr, idx)``: the partners of u are ``idx[ptr[u]:ptr[u+1]]``.
     """
-    labels = np.asarray(labels)
-    n = labels.shape[0]
-    partners: list[np.ndarray] = [np.empty(0, dtype=np.int64)] * n
-    order = np.argsort(labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(labels[order])) + 1
-    for group in np.split(order, bounds):
-        group = np.sort(group)
-        for i in range(len(group) - 1):
-            partners[group[i]] = group[i + 1:]
-    counts = np.fromiter((len(q) for q in partners), dtype=np.int64, count=n)
+    par = same_label_pairs(labels)
+    n = len(labels)
     ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=ptr[1:])
-    idx = np.concatenate(partners).astype(np.int64) if n else np.empty(0, dtype=np.int64)
-    return ptr, idx
+    np.cumsum(np.bincount(par[:, 0], minlength=n), out=ptr[1:])
+    return ptr, np.ascontiguousarray(par[:, 1])
 
 
 def _n_chunks(n_pairs: int, parallel: bool | None) -> int:

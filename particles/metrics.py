@@ -174,7 +174,7 @@ def structure_metrics(E: np.ndarray, dataset: PairDataset | None = None) -> dict
     """All structure metrics of one embedding and its class, as a dict."""
     E = _check_embedding(E)
     dataset = _dataset_for(E, dataset)
-    k, circ = best_circularity(E) if E.shape[1] >= 1 else (0, 0.0)
+    k, circ = best_circularity(E)
     acc_e = pair_sum_accuracy(E, dataset, "euclidean")
     acc_a = pair_sum_accuracy(E, dataset, "angular")
     if circ >= CIRCLE_THRESHOLD:

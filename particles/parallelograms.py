@@ -13,7 +13,7 @@ import scipy.sparse as sp
 
 from .datasets import PairDataset
 
-__all__ = ["parallelograms", "constraint_matrix", "label_constraints", "as_pair_dataset"]
+__all__ = ["same_label_pairs", "parallelograms", "constraint_matrix", "label_constraints", "as_pair_dataset"]
 
 
 def as_pair_dataset(data: PairDataset | tuple[np.ndarray, np.ndarray], p: int | None = None) -> PairDataset:
@@ -34,17 +34,14 @@ def as_pair_dataset(data: PairDataset | tuple[np.ndarray, np.ndarray], p: int | 
     raise TypeError(f"expected a PairDataset or a (pairs, labels) tuple, got {type(data).__name__}")
 
 
-def parallelograms(data: PairDataset | tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """P0(D): every unordered pair {u, v}, u < v, of samples with one label.
-
-    Returns
-    -------
-    ndarray of int64, shape (m, 2)
-        Sample indices (rows of ``data.pairs``), sorted.
-    """
-    data = as_pair_dataset(data)
-    order = np.argsort(data.labels, kind="stable")
-    bounds = np.flatnonzero(np.diff(data.labels[order])) + 1
+def same_label_pairs(labels: np.ndarray) -> np.ndarray:
+    """Every pair (u, v), u < v, of samples with one label, sorted by u then v;
+    shape (m, 2), int64."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
+    order = np.argsort(labels, kind="stable")
+    bounds = np.flatnonzero(np.diff(labels[order])) + 1
     blocks = []
     for group in np.split(order, bounds):
         if len(group) > 1:
@@ -55,6 +52,17 @@ def parallelograms(data: PairDataset | tuple[np.ndarray, np.ndarray]) -> np.ndar
         return np.empty((0, 2), dtype=np.int64)
     out = np.concatenate(blocks).astype(np.int64)
     return out[np.lexsort((out[:, 1], out[:, 0]))]
+
+
+def parallelograms(data: PairDataset | tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """P0(D): every unordered pair {u, v}, u < v, of samples with one label.
+
+    Returns
+    -------
+    ndarray of int64, shape (m, 2)
+        Sample indices (rows of ``data.pairs``), sorted.
+    """
+    return same_label_pairs(as_pair_dataset(data).labels)
 
 
 def constraint_matrix(data: PairDataset | tuple[np.ndarray, np.ndarray]) -> sp.csr_matrix:
@@ -78,10 +86,7 @@ def label_constraints(labels: np.ndarray) -> sp.csr_matrix:
     """Constraint matrix of the classification variant: a row e_i - e_j for
     every pair i < j of samples with the same label (N samples, N columns)."""
     labels = np.asarray(labels)
-    if labels.ndim != 1:
-        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
-    pairs = np.stack([np.arange(len(labels)), np.arange(len(labels))], axis=1)
-    par = parallelograms(PairDataset(pairs, labels, max(1, len(labels))))
+    par = same_label_pairs(labels)
     m = len(par)
     rows = np.repeat(np.arange(m), 2)
     cols = par.ravel()

@@ -19,7 +19,7 @@ from .energy import _check_inputs, _evaluate, _n_chunks, same_class_partners
 from .params import ForceParams
 from .trajectory import Trajectory
 
-__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "temperature_at"]
+__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError"]
 
 
 class NonFiniteStateError(FloatingPointError):
@@ -66,12 +66,6 @@ def _chunk_bounds(steps: int, record_every: int, callback: Callable | None) -> l
         return [0, steps]
     chunk = max(record_every, (steps // 100) // record_every * record_every)
     return list(range(0, steps, chunk)) + [steps]
-
-
-def temperature_at(step: int | np.ndarray, steps: int, temperature: float, final_temperature: float) -> np.ndarray:
-    """Langevin temperature at ``step``: linear from ``temperature`` (step 0)
-    to ``final_temperature`` (step ``steps``)."""
-    return temperature + (final_temperature - temperature) * np.asarray(step) / steps
 
 
 def simulate(

@@ -116,11 +116,15 @@ def test_same_class_partners():
     assert partners == [[2, 5], [4], [5], [], [], []]
 
 
-def test_run_euler_py_func_matches_compiled():
+def _small_system(seed, params):
+    """Full p = 5 dataset, a random start, and the kernel inputs."""
     train = modular_addition(5)
-    x0 = np.random.default_rng(1).standard_normal((5, 2))
-    prm = ForceParams(lam=1.0).as_array()
     ptr, idx = same_class_partners(train.labels)
+    return train, np.random.default_rng(seed).standard_normal((5, 2)), params.as_array(), ptr, idx
+
+
+def test_run_euler_py_func_matches_compiled():
+    train, x0, prm, ptr, idx = _small_system(1, ForceParams(lam=1.0))
     outs = []
     runners = [(_kernels.run_euler_serial, ()), (_kernels.run_euler_serial.py_func, ()),
                (_kernels.run_euler_parallel, (2,)), (_kernels.run_euler_parallel.py_func, (2,))]
@@ -138,10 +142,7 @@ def test_run_euler_py_func_matches_compiled():
 
 
 def test_minimize_py_func_matches_compiled():
-    train = modular_addition(5)
-    x0 = np.random.default_rng(4).standard_normal((5, 2))
-    prm = ForceParams(lam=0.5).as_array()
-    ptr, idx = same_class_partners(train.labels)
+    train, x0, prm, ptr, idx = _small_system(4, ForceParams(lam=0.5))
     results = []
     for fn in (_kernels.minimize_serial, _kernels.minimize_serial.py_func):
         x = x0.copy()
