@@ -1,5 +1,31 @@
 """Fourier signals of embeddings, survival measures and ODE regression onto
-embedding trajectories, plus an optional torch training backend.
+embedding trajectories (SPEC sections 3 and 4), plus an optional torch
+training backend.
 
-Filled by a later issue; importable now so the distribution's layout is fixed.
+Public API::
+
+    fourier_signals, trajectory_signals, surviving_frequencies,
+    frequency_circularity, n_frequencies                 signals (SPEC 3)
+    initial_signal, initial_gradient, survival_rate,
+    fitness_correlation, survival_classifier, survival_table
+                                                         fitness measures
+    differentiate                                        derivative estimators
+    LinearODE, LotkaVolterra, linear_solution, BlowUpError
+                                                         ODE regression (SPEC 4)
+    survival_ode_analysis, ODEAnalysis                   the reference analysis
 """
+
+from .analysis import ODEAnalysis, survival_ode_analysis
+from .derivatives import DERIVATIVES, differentiate
+from .ode import REGRESSORS, BlowUpError, LinearODE, LotkaVolterra, linear_solution
+from .signals import (DC_SCALAR, fourier_signals, frequency_circularity, n_frequencies, surviving_frequencies,
+                      trajectory_signals)
+from .survival import (SurvivalClassifierResult, fitness_correlation, initial_gradient, initial_signal,
+                       survival_classifier, survival_rate, survival_table)
+
+__all__ = [
+    "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
+    "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",
+    "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",
+    "survival_ode_analysis", "survival_rate", "survival_table", "surviving_frequencies", "trajectory_signals",
+]

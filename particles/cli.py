@@ -211,6 +211,14 @@ _BUILTIN: dict[str, Callable[[argparse._SubParsersAction], None]] = {
 }
 
 
+# registered through entry points when installed; looked up by name when
+# running from a source tree without metadata
+_OPTIONAL: dict[str, tuple[str, str]] = {
+    "theory": ("effective_theory.cli", "register_theory"),
+    "fit": ("fitting.cli", "register_fit"),
+}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="embdyn", description="Embedding dynamics: simulate, sweep, analyse.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -223,13 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
     for name, register in _BUILTIN.items():  # running from a source tree without metadata
         if name not in registered:
             register(subparsers)
-    if "theory" not in registered:
-        try:  # optional: particles does not depend on effective_theory
-            from importlib import import_module
+    from importlib import import_module
 
-            import_module("effective_theory.cli").register_theory(subparsers)
+    for name, (module, function) in _OPTIONAL.items():
+        if name in registered:
+            continue
+        try:  # particles does not depend on the packages built on it
+            register = getattr(import_module(module), function)
         except ImportError:
-            pass
+            continue
+        register(subparsers)
     return parser
 
 

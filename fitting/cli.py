@@ -1,0 +1,113 @@
+"""``embdyn fit``: ODE regression onto the signals of a trajectory file."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["register_fit"]
+
+MODELS = ("linear", "lv-general", "lv-classic")
+
+
+def _build_model(args: argparse.Namespace, window):
+    from .ode import LinearODE, LotkaVolterra
+
+    common = dict(regressor=args.regressor, alpha=args.alpha, derivative=args.derivative, window=window,
+                  debias=args.debias)
+    if args.model == "linear":
+        return LinearODE(**common)
+    return LotkaVolterra(form=args.model.removeprefix("lv-"), **common)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import numpy as np
+
+    from particles.trajectory import Trajectory, TrajectoryFormatError
+
+    from .ode import BlowUpError
+    from .plot import plot_coefficients, plot_fit, plot_signals
+    from .signals import DC_SCALAR, surviving_frequencies, trajectory_signals
+
+    try:
+        traj = Trajectory.load(args.trajectory)
+    except (FileNotFoundError, TrajectoryFormatError) as exc:
+        print(f"embdyn fit: {exc}", file=sys.stderr)
+        return 2
+    steps, signals = trajectory_signals(traj, power=args.power)
+    t = steps.astype(float)
+    window = None if args.window is None else tuple(args.window)
+    model = _build_model(args, window)
+    try:
+        model.fit(signals, t)
+    except (ValueError, TypeError) as exc:
+        print(f"embdyn fit: {exc}", file=sys.stderr)
+        return 2
+    names = [f"S{k}" for k in range(1, signals.shape[1] + 1)]
+    if DC_SCALAR in traj.scalars:
+        survivors = surviving_frequencies(signals, dc=traj.scalars[DC_SCALAR])
+    else:
+        survivors = surviving_frequencies(traj)
+    report = {
+        "trajectory": str(args.trajectory), "source": traj.meta.get("source"), "model": args.model,
+        "regressor": args.regressor, "alpha": args.alpha, "derivative": args.derivative, "window": window,
+        "samples": int(len(t)), "frequencies": int(signals.shape[1]),
+        "survivors": [int(k) for k in np.flatnonzero(survivors) + 1],
+        "derivative_r2": model.score(signals, t, window=window),
+        "nonzero_coefficients": int(np.count_nonzero(model.coef_)), "sparsity": model.sparsity_,
+    }
+    if args.model == "linear":
+        report["max_real_eigenvalue"] = float(model.eigenvalues_.real.max())
+        report["stable"] = model.is_stable_
+    for label, win in (("trajectory_r2_fit_window", window),
+                       ("trajectory_r2_after_window", None if window is None else (window[1], None))):
+        if label.endswith("after_window") and (win is None or not np.any(t >= win[0])):
+            continue
+        try:
+            report[label] = model.trajectory_score(signals, t, window=win)
+        except (BlowUpError, ValueError) as exc:
+            report[label] = None
+            report[label + "_note"] = str(exc)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    plot_signals(signals, steps, survivors).savefig(out / "signals.png", dpi=110)
+    plot_fit(model, signals, t, window=window, names=names).savefig(out / "fit.png", dpi=110)
+    plot_coefficients(model, names).savefig(out / "coefficients.png", dpi=110)
+    report["equations"] = model.equations(names)
+    (out / "fit.json").write_text(json.dumps(report, indent=2))
+    for key, value in report.items():
+        if key != "equations":
+            print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+    if not args.quiet:
+        print("equations:")
+        for line in report["equations"]:
+            print("  " + line)
+    print(f"wrote {out / 'fit.json'}, {out / 'signals.png'}, {out / 'fit.png'}, {out / 'coefficients.png'}")
+    return 0
+
+
+def register_fit(subparsers: argparse._SubParsersAction) -> None:
+    from .derivatives import DERIVATIVES
+    from .ode import REGRESSORS
+
+    p = subparsers.add_parser("fit", help="fit an ODE to the Fourier signals of a trajectory",
+                              description="Fit a linear or Lotka-Volterra ODE to the Fourier signals of a "
+                                          "trajectory file (stored signals, or computed from its snapshots); "
+                                          "print scores and write fit.json and figures.")
+    p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
+    p.add_argument("--model", choices=MODELS, default="linear")
+    p.add_argument("--regressor", choices=REGRESSORS, default="lasso")
+    p.add_argument("--alpha", type=float, default=0.01, help="Lasso penalty (default 0.01, the reference)")
+    p.add_argument("--derivative", choices=DERIVATIVES, default="forward")
+    p.add_argument("--debias", action="store_true", help="least-squares refit on the Lasso support")
+    p.add_argument("--window", type=float, nargs=2, metavar=("START", "STOP"), default=None,
+                   help="fit on steps in [START, STOP); the trajectory R^2 after STOP is reported as held out")
+    p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")
+    p.add_argument("--out", default="embdyn-fit", help="output folder (default ./embdyn-fit)")
+    p.add_argument("--quiet", action="store_true", help="do not print the equations")
+    p.set_defaults(func=_cmd_fit)

@@ -1,0 +1,123 @@
+"""Figures for signals and ODE fits. Every function returns a matplotlib
+Figure and leaves global state alone."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from matplotlib.figure import Figure
+
+from .ode import BlowUpError, _ODERegression, _as_runs, _run_times
+
+__all__ = ["plot_signals", "plot_fit", "plot_coefficients"]
+
+
+def _figure(ax, figsize) -> tuple[Figure, Any]:
+    if ax is not None:
+        return ax.figure, ax
+    fig = Figure(figsize=figsize, layout="constrained")
+    return fig, fig.add_subplot()
+
+
+def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors: np.ndarray | None = None,
+                 ax=None, log: bool = True, title: str | None = None) -> Figure:
+    """Signal of every frequency over time; survivors coloured and labelled,
+    the others grey.
+
+    Parameters
+    ----------
+    signals : ndarray, shape (T, K)   column j is frequency k = j + 1
+    steps : ndarray, shape (T,), optional
+    survivors : ndarray of bool, shape (K,), optional
+    """
+    S = np.asarray(signals, dtype=float)
+    if S.ndim != 2:
+        raise ValueError(f"signals must have shape (T, K), got {S.shape}")
+    steps = np.arange(S.shape[0]) if steps is None else np.asarray(steps)
+    alive = np.zeros(S.shape[1], dtype=bool) if survivors is None else np.asarray(survivors, dtype=bool)
+    if alive.shape != (S.shape[1],):
+        raise ValueError(f"survivors must have shape ({S.shape[1]},), got {alive.shape}")
+    fig, ax = _figure(ax, (6.5, 4))
+    for j in np.flatnonzero(~alive):
+        ax.plot(steps, S[:, j], color="0.75", lw=0.8)
+    for j in np.flatnonzero(alive):
+        ax.plot(steps, S[:, j], lw=1.8, label=f"k = {j + 1}")
+    if log and np.all(S > 0):
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("signal |F_k|")
+    if alive.any():
+        ax.legend(title="survivors", fontsize="small")
+    ax.set_title(title or f"Fourier signals ({int(alive.sum())} of {S.shape[1]} frequencies survive)")
+    return fig
+
+
+def plot_fit(model: _ODERegression, x: np.ndarray, t: Any = None, columns: Sequence[int] | None = None,
+             method: str = "auto", window: tuple[float, float] | None = None,
+             names: Sequence[str] | None = None) -> Figure:
+    """Data against the fitted derivatives (left) and against the simulated
+    trajectory (right) for a few columns of one run.
+
+    ``window`` shades the fitting window. A simulation that blows up is
+    drawn up to the blow-up and marked.
+    """
+    run = _as_runs(x)[0]
+    times = _run_times(model._time_arg(t), [run])[0]
+    K = run.shape[1]
+    labels = model._variable_names(names)
+    if columns is None:
+        columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
+    states, rates, _ = model._pairs(run, times, None)
+    pred = model.predict(states)
+    n_rate = len(rates)
+    rate_times = times[:n_rate] if model.derivative == "forward" else (
+        times[1 : 1 + n_rate] if model.derivative == "central" else times)
+    blew = None
+    try:
+        sim = model.simulate(run[0], times, method=method)
+    except BlowUpError as exc:
+        sim, blew = exc.partial, exc.time
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    ax_d, ax_x = fig.subplots(1, 2)
+    for c in columns:
+        line, = ax_d.plot(rate_times, rates[:, c], lw=1, alpha=0.6)
+        ax_d.plot(rate_times, pred[:, c], "--", color=line.get_color(), lw=1.2)
+        ax_x.plot(times, run[:, c], lw=1, alpha=0.6, color=line.get_color(), label=labels[c])
+        ax_x.plot(times[: len(sim)], sim[:, c], "--", color=line.get_color(), lw=1.2)
+    for ax in (ax_d, ax_x):
+        if window is not None:
+            ax.axvspan(max(window[0], times[0]), min(window[1], times[-1]), color="0.92", zorder=0)
+        ax.set_xlabel("t")
+    if blew is not None:
+        ax_x.axvline(blew, color="red", lw=1)
+        ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")
+    ax_d.set_title(f"dx/dt: data (solid) vs model (dashed), R^2 = {model.score(run, times):.3f}")
+    ax_x.set_title("x(t): data (solid) vs simulation (dashed)")
+    ax_x.legend(fontsize="small")
+    return fig
+
+
+def plot_coefficients(model: _ODERegression, names: Sequence[str] | None = None, ax=None,
+                      max_terms: int = 60) -> Figure:
+    """Heat map of the fitted coefficients (equations x terms), zero white.
+
+    With more than ``max_terms`` library terms only the terms that are
+    non-zero somewhere are drawn.
+    """
+    model._check_fitted()
+    coef = model.coef_
+    terms = model.feature_names(names)
+    variables = model._variable_names(names)
+    keep = np.arange(coef.shape[1])
+    if coef.shape[1] > max_terms:
+        keep = np.flatnonzero(np.any(coef != 0, axis=0))[:max_terms]
+    C = coef[:, keep]
+    fig, ax = _figure(ax, (max(4.0, 0.28 * len(keep) + 2), max(3.0, 0.28 * len(variables) + 1.5)))
+    vmax = float(np.max(np.abs(C))) if C.size and np.any(C) else 1.0
+    im = ax.imshow(C, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
+    ax.set_xticks(range(len(keep)), [terms[k] for k in keep], rotation=90, fontsize="x-small")
+    ax.set_yticks(range(len(variables)), [f"d{v}/dt" for v in variables], fontsize="x-small")
+    ax.set_title(f"coefficients ({np.count_nonzero(coef)} non-zero of {coef.size})")
+    fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig

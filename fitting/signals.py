@@ -1,0 +1,185 @@
+"""Fourier signals of token embeddings and which circles survive (SPEC section 3).
+
+The signal of frequency k is the norm of the discrete Fourier transform of
+the embedding over the token axis, F_k = sum_n exp(-2 pi i k n / p) E_n, a
+vector in C^d. Frequencies k and p - k describe the same circle (for a real
+embedding ``|F_k| == |F_{p-k}|``), so the signals reported are those of
+k = 1..(p-1)//2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from particles.metrics import circularity
+from particles.trajectory import Trajectory
+
+__all__ = [
+    "fourier_signals",
+    "trajectory_signals",
+    "surviving_frequencies",
+    "frequency_circularity",
+    "n_frequencies",
+    "DC_SCALAR",
+]
+
+#: name of the per-step scalar series in which exporters store the DC signal S_0
+DC_SCALAR = "signal_dc"
+
+
+def n_frequencies(p: int) -> int:
+    """Number K = (p - 1) // 2 of distinct non-DC frequencies for p tokens."""
+    return (int(p) - 1) // 2
+
+
+def _check_power(power: Any) -> int:
+    if isinstance(power, bool) or power not in (1, 2):
+        raise ValueError(f"power must be 1 (|F_k|) or 2 (|F_k|^2), got {power!r}")
+    return int(power)
+
+
+def _embedding_stack(E: Any, name: str = "E") -> np.ndarray:
+    if isinstance(E, Trajectory):
+        return E.embeddings
+    arr = np.asarray(E)
+    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
+    if arr.ndim not in (2, 3):
+        raise ValueError(f"{name} must have shape (p, d) or (T, p, d), got {arr.shape}")
+    if arr.shape[-2] < 3 or arr.shape[-1] < 1:
+        raise ValueError(f"{name} needs at least 3 tokens and 1 dimension, got shape {arr.shape}")
+    arr = arr.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains non-finite values")
+    return arr
+
+
+def fourier_signals(E: Any, power: int = 1, dc: bool = False) -> np.ndarray:
+    """Fourier signal of each frequency of one embedding or a stack of them.
+
+    Parameters
+    ----------
+    E : ndarray, shape (p, d) or (T, p, d), or Trajectory
+        Token embeddings (row n is token n). A :class:`~particles.Trajectory`
+        gives the signals of its embedding snapshots.
+    power : {1, 2}
+        1 gives S_k = ||F_k|| (the survival paper's code, the default),
+        2 gives S_k = ||F_k||^2 (its text).
+    dc : bool
+        Prepend the DC signal S_0 (k = 0) as column 0.
+
+    Returns
+    -------
+    ndarray, shape (K,) or (T, K), K = (p-1)//2 (+1 with ``dc``)
+        Column j holds frequency k = j + 1 (k = j with ``dc``).
+    """
+    power = _check_power(power)
+    X = _embedding_stack(E)
+    p = X.shape[-2]
+    K = n_frequencies(p)
+    F = np.fft.fft(X, axis=-2)[..., : K + 1, :]  # (..., K+1, d)
+    S = np.sum(F.real**2 + F.imag**2, axis=-1)
+    if power == 1:
+        S = np.sqrt(S)
+    return S if dc else S[..., 1:]
+
+
+def trajectory_signals(traj: Trajectory, power: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """Signals of a trajectory and the steps at which they are sampled.
+
+    Uses the stored per-step ``signals`` when the trajectory has them (they
+    were computed with ``meta["signal_power"]``, default 1) and otherwise
+    computes them from the embedding snapshots.
+
+    Returns
+    -------
+    steps : ndarray of int, shape (T,)
+    signals : ndarray, shape (T, K)
+    """
+    if not isinstance(traj, Trajectory):
+        raise TypeError(f"traj must be a particles.Trajectory, got {type(traj).__name__}")
+    power = _check_power(power)
+    if traj.signals is not None:
+        stored = int(traj.meta.get("signal_power", 1))
+        signals = traj.signals
+        if stored != power:
+            signals = signals**2 if power == 2 else np.sqrt(signals)
+        return traj.steps, signals
+    return traj.snapshot_steps, fourier_signals(traj.embeddings, power=power)
+
+
+def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, p: int | None = None) -> np.ndarray:
+    """Which frequencies survive, by the reference rule.
+
+    A frequency survives when its final signal exceeds ``factor`` times the
+    mean signal over all p bins, DC included. The half spectrum holds every
+    non-DC bin twice (k and p - k have the same signal), so for odd p the
+    mean is (S_0 + 2 sum_k S_k) / p.
+
+    Parameters
+    ----------
+    signals : ndarray, shape (K,) or (T, K), or Trajectory
+        Signals of k = 1..K; with a (T, K) array the last row is used.
+        A Trajectory uses its final embedding snapshot (the exact rule).
+    factor : float > 0
+        Threshold factor (2 in the reference code).
+    dc : float or ndarray of shape (T,)
+        DC signal S_0 at the final step (last entry of an array is used).
+        Required for arrays: ``fourier_signals(E, dc=True)[..., 0]`` or the
+        trajectory scalar ``signal_dc`` of exported runs. Pass 0 to leave
+        DC out of the mean on purpose.
+    p : int, optional
+        Number of tokens; defaults to 2 K + 1. An even p needs the Nyquist
+        bin, which the half spectrum does not hold, and is refused.
+
+    Returns
+    -------
+    ndarray of bool, shape (K,)
+        ``True`` for surviving frequencies (column j is k = j + 1).
+    """
+    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)) or not factor > 0:
+        raise ValueError(f"factor must be a number > 0, got {factor!r}")
+    if isinstance(signals, Trajectory):
+        full = fourier_signals(signals.final, dc=True)
+        final, dc_value, p = full[1:], float(full[0]), signals.p
+    else:
+        arr = np.asarray(signals, dtype=float)
+        if arr.ndim not in (1, 2) or arr.shape[-1] < 1:
+            raise ValueError(f"signals must have shape (K,) or (T, K) with K >= 1, got {arr.shape}")
+        final = arr if arr.ndim == 1 else arr[-1]
+        if dc is None:
+            raise ValueError("dc is required with a signal array: the reference rule averages over all p bins "
+                             "including DC (pass fourier_signals(E, dc=True)[..., 0], or 0 to leave it out)")
+        dc_arr = np.asarray(dc, dtype=float)
+        if dc_arr.ndim > 1:
+            raise ValueError(f"dc must be a number or a 1-D series, got shape {dc_arr.shape}")
+        dc_value = float(dc_arr.reshape(-1)[-1])
+        K = final.shape[0]
+        p = 2 * K + 1 if p is None else p
+        if not isinstance(p, (int, np.integer)) or n_frequencies(p) != K:
+            raise ValueError(f"p must be an int with (p-1)//2 == {K} (the number of signal columns), got {p!r}")
+        if p % 2 == 0:
+            raise ValueError(f"p must be odd (an even p needs the Nyquist bin), got {p}")
+    if not (np.all(np.isfinite(final)) and np.isfinite(dc_value)):
+        raise ValueError("signals and dc must be finite")
+    mean = (dc_value + 2.0 * float(np.sum(final))) / p
+    return final > factor * mean
+
+
+def frequency_circularity(E: Any) -> np.ndarray:
+    """Circularity of every frequency k = 1..(p-1)//2 (the ``particles`` metric).
+
+    Parameters
+    ----------
+    E : ndarray, shape (p, d) or (T, p, d), or Trajectory
+
+    Returns
+    -------
+    ndarray, shape (K,) or (T, K)
+    """
+    X = _embedding_stack(E)
+    if X.ndim == 2:
+        return circularity(X)
+    return np.stack([circularity(frame) for frame in X]) if len(X) else np.zeros((0, n_frequencies(X.shape[1])))

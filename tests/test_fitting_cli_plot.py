@@ -1,0 +1,89 @@
+"""`embdyn fit` on trajectory files, and the fitting figures."""
+
+import json
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+
+from fitting import LinearODE, LotkaVolterra, fourier_signals, surviving_frequencies
+from fitting.plot import plot_coefficients, plot_fit, plot_signals
+from particles import Trajectory, preset
+from particles.cli import main
+
+
+def growing_circle_trajectory(p=13, T=60, seed=0):
+    """Embeddings whose frequency-3 circle grows while the rest decays."""
+    rng = np.random.default_rng(seed)
+    n = np.arange(p)
+    circle = np.column_stack([np.cos(2 * np.pi * 3 * n / p), np.sin(2 * np.pi * 3 * n / p), np.zeros(p)])
+    noise = rng.normal(size=(p, 3))
+    t = np.arange(T)
+    E = np.stack([(1 - np.exp(-0.05 * s)) * circle + np.exp(-0.03 * s) * noise for s in t])
+    return Trajectory(embeddings=E, snapshot_steps=t * 10, meta={"source": "test"})
+
+
+def test_cli_fit_on_a_trajectory_file(tmp_path, capsys):
+    path = growing_circle_trajectory().save(tmp_path / "run.npz")
+    out = tmp_path / "fit"
+    code = main(["fit", str(path), "--regressor", "ols", "--derivative", "central", "--window", "0", "400",
+                 "--out", str(out)])
+    assert code == 0
+    report = json.loads((out / "fit.json").read_text())
+    assert report["survivors"] == [3]
+    assert report["frequencies"] == 6 and report["samples"] == 60
+    assert report["derivative_r2"] > 0.9
+    assert "trajectory_r2_after_window" in report
+    for name in ("signals.png", "fit.png", "coefficients.png"):
+        assert (out / name).stat().st_size > 1000
+    printed = capsys.readouterr().out
+    assert "derivative_r2" in printed and "dS3/dt" in printed
+
+
+def test_cli_fit_on_a_particle_simulation(tmp_path):
+    config = preset("circles").replace(steps=600)
+    path = config.run(0).save(tmp_path / "circles.npz")
+    code = main(["fit", str(path), "--model", "lv-classic", "--regressor", "lasso_cv", "--out", str(tmp_path / "f"),
+                 "--quiet"])
+    assert code == 0
+    report = json.loads((tmp_path / "f" / "fit.json").read_text())
+    assert report["model"] == "lv-classic" and report["frequencies"] == 8
+    assert np.isfinite(report["derivative_r2"])
+
+
+def test_cli_fit_errors_name_the_problem(tmp_path, capsys):
+    assert main(["fit", str(tmp_path / "missing.npz"), "--out", str(tmp_path)]) == 2
+    assert "no trajectory file" in capsys.readouterr().err
+    path = growing_circle_trajectory(T=4).save(tmp_path / "short.npz")
+    assert main(["fit", str(path), "--model", "lv-general", "--regressor", "ols", "--out", str(tmp_path)]) == 2
+    assert "fewer samples" in capsys.readouterr().err
+
+
+def test_plots_return_figures():
+    traj = growing_circle_trajectory()
+    S = fourier_signals(traj)
+    alive = surviving_frequencies(traj)
+    fig = plot_signals(S, traj.snapshot_steps, alive)
+    assert isinstance(fig, Figure)
+    assert [line.get_label() for line in fig.axes[0].lines if not line.get_label().startswith("_")] == ["k = 3"]
+    t = traj.snapshot_steps.astype(float)
+    model = LinearODE("ols", derivative="central").fit(S, t)
+    fig = plot_fit(model, S, t, columns=[2], window=(0, 300))
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    heat = plot_coefficients(model)
+    image = heat.axes[0].images[0].get_array()
+    np.testing.assert_array_equal(np.asarray(image), model.coef_)
+    lv = LotkaVolterra("general", "lasso", alpha=1.0).fit(S, t)
+    assert isinstance(plot_coefficients(lv, max_terms=10), Figure)
+    with pytest.raises(ValueError, match="survivors"):
+        plot_signals(S, survivors=np.ones(3, dtype=bool))
+
+
+def test_plot_fit_marks_a_blow_up():
+    t = np.arange(0, 2, 0.01)
+    x = np.exp(t)[:, None] * np.array([1.0, 2.0])
+    model = LinearODE("ols", derivative="central").fit(x, 0.01)
+    long_t = np.arange(0, 40, 0.01)
+    long_x = np.exp(np.minimum(long_t, 2))[:, None] * np.array([1.0, 2.0])
+    fig = plot_fit(model, long_x, long_t)
+    assert any(text.get_text().strip() == "blow-up" for text in fig.axes[1].texts)

@@ -1,0 +1,326 @@
+"""ODE regression: recovery of known systems, solutions, scores, sklearn
+conventions and input validation (SPEC section 4)."""
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from sklearn.base import clone
+from sklearn.model_selection import GridSearchCV, KFold, TimeSeriesSplit
+
+from fitting import BlowUpError, LinearODE, LotkaVolterra, differentiate, linear_solution, survival_ode_analysis
+
+
+# ------------------------------------------------------------ systems
+def sparse_stable_system(K=10, n_off=8, seed=0):
+    rng = np.random.default_rng(seed)
+    A = -np.diag(rng.uniform(0.5, 1.5, K))
+    for _ in range(n_off):
+        i, j = rng.choice(K, 2, replace=False)
+        A[i, j] = rng.choice([-1, 1]) * rng.uniform(0.3, 0.8)
+    assert np.linalg.eigvals(A).real.max() < 0
+    return A, rng.normal(size=K)
+
+
+def predator_prey(t, z, a=1.0, b=0.5, c=0.75, d=0.25):
+    x, y = z
+    return [x * (a - b * y), y * (-c + d * x)]
+
+
+COMPETITION_R = np.array([1.0, 0.72, 1.53, 1.27])
+COMPETITION_A = np.array([[1.0, 1.09, 1.52, 0.0],
+                          [0.0, 1.0, 0.44, 1.36],
+                          [2.33, 0.0, 1.0, 0.47],
+                          [1.21, 0.51, 0.35, 1.0]])
+
+
+def competition(t, x):
+    """Four-species competitive LV: dx_i/dt = r_i x_i (1 - sum_j a_ij x_j)."""
+    return COMPETITION_R * x * (1 - COMPETITION_A @ x)
+
+
+def integrate(f, x0, t):
+    sol = solve_ivp(f, (t[0], t[-1]), x0, t_eval=t, method="DOP853", rtol=1e-12, atol=1e-12)
+    assert sol.success
+    return sol.y.T
+
+
+# ------------------------------------------------------------ derivatives
+def test_derivative_estimators_on_a_polynomial():
+    t = np.linspace(0, 2, 201)
+    x = np.column_stack([t**3, np.sin(t)])
+    exact = np.column_stack([3 * t**2, np.cos(t)])
+    s, d = differentiate(x, t, "forward")
+    np.testing.assert_array_equal(s, x[:-1])
+    assert np.max(np.abs(d - exact[:-1])) < 0.07  # O(dt) error
+    s, d = differentiate(x, 0.01, "central")
+    np.testing.assert_array_equal(s, x[1:-1])
+    assert np.max(np.abs(d - exact[1:-1])) < 2e-4  # O(dt^2)
+    s, d = differentiate(x, 0.01, "savgol", window_length=11, polyorder=3)
+    assert s.shape == x.shape
+    assert np.max(np.abs(d[:, 0] - exact[:, 0])) < 1e-9  # exact for a cubic
+    assert np.max(np.abs(d[:, 1] - exact[:, 1])) < 2e-5
+    with pytest.raises(ValueError, match="uniformly"):
+        differentiate(x, t**2 + t, "savgol")
+    with pytest.raises(ValueError, match="window_length"):
+        differentiate(x, 0.01, "savgol", window_length=10)
+    with pytest.raises(ValueError, match="method"):
+        differentiate(x, 0.01, "backward")
+
+
+# ------------------------------------------------------------ recovery
+def test_lasso_recovers_sparse_stable_linear_system():
+    A, b = sparse_stable_system()
+    rng = np.random.default_rng(1)
+    t = np.arange(0, 1, 0.01)
+    runs = [linear_solution(A, b, rng.normal(scale=3, size=10), t) for _ in range(40)]
+    model = LinearODE("lasso", alpha=1e-3, derivative="central").fit(runs, 0.01)
+    np.testing.assert_array_equal(model.A_ != 0, A != 0)  # support, both ways
+    rel = np.abs(model.A_ - A)[A != 0] / np.abs(A[A != 0])
+    assert rel.max() < 0.02
+    np.testing.assert_allclose(model.b_, b, rtol=0.02, atol=0.02 * np.abs(b).max())
+    assert model.is_stable_ and model.sparsity_ > 0.5
+    ols = LinearODE("ols", derivative="central").fit(runs, 0.01)
+    assert np.count_nonzero(ols.A_) == 100  # least squares is dense
+    np.testing.assert_allclose(ols.A_, A, atol=0.02 * np.abs(A).max())
+
+
+def test_debias_removes_lasso_shrinkage():
+    A, b = sparse_stable_system(K=6, n_off=4, seed=5)
+    rng = np.random.default_rng(2)
+    t = np.arange(0, 1, 0.01)
+    runs = [linear_solution(A, b, rng.normal(scale=3, size=6), t) for _ in range(30)]
+    biased = LinearODE("lasso", alpha=0.05, derivative="central").fit(runs, 0.01)
+    fixed = LinearODE("lasso", alpha=0.05, derivative="central", debias=True).fit(runs, 0.01)
+    err_b = np.abs(biased.A_ - A)[A != 0].max()
+    err_f = np.abs(fixed.A_ - A)[A != 0].max()
+    assert err_f < 1e-3 < err_b
+    np.testing.assert_array_equal(fixed.A_ != 0, biased.A_ != 0)
+
+
+def test_classic_lotka_volterra_recovers_predator_prey():
+    t = np.arange(0, 30, 0.01)
+    x = integrate(predator_prey, [2.0, 1.0], t)
+    model = LotkaVolterra("classic", "ols", derivative="central").fit(x, 0.01)
+    np.testing.assert_allclose(model.growth_rates_, [1.0, -0.75], rtol=0.02)
+    expected = np.array([[0.0, -0.5], [0.25, 0.0]])
+    A = model.interactions_
+    np.testing.assert_allclose(A[[0, 1], [1, 0]], expected[[0, 1], [1, 0]], rtol=0.02)
+    assert np.all(np.abs(np.diag(A)) < 0.02 * 0.25)
+    # only x_i and x_i x_j terms may appear in equation i
+    names = model.feature_names(["x", "y"])
+    assert set(model.named_coefficients(["x", "y"])["x"]) <= {"x", "x^2", "x y"}
+    assert names[0] == "1" and model.coef_[:, 0].tolist() == [0.0, 0.0]
+    assert model.trajectory_score(x) > 0.999
+
+
+def test_general_lotka_volterra_recovers_predator_prey():
+    t = np.arange(0, 30, 0.01)
+    x = integrate(predator_prey, [2.0, 1.0], t)
+    model = LotkaVolterra("general", "ols", derivative="central").fit(x, 0.01)
+    coef = model.named_coefficients(["x", "y"])
+    assert coef["x"]["x"] == pytest.approx(1.0, rel=0.02)
+    assert coef["x"]["x y"] == pytest.approx(-0.5, rel=0.02)
+    assert coef["y"]["y"] == pytest.approx(-0.75, rel=0.02)
+    assert coef["y"]["x y"] == pytest.approx(0.25, rel=0.02)
+    assert model.coef_.shape == (2, 1 + 2 + 3)
+    np.testing.assert_allclose(model.quadratic_[0, 0, 1], coef["x"]["x y"])
+
+
+def test_classic_lotka_volterra_recovers_four_species_competition():
+    rng = np.random.default_rng(4)
+    t = np.arange(0, 10, 0.01)
+    runs = [integrate(competition, rng.uniform(0.05, 0.6, 4), t) for _ in range(6)]
+    model = LotkaVolterra("classic", "ols", derivative="central").fit(runs, 0.01)
+    np.testing.assert_allclose(model.growth_rates_, COMPETITION_R, rtol=0.02)
+    interactions = -COMPETITION_R[:, None] * COMPETITION_A
+    nz = interactions != 0
+    np.testing.assert_allclose(model.interactions_[nz], interactions[nz], rtol=0.02)
+    assert np.all(np.abs(model.interactions_[~nz]) < 0.02 * np.abs(interactions).max())
+
+
+def test_noisy_data_with_savgol_derivatives_keeps_trajectory_r2():
+    rng = np.random.default_rng(7)
+    t = np.arange(0, 30, 0.01)
+    clean = integrate(predator_prey, [2.0, 1.0], t)
+    noisy = clean * (1 + 0.01 * rng.normal(size=clean.shape))
+    model = LotkaVolterra("classic", "ols", derivative="savgol", savgol_window=31).fit(noisy, 0.01)
+    assert model.trajectory_score(noisy) > 0.95
+    assert model.trajectory_score(clean) > 0.95
+    A, b = sparse_stable_system()
+    t = np.arange(0, 1, 0.01)
+    runs = [linear_solution(A, b, rng.normal(scale=3, size=10), t) for _ in range(40)]
+    noisy_runs = [r + 0.01 * np.std(r) * rng.normal(size=r.shape) for r in runs]
+    lin = LinearODE("lasso", alpha=1e-3, derivative="savgol", savgol_window=21).fit(noisy_runs, 0.01)
+    assert lin.trajectory_score(noisy_runs) > 0.95
+
+
+# ------------------------------------------------------------ solutions
+@pytest.mark.parametrize("singular", [False, True])
+def test_analytic_solution_matches_solve_ivp(singular):
+    rng = np.random.default_rng(11 + singular)
+    K = 6
+    M = rng.normal(size=(K, K))
+    A = -(M @ M.T) / K - 0.1 * np.eye(K)  # stable
+    if singular:
+        U, s, Vt = np.linalg.svd(A)
+        s[-1] = 0.0
+        A = U @ np.diag(s) @ Vt
+        assert np.linalg.matrix_rank(A) == K - 1
+    b = rng.normal(size=K)
+    x0 = rng.normal(size=K)
+    t = np.linspace(0, 8, 81)
+    exact = linear_solution(A, b, x0, t)
+    sol = solve_ivp(lambda _t, x: A @ x + b, (0, 8), x0, t_eval=t, method="DOP853", rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(exact, sol.y.T, rtol=1e-8, atol=1e-8 * np.abs(sol.y).max())
+    # a fitted model: its exact solution against its own solve_ivp integration
+    model = LinearODE("ols", derivative="central").fit(exact, t)
+    ivp = model.simulate(x0, t, method="ivp", rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(model.simulate(x0, t, method="exact"), ivp, rtol=1e-8, atol=1e-8 * np.abs(ivp).max())
+
+
+def test_rollout_reproduces_a_forward_difference_fit_exactly():
+    rng = np.random.default_rng(3)
+    A = np.array([[0.98, 0.01], [-0.02, 0.97]])  # a discrete linear map x <- A x + b
+    b = np.array([0.1, -0.05])
+    x = [rng.normal(size=2)]
+    for _ in range(200):
+        x.append(A @ x[-1] + b)
+    x = np.array(x)
+    model = LinearODE("ols", derivative="forward").fit(x, 1.0)
+    sim = model.simulate(x[0], np.arange(201.0), method="rollout")
+    np.testing.assert_allclose(sim, x, rtol=1e-9, atol=1e-12)
+    assert model.trajectory_score(x, method="rollout") > 1 - 1e-12
+
+
+def test_blow_up_is_reported_not_returned():
+    t = np.arange(0, 2, 0.01)
+    x = np.exp(t)[:, None] * np.array([1.0, 2.0])
+    model = LinearODE("ols", derivative="central").fit(x, 0.01)
+    long = np.arange(0, 40, 0.01)
+    for method in ("exact", "ivp", "rollout"):
+        with pytest.raises(BlowUpError) as info:
+            model.simulate(x[0], long, method=method)
+        assert 8 < info.value.time < 40
+        assert np.all(np.isfinite(info.value.partial))
+    lv = LotkaVolterra("general", "ols", derivative="central").fit(x, 0.01)
+    with pytest.raises(BlowUpError):
+        lv.simulate(x[0], long)
+
+
+# ------------------------------------------------------------ scores and windows
+def test_window_and_held_out_scores():
+    A, b = sparse_stable_system(K=4, n_off=2, seed=9)
+    rng = np.random.default_rng(9)
+    t = np.arange(0, 20, 0.01)
+    x = linear_solution(A, b, rng.normal(scale=3, size=4), t)
+    model = LinearODE("ols", derivative="central", window=(0, 5)).fit(x, 0.01)
+    assert model.n_samples_fit_ == 498  # 500 samples in [0, 5), minus the two ends
+    assert model.score(x, window=(0, 5)) > 0.9999
+    assert model.trajectory_score(x, window=(5, 20)) > 0.999  # held-out end of the run
+    other = linear_solution(A, b, rng.normal(scale=3, size=4), t)
+    assert model.trajectory_score([other]) > 0.999  # held-out run
+    with pytest.raises(ValueError, match="no samples"):
+        model.score(x, window=(100, 200))
+
+
+def test_equations_are_readable():
+    A = np.array([[-1.0, 0.5], [0.0, -2.0]])
+    b = np.array([0.25, 0.0])
+    t = np.arange(0, 3, 0.01)
+    x = linear_solution(A, b, np.array([1.0, 2.0]), t)
+    model = LinearODE("lasso", alpha=1e-4, derivative="central", debias=True).fit(
+        [x, linear_solution(A, b, np.array([-2.0, 1.0]), t)], 0.01)
+    eq = model.equations(["u", "v"], precision=2, threshold=1e-9)
+    assert eq == ["du/dt = 0.25 - 1 u + 0.5 v", "dv/dt = - 2 v"]
+    assert model.equations(["u", "v"])[1].startswith("dv/dt = ")
+
+
+# ------------------------------------------------------------ sklearn conventions
+def test_sklearn_clone_and_grid_search_on_runs():
+    A, b = sparse_stable_system(K=4, n_off=2, seed=1)
+    rng = np.random.default_rng(0)
+    t = np.arange(0, 1, 0.01)
+    runs = [linear_solution(A, b, rng.normal(scale=3, size=4), t) for _ in range(12)]
+    model = LinearODE(derivative="central", alpha=0.5)
+    twin = clone(model)
+    assert twin.get_params() == model.get_params() and not hasattr(twin, "coef_")
+    search = GridSearchCV(model, {"alpha": [1e-4, 1e-2, 1.0]}, cv=KFold(3)).fit(runs, t=0.01)
+    assert search.best_params_["alpha"] == 1e-4  # noiseless: least shrinkage wins
+    assert search.best_estimator_.dt_ == 0.01
+    series = GridSearchCV(LinearODE(derivative="central"), {"regressor": ["ols", "lasso"]},
+                          cv=TimeSeriesSplit(3)).fit(runs[0], t=0.01)
+    assert set(series.cv_results_["param_regressor"]) == {"ols", "lasso"}
+
+
+def test_lasso_cv_picks_per_equation_alphas():
+    A, b = sparse_stable_system(K=5, n_off=3, seed=2)
+    rng = np.random.default_rng(2)
+    t = np.arange(0, 1, 0.01)
+    runs = [linear_solution(A, b, rng.normal(scale=3, size=5), t) + 0.01 * rng.normal(size=(100, 5))
+            for _ in range(10)]
+    model = LinearODE("lasso_cv", derivative="savgol", savgol_window=15).fit(runs, 0.01)
+    assert model.alphas_.shape == (5,) and np.all(model.alphas_ > 0)
+    assert model.score(runs) > 0.9
+
+
+def test_same_data_same_fit():
+    A, b = sparse_stable_system(K=4, n_off=2, seed=3)
+    x = linear_solution(A, b, np.ones(4), np.arange(0, 2, 0.01))
+    one = LinearODE("lasso_cv", derivative="central").fit(x, 0.01)
+    two = LinearODE("lasso_cv", derivative="central").fit(x, 0.01)
+    np.testing.assert_array_equal(one.coef_, two.coef_)
+
+
+# ------------------------------------------------------------ bad inputs
+def test_bad_inputs_fail_before_work():
+    x = np.random.default_rng(0).normal(size=(50, 3))
+    with pytest.raises(ValueError, match="same number of columns"):
+        LinearODE().fit([x, x[:, :2]])
+    with pytest.raises(ValueError, match="fewer samples"):
+        LotkaVolterra("general", "ols").fit(x[:6])
+    bad = x.copy()
+    bad[10, 1] = np.nan
+    with pytest.raises(ValueError, match=r"non-finite value at \(sample, column\) = \(10, 1\)"):
+        LinearODE().fit(bad)
+    with pytest.raises(ValueError, match="alpha must be a finite number >= 0"):
+        LinearODE(alpha=-0.1).fit(x)
+    with pytest.raises(ValueError, match="regressor"):
+        LinearODE(regressor="ridge").fit(x)
+    with pytest.raises(ValueError, match="derivative"):
+        LinearODE(derivative="backward").fit(x)
+    with pytest.raises(ValueError, match="form"):
+        LotkaVolterra(form="cubic").fit(x)
+    with pytest.raises(ValueError, match="window"):
+        LinearODE(window=(5, 1)).fit(x)
+    with pytest.raises(ValueError, match="t must be"):
+        LinearODE().fit(x, np.arange(10))
+    with pytest.raises(RuntimeError, match="not fitted"):
+        LinearODE().predict(x)
+    model = LinearODE("ols").fit(x)
+    with pytest.raises(ValueError, match="fitted on 3"):
+        model.predict(x[:, :2])
+    with pytest.raises(ValueError, match="x0 must have shape"):
+        model.simulate(np.ones(2), np.arange(5.0))
+    with pytest.raises(ValueError, match="exact"):
+        LotkaVolterra("general", "ols").fit(x).simulate(x[0], np.arange(3.0), method="exact")
+
+
+# ------------------------------------------------------------ the reference analysis
+def test_survival_ode_analysis_on_a_known_linear_system():
+    A, b = sparse_stable_system(K=6, n_off=4, seed=4)
+    A = A * 0.002  # slow dynamics in units of steps, signals of order 100 as in the survival MLP
+    rng = np.random.default_rng(4)
+    steps = np.arange(3000)
+    x = linear_solution(A, b, rng.uniform(50, 150, size=6), steps.astype(float))
+    report = survival_ode_analysis(x, steps, n_steps=1000, alpha=0.01)
+    assert report.n_steps == 1000 and report.n_frequencies == 6
+    assert report.ols_r2 > 0.999 and report.lasso_r2 > 0.9
+    eig = np.linalg.eigvals(report.lasso.A_)
+    assert report.max_real_eigenvalue == eig.real.max() and report.stable == bool(np.all(eig.real < 0))
+    assert report.lasso_r2 == report.lasso.score(x, steps.astype(float), window=(0, 1000))
+    assert report.heldout_window == (1000, 2000)
+    assert report.trajectory_r2 > 0.999 and report.rollout_r2 > 0.999 and report.heldout_r2 > 0.99
+    assert 0 < report.lasso_sparsity < 1
+    text = report.summary()
+    assert "reference" in text and "held out" in text
+    assert set(report.as_dict()) >= {"lasso_r2", "ols_r2", "heldout_r2", "notes"}

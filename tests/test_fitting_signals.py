@@ -1,0 +1,200 @@
+"""Fourier signals, survival rule and fitness measures (SPEC section 3)."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fitting import (DC_SCALAR, fitness_correlation, fourier_signals, frequency_circularity, initial_gradient,
+                     initial_signal, survival_classifier, survival_rate, survival_table, surviving_frequencies,
+                     trajectory_signals)
+from particles import Trajectory, circularity
+
+
+def circle(p, k, d=2, radius=1.0, phase=0.0):
+    n = np.arange(p)
+    E = np.zeros((p, d))
+    E[:, 0] = radius * np.cos(2 * np.pi * k * n / p + phase)
+    E[:, 1] = radius * np.sin(2 * np.pi * k * n / p + phase)
+    return E
+
+
+def reference_signals(E, power=1):
+    """Direct sum over tokens, no FFT: S_k = |sum_n exp(-2 pi i k n / p) E_n|."""
+    p = E.shape[0]
+    K = (p - 1) // 2
+    out = np.empty(K + 1)
+    for k in range(K + 1):
+        F = sum(np.exp(-2j * np.pi * k * n / p) * E[n] for n in range(p))
+        out[k] = np.linalg.norm(F) ** power
+    return out
+
+
+@pytest.mark.parametrize("p,k", [(17, 3), (59, 11), (13, 6)])
+def test_perfect_circle_puts_all_signal_in_its_frequency(p, k):
+    E = circle(p, k, d=3) + np.array([0.5, -0.2, 0.0])  # offset only changes DC
+    S = fourier_signals(E, dc=True)
+    assert S.shape == ((p - 1) // 2 + 1,)
+    assert S[k] == pytest.approx(p / np.sqrt(2), rel=1e-12)  # |F_k|^2 = p^2/2 for a unit circle in a plane
+    others = np.delete(S[1:], k - 1)
+    assert np.max(others) < 1e-10 * S[k]
+    full = np.linalg.norm(np.fft.fft(E, axis=0), axis=1)
+    assert full[p - k] == pytest.approx(S[k], rel=1e-12)  # k and p - k are the same circle
+    assert np.sum(np.delete(full, [0, k, p - k])) < 1e-9 * S[k]
+
+
+def test_signals_match_direct_sum_and_power(rng):
+    E = rng.normal(size=(11, 4))
+    np.testing.assert_allclose(fourier_signals(E, dc=True), reference_signals(E), rtol=1e-12)
+    np.testing.assert_allclose(fourier_signals(E, power=2), reference_signals(E, 2)[1:], rtol=1e-12)
+
+
+def test_stack_and_trajectory_give_the_same_signals(rng):
+    stack = rng.normal(size=(5, 13, 3))
+    S = fourier_signals(stack)
+    assert S.shape == (5, 6)
+    for t in range(5):
+        np.testing.assert_allclose(S[t], fourier_signals(stack[t]))
+    traj = Trajectory(embeddings=stack, snapshot_steps=np.arange(5) * 10)
+    np.testing.assert_allclose(fourier_signals(traj), S)
+    steps, S2 = trajectory_signals(traj)
+    np.testing.assert_array_equal(steps, np.arange(5) * 10)
+    np.testing.assert_allclose(S2, S)
+
+
+def test_trajectory_signals_prefers_stored_series(rng):
+    stack = rng.normal(size=(2, 13, 3))
+    stored = rng.uniform(1, 2, size=(7, 6))
+    traj = Trajectory(embeddings=stack, snapshot_steps=[0, 6], steps=np.arange(7), signals=stored,
+                      meta={"signal_power": 1})
+    steps, S = trajectory_signals(traj)
+    np.testing.assert_array_equal(S, stored)
+    np.testing.assert_allclose(trajectory_signals(traj, power=2)[1], stored**2)
+
+
+@settings(deadline=None, max_examples=40)
+@given(seed=st.integers(0, 2**32 - 1), p=st.sampled_from([5, 7, 13, 17]), d=st.integers(1, 6),
+       shift=st.integers(-20, 20))
+def test_signals_invariant_under_token_rotation_and_orthogonal_maps(seed, p, d, shift):
+    rng = np.random.default_rng(seed)
+    E = rng.normal(size=(p, d))
+    Q, _ = np.linalg.qr(rng.normal(size=(d, d)))
+    S = fourier_signals(E, dc=True)
+    np.testing.assert_allclose(fourier_signals(np.roll(E, shift, axis=0), dc=True), S, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(fourier_signals(E @ Q.T, dc=True), S, rtol=1e-9, atol=1e-12)
+
+
+def test_bad_signal_inputs():
+    with pytest.raises(ValueError, match="power"):
+        fourier_signals(np.ones((5, 2)), power=3)
+    with pytest.raises(ValueError, match="E must have shape"):
+        fourier_signals(np.ones(5))
+    with pytest.raises(ValueError, match="non-finite"):
+        fourier_signals(np.full((5, 2), np.nan))
+    with pytest.raises(TypeError, match="numeric"):
+        fourier_signals(np.array([["a", "b"]] * 5))
+
+
+def test_survival_rule_matches_full_spectrum_definition(rng):
+    p = 23
+    E = 0.05 * rng.normal(size=(p, 6)) + circle(p, 4, d=6) + 0.7 * circle(p, 9, d=6, phase=1.0)[:, ::-1]
+    full = np.linalg.norm(np.fft.fft(E, axis=0), axis=1)  # all p bins, DC included
+    expected = full[1 : (p - 1) // 2 + 1] > 2 * full.mean()
+    S = fourier_signals(E, dc=True)
+    got = surviving_frequencies(S[1:], dc=S[0])
+    np.testing.assert_array_equal(got, expected)
+    assert set(np.flatnonzero(got) + 1) == {4, 9}
+    traj = Trajectory(embeddings=E[None], snapshot_steps=[0])
+    np.testing.assert_array_equal(surviving_frequencies(traj), expected)
+    # a (T, K) array uses its last row; dc series its last entry
+    stacked = np.vstack([np.ones_like(S[1:]), S[1:]])
+    np.testing.assert_array_equal(surviving_frequencies(stacked, dc=[1.0, S[0]]), expected)
+    # larger factor: fewer survivors
+    assert surviving_frequencies(S[1:], factor=50, dc=S[0]).sum() < got.sum()
+
+
+def test_survival_rule_bad_inputs():
+    S = np.ones(5)
+    with pytest.raises(ValueError, match="dc is required"):
+        surviving_frequencies(S)
+    with pytest.raises(ValueError, match="factor"):
+        surviving_frequencies(S, factor=0, dc=1)
+    with pytest.raises(ValueError, match="p must be odd"):
+        surviving_frequencies(S, dc=1, p=12)
+    with pytest.raises(ValueError, match="p must be an int"):
+        surviving_frequencies(S, dc=1, p=20)
+
+
+def test_frequency_circularity_reuses_particles_metric(rng):
+    E = circle(17, 5) + 0.01 * rng.normal(size=(17, 2))
+    np.testing.assert_array_equal(frequency_circularity(E), circularity(E))
+    stack = np.stack([E, circle(17, 2)])
+    C = frequency_circularity(stack)
+    assert C.shape == (2, 8)
+    assert np.argmax(C[0]) == 4 and np.argmax(C[1]) == 1 and C[1, 1] == pytest.approx(1.0)
+
+
+def test_fitness_measures_on_constructed_runs():
+    # frequency j grows at rate g_j: S_j(t) = S_j(0) * exp(g_j t)
+    s0 = np.array([1.0, 2.0, 3.0, 4.0])
+    g = np.array([-0.1, 0.0, 0.05, 0.1])
+    t = np.arange(10)[:, None]
+    run = s0 * np.exp(g * t)
+    np.testing.assert_allclose(initial_signal(run), s0)
+    expected = (np.exp(g * 5) - np.exp(g * 4))
+    np.testing.assert_allclose(initial_gradient(run, step=4), expected)
+    both = initial_gradient([run, 2 * run], step=4)
+    assert both.shape == (2, 4)
+    np.testing.assert_allclose(both[1], expected)
+    with pytest.raises(ValueError, match="step"):
+        initial_gradient(run, step=9)
+    survived = np.array([[True, False, True], [True, False, False], [True, True, False], [False, False, False]])
+    np.testing.assert_allclose(survival_rate(survived), [0.75, 0.25, 0.25])
+    with pytest.raises(ValueError, match="boolean"):
+        survival_rate(survived.astype(int))
+
+
+def test_fitness_correlation_and_table(rng):
+    rate = np.linspace(0, 1, 20)
+    r, pval = fitness_correlation(rate, 3 * rate + 1)
+    assert r == pytest.approx(1.0) and pval < 1e-10
+    r, _ = fitness_correlation(rate, -rate)
+    assert r == pytest.approx(-1.0)
+    with pytest.raises(ValueError, match="vary"):
+        fitness_correlation(rate, np.ones(20))
+    runs = [rng.uniform(0.5, 1.5, size=(8, 6)) for _ in range(3)]
+    for run in runs:
+        run[-1, 2] = 50.0  # frequency 3 dominates at the end of every run
+    table = survival_table(runs, dcs=[0.0, 0.0, 0.0])
+    assert table["survived"].shape == (3, 6)
+    np.testing.assert_array_equal(table["survival_rate"], [0, 0, 1, 0, 0, 0])
+    np.testing.assert_array_equal(table["n_survivors"], [1, 1, 1])
+    with pytest.raises(ValueError, match="one entry per run"):
+        survival_table(runs, dcs=[0.0])
+
+
+def test_survival_classifier_separates_a_separable_population():
+    rng = np.random.default_rng(3)
+    n = 400
+    signal = rng.uniform(0, 1, n)
+    gradient = rng.normal(0, 0.1, n)
+    survived = signal + 2 * gradient > 0.6
+    res = survival_classifier(np.column_stack([signal, gradient]), survived, rng=0)
+    assert res.test_accuracy > 0.95
+    assert res.n_train + res.n_test == n
+    # labels unrelated to the features: no better than the majority baseline (+ noise)
+    noise = rng.uniform(size=n) < 0.5
+    res = survival_classifier(np.column_stack([signal, gradient]), noise, rng=0)
+    assert res.test_accuracy < 0.7
+    # same seed, same split and result
+    again = survival_classifier(np.column_stack([signal, gradient]), noise, rng=0)
+    assert again.test_accuracy == res.test_accuracy
+    with pytest.raises(ValueError, match="at least 2 survivors"):
+        survival_classifier(np.column_stack([signal, gradient]), np.zeros(n, dtype=bool))
+    with pytest.raises(ValueError, match="test_size"):
+        survival_classifier(np.column_stack([signal, gradient]), survived, test_size=1.5)
+
+
+def test_dc_scalar_name_is_a_valid_trajectory_scalar(rng):
+    traj = Trajectory(embeddings=rng.normal(size=(1, 5, 2)), snapshot_steps=[0], scalars={DC_SCALAR: [1.0]})
+    assert DC_SCALAR in traj.scalars
