@@ -259,7 +259,7 @@ def test_lasso_cv_picks_per_equation_alphas():
     runs = [linear_solution(A, b, rng.normal(scale=3, size=5), t) + 0.01 * rng.normal(size=(100, 5))
             for _ in range(10)]
     model = LinearODE("lasso_cv", derivative="savgol", savgol_window=15).fit(runs, 0.01)
-    assert model.alphas_.shape == (5,) and np.all(model.alphas_ > 0)
+    assert model.alphas_.shape == (5,) and np.all(model.alphas_ >= 0) and len(set(model.alphas_)) > 1
     assert model.score(runs) > 0.9
 
 
@@ -319,7 +319,10 @@ def test_survival_ode_analysis_on_a_known_linear_system():
     assert report.max_real_eigenvalue == eig.real.max() and report.stable == bool(np.all(eig.real < 0))
     assert report.lasso_r2 == report.lasso.score(x, steps.astype(float), window=(0, 1000))
     assert report.heldout_window == (1000, 2000)
-    assert report.trajectory_r2 > 0.999 and report.rollout_r2 > 0.999 and report.heldout_r2 > 0.99
+    assert report.trajectory_r2 > 0.999 and report.rollout_r2 > 0.999
+    independent = LinearODE("lasso", alpha=0.01, window=(0, 1000)).fit(x, steps.astype(float))
+    assert report.heldout_r2 == independent.trajectory_score(x, steps.astype(float), window=(1000, 2000))
+    assert report.heldout_r2 > 0.9
     assert 0 < report.lasso_sparsity < 1
     text = report.summary()
     assert "reference" in text and "held out" in text
