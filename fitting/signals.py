@@ -48,8 +48,8 @@ def _embedding_stack(E: Any, name: str = "E") -> np.ndarray:
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
     if arr.ndim not in (2, 3):
         raise ValueError(f"{name} must have shape (p, d) or (T, p, d), got {arr.shape}")
-    if arr.shape[-2] < 3 or arr.shape[-1] < 1:
-        raise ValueError(f"{name} needs at least 3 tokens and 1 dimension, got shape {arr.shape}")
+    if arr.shape[-2] < 2 or arr.shape[-1] < 1:
+        raise ValueError(f"{name} needs at least 2 tokens and 1 dimension, got shape {arr.shape}")
     arr = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values")

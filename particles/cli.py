@@ -216,6 +216,7 @@ _BUILTIN: dict[str, Callable[[argparse._SubParsersAction], None]] = {
 _OPTIONAL: dict[str, tuple[str, str]] = {
     "theory": ("effective_theory.cli", "register_theory"),
     "fit": ("fitting.cli", "register_fit"),
+    "train": ("fitting.backend.cli", "register_train"),
 }
 
 

@@ -12,6 +12,8 @@ array                     shape / dtype   meaning
 ``signals``               (T, K) float    optional Fourier signals
 ``scalar_<name>``         (T,) float      optional per-step series (``energy``,
                                           ``train_loss``, ``val_acc``, ...)
+``snapshot_<name>``       (S, ...) float  optional arrays recorded with each snapshot
+                                          (e.g. sequence embeddings of a probe set)
 ``meta``                  () str          JSON: source, p, d, seed, parameters, ...
 ========================  ==============  ==========================================
 
@@ -71,6 +73,12 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
     return arr
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 @dataclass(eq=False)
 class Trajectory:
     """Embeddings over time plus optional per-step series.
@@ -87,6 +95,8 @@ class Trajectory:
         Fourier signals per step.
     scalars : dict of str to ndarray of shape (T,)
         Per-step series, e.g. ``energy``, ``train_loss``, ``val_acc``.
+    snapshot_arrays : dict of str to ndarray of shape (S, ...)
+        Arrays recorded with each snapshot, e.g. ``sequence_embedding``.
     meta : dict
         JSON-serialisable description (source, p, d, seed, parameters, ...).
     """
@@ -97,6 +107,7 @@ class Trajectory:
     signals: np.ndarray | None = None
     scalars: dict[str, np.ndarray] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
+    snapshot_arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.embeddings = _float_array("embeddings", self.embeddings, 3)
@@ -120,6 +131,20 @@ class Trajectory:
                 raise TrajectoryFormatError(f"scalar_{name}", f"has {arr.shape[0]} entries for {n_steps} steps")
             scalars[name] = arr
         self.scalars = scalars
+        arrays = {}
+        n_snap = self.embeddings.shape[0]
+        for name, value in dict(self.snapshot_arrays).items():
+            key = f"snapshot_{name}"
+            if not isinstance(name, str) or not name.isidentifier() or name == "steps":
+                raise TrajectoryFormatError(key, "name must be an identifier other than 'steps'")
+            arr = np.asarray(value)
+            if arr.ndim < 1:
+                raise TrajectoryFormatError(key, "must have a leading snapshot axis")
+            arr = _float_array(key, arr, arr.ndim)
+            if arr.shape[0] != n_snap:
+                raise TrajectoryFormatError(key, f"has {arr.shape[0]} entries for {n_snap} snapshots")
+            arrays[name] = arr
+        self.snapshot_arrays = arrays
         if not isinstance(self.meta, dict):
             raise TrajectoryFormatError("meta", f"must be a dict, got {type(self.meta).__name__}")
         try:
@@ -172,6 +197,8 @@ class Trajectory:
             arrays["signals"] = self.signals
         for name, series in self.scalars.items():
             arrays[f"scalar_{name}"] = series
+        for name, value in self.snapshot_arrays.items():
+            arrays[f"snapshot_{name}"] = value
         return arrays
 
     def save(self, path: str | os.PathLike, compress: bool = True) -> Path:
@@ -187,6 +214,7 @@ class Trajectory:
                 (np.savez_compressed if compress else np.savez)(fh, **self._arrays())
                 fh.flush()
                 os.fsync(fh.fileno())
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
             os.replace(tmp, path)
         except BaseException:
             if os.path.exists(tmp):
@@ -228,9 +256,11 @@ class Trajectory:
         if not isinstance(meta, dict):
             raise TrajectoryFormatError("meta", "must decode to a JSON object")
         known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals"}
-        unknown = [n for n in names - known if not n.startswith("scalar_")]
+        unknown = [n for n in names - known if not n.startswith(("scalar_", "snapshot_"))]
         if unknown:
             raise TrajectoryFormatError(sorted(unknown)[0], "is not part of the trajectory format")
         scalars = {n[len("scalar_"):]: data[n] for n in names if n.startswith("scalar_")}
+        extra = {n[len("snapshot_"):]: data[n] for n in names
+                 if n.startswith("snapshot_") and n != "snapshot_steps"}
         return cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
-                   signals=data.get("signals"), scalars=scalars, meta=meta)
+                   signals=data.get("signals"), scalars=scalars, meta=meta, snapshot_arrays=extra)

@@ -1,0 +1,70 @@
+"""Optional torch backend: train the papers' networks and export their
+embedding trajectories (SPEC section 5).
+
+The configurations import without torch; training needs the extra::
+
+    pip install 'embedding-dynamics[torch]'      # torch==2.13.0, CPU build
+
+Public API::
+
+    SurvivalMLPConfig, ToyConfig, ConstantAttentionConfig, SparseModularConfig,
+    config_for, MODEL_CONFIGS                       model configurations
+    train                                           one run -> Trajectory (+ file, checkpoints)
+    train_batched                                   B seeds of the survival MLP at once
+    TrainingDivergedError, TorchMissingError
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .configs import MODEL_CONFIGS, ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, config_for
+
+__all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "SurvivalMLPConfig", "ToyConfig",
+           "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched"]
+
+INSTALL_HINT = ("the torch backend needs PyTorch: pip install 'embedding-dynamics[torch]' "
+                "(pins torch==2.13.0, the CPU build)")
+
+
+class TorchMissingError(ImportError):
+    """PyTorch is not installed; the message says how to install the extra."""
+
+
+def torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _require_torch() -> None:
+    if not torch_available():
+        raise TorchMissingError(INSTALL_HINT)
+
+
+def train(*args: Any, **kwargs: Any):
+    """Train one run; see :func:`fitting.backend.trainer.train`."""
+    _require_torch()
+    from .trainer import train as _train
+
+    return _train(*args, **kwargs)
+
+
+def train_batched(*args: Any, **kwargs: Any):
+    """Train several survival-MLP seeds as one batched computation; see
+    :func:`fitting.backend.batched.train_batched`."""
+    _require_torch()
+    from .batched import train_batched as _train_batched
+
+    return _train_batched(*args, **kwargs)
+
+
+def __getattr__(name: str):
+    if name == "TrainingDivergedError":
+        _require_torch()
+        from .trainer import TrainingDivergedError
+
+        return TrainingDivergedError
+    raise AttributeError(f"module 'fitting.backend' has no attribute {name!r}")

@@ -1,0 +1,156 @@
+"""Several survival-MLP seeds trained as one batched computation (needs torch).
+
+The parameters of B runs are stacked along a leading axis and every layer
+is one batched matrix product (``torch.baddbmm``); the loss is the sum of
+the B per-run losses, so each run receives exactly its own gradient, and
+AdamW (element-wise) updates each slice as it would update that run alone.
+Every seed starts from the parameters and split of its sequential run
+(:func:`fitting.backend.models.survival_initial_parameters`), and its
+trajectory matches :func:`fitting.backend.train` to 1e-10 in float64.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from particles.datasets import modular_addition
+from particles.simulate import _package_version
+from particles.trajectory import Trajectory
+
+from ..signals import DC_SCALAR, fourier_signals, n_frequencies
+from .configs import SurvivalMLPConfig
+from .models import DTYPES, survival_initial_parameters
+from .trainer import TrainingDivergedError, _Recorder
+
+__all__ = ["train_batched"]
+
+LAYERS = ("layer1", "layer2", "layer3")
+
+
+def _check_seeds(seeds: Sequence[int]) -> list[int]:
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds must hold at least one seed")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise ValueError(f"seeds must be ints >= 0, got {s!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError("seeds must be distinct")
+    return [int(s) for s in seeds]
+
+
+def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
+                  callback: Callable[[int, int], None] | None = None) -> list[Trajectory]:
+    """Train the survival MLP for every seed at once.
+
+    Parameters
+    ----------
+    config : SurvivalMLPConfig
+    seeds : sequence of distinct ints >= 0
+    out_dir : folder, optional
+        One trajectory file per seed, ``survival-mlp_seed<seed>.npz``
+        (written atomically, also when interrupted, with
+        ``meta["completed"] = False``).
+    callback : callable(done, total), optional
+
+    Returns
+    -------
+    list of Trajectory, one per seed, in the order of ``seeds``
+    """
+    if not isinstance(config, SurvivalMLPConfig):
+        raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
+    seeds = _check_seeds(seeds)
+    B, cfg = len(seeds), config
+    dtype = DTYPES[cfg.dtype]
+    data = modular_addition(cfg.p, ordered=True)
+    inits = [survival_initial_parameters(cfg, s) for s in seeds]
+    splits = [data.split(cfg.train_fraction, np.random.default_rng(ss)) for _, _, ss in inits]
+    tr_pairs = torch.as_tensor(np.stack([t.pairs for t, _ in splits]), dtype=torch.long)  # (B, n, 2)
+    tr_labels = torch.as_tensor(np.stack([t.labels for t, _ in splits]), dtype=torch.long)
+    va_pairs = torch.as_tensor(np.stack([v.pairs for _, v in splits]), dtype=torch.long)
+    va_labels = torch.as_tensor(np.stack([v.labels for _, v in splits]), dtype=torch.long)
+    E = torch.stack([e for e, _, _ in inits]).requires_grad_()
+    weights = [torch.stack([layers[i][0] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
+    biases = [torch.stack([layers[i][1] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
+    params = [E, *[t for pair in zip(weights, biases) for t in pair]]
+    optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    rows = torch.arange(B)[:, None]
+
+    d = cfg.d
+
+    def logits_of(pairs: torch.Tensor) -> torch.Tensor:
+        # the sequential model's factored first layer, one batched product per half
+        proj_a = torch.bmm(E, weights[0][:, :, :d].transpose(1, 2))  # (B, p, hidden)
+        proj_b = torch.bmm(E, weights[0][:, :, d:].transpose(1, 2))
+        x = F.silu(proj_a[rows, pairs[..., 0]] + proj_b[rows, pairs[..., 1]] + biases[0][:, None, :])
+        for i in (1, 2):
+            x = torch.baddbmm(biases[i][:, None, :], x, weights[i].transpose(1, 2))
+            if i < 2:
+                x = F.silu(x)
+        return x
+
+    def per_run(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+        losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none").mean(dim=1)  # (B,)
+        acc = (logits.argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
+        return losses, acc.numpy()
+
+    K = n_frequencies(cfg.p)
+    series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR, "grad_norm_embedding",
+              *[f"grad_norm_{name}" for name in LAYERS]]
+    recorders = [_Recorder(cfg.steps, K, series) for _ in seeds]
+    base_meta = {"source": "fitting.backend", "model": cfg.model, "p": cfg.p, "d": cfg.d,
+                 "config": cfg.to_dict(), "signal_power": 1, "version": _package_version(),
+                 "torch_version": torch.__version__, "batched": B}
+    metas = [{**base_meta, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
+             for s, (t, v) in zip(seeds, splits)]
+    paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
+    n_done = 0
+    try:
+        for t in range(cfg.steps):
+            optimizer.zero_grad(set_to_none=False)
+            losses, train_acc = per_run(logits_of(tr_pairs), tr_labels)
+            losses.sum().backward()
+            with torch.no_grad():
+                val_losses, val_acc = per_run(logits_of(va_pairs), va_labels)
+            train_loss = losses.detach().numpy()
+            val_loss = val_losses.numpy()
+            if not (np.all(np.isfinite(train_loss)) and np.all(np.isfinite(val_loss))):
+                bad = [s for s, a, b in zip(seeds, train_loss, val_loss) if not (np.isfinite(a) and np.isfinite(b))]
+                raise TrainingDivergedError(f"survival-mlp: non-finite loss at step {t} for seeds {bad}")
+            norms = {"grad_norm_embedding": E.grad.pow(2).sum(dim=(1, 2))}
+            for i, name in enumerate(LAYERS):
+                norms[f"grad_norm_{name}"] = weights[i].grad.pow(2).sum(dim=(1, 2)) + biases[i].grad.pow(2).sum(dim=1)
+            norms = {k: v.sqrt().numpy() for k, v in norms.items()}
+            emb = E.detach().numpy().copy()
+            signals = fourier_signals(emb, dc=True)  # (B, K + 1)
+            for b, rec in enumerate(recorders):
+                values = {"train_loss": train_loss[b], "train_acc": train_acc[b], "val_loss": val_loss[b],
+                          "val_acc": val_acc[b], DC_SCALAR: signals[b, 0], **{k: v[b] for k, v in norms.items()}}
+                if t % cfg.snapshot_every == 0:
+                    rec.snapshot(t, emb[b], {})
+                rec.record(t, values, signals[b, 1:])
+            optimizer.step()
+            n_done = t + 1
+            if callback is not None:
+                callback(n_done, cfg.steps)
+        final = E.detach().numpy().copy()
+        for b, rec in enumerate(recorders):
+            rec.snapshot(cfg.steps, final[b], {})
+    except BaseException as exc:
+        if out_dir is not None:
+            for rec, meta, path in zip(recorders, metas, paths):
+                rec.trajectory(n_done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": n_done,
+                                                      "stopped_by": type(exc).__name__}).save(path)
+        raise
+    trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
+                    for rec, meta in zip(recorders, metas)]
+    for traj, path in zip(trajectories, paths):
+        if path is not None:
+            traj.save(path)
+    return trajectories

@@ -1,0 +1,79 @@
+"""``embdyn train``: train one of the papers' models for several seeds."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["register_train"]
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from particles.cli import ProgressBar, _key_values
+
+    from . import INSTALL_HINT, config_for, torch_available
+
+    if not torch_available():
+        print(f"embdyn train: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    try:
+        changes = _key_values(args.set or [], "--set")
+        if args.steps is not None:
+            changes["steps"] = args.steps
+        if args.snapshot_every is not None:
+            changes["snapshot_every"] = args.snapshot_every
+        config = config_for(args.model, **changes)
+        if args.seeds < 1 or args.first_seed < 0:
+            raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
+        if args.batched and args.model != "survival-mlp":
+            raise ValueError("--batched exists for survival-mlp only")
+    except (ValueError, TypeError) as exc:
+        print(f"embdyn train: {exc}", file=sys.stderr)
+        return 2
+    from .batched import train_batched
+    from .trainer import train
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    if args.batched:
+        bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
+        trajectories = train_batched(config, seeds, out, callback=bar)
+        paths = [out / f"{config.model}_seed{s}.npz" for s in seeds]
+    else:
+        trajectories, paths = [], []
+        for seed in seeds:
+            path = out / f"{config.model}_seed{seed}.npz"
+            bar = None if args.quiet else ProgressBar(f"{args.model} seed {seed}")
+            trajectories.append(train(config, seed, path, checkpoint_every=args.checkpoint_every,
+                                      resume=args.resume, callback=bar))
+            paths.append(path)
+    for seed, traj, path in zip(seeds, trajectories, paths):
+        s = traj.scalars
+        print(f"seed {seed}: train loss {s['train_loss'][-1]:.4g} acc {s['train_acc'][-1]:.3f}, "
+              f"val loss {s['val_loss'][-1]:.4g} acc {s['val_acc'][-1]:.3f} -> {path}")
+    return 0
+
+
+def register_train(subparsers: argparse._SubParsersAction) -> None:
+    from .configs import MODEL_CONFIGS
+
+    p = subparsers.add_parser("train", help="train a paper's network and export trajectories (needs [torch])",
+                              description="Train one of the papers' networks for several seeds and write one "
+                                          "trajectory file per seed (signals every step, embedding snapshots). "
+                                          "Needs the torch extra: pip install 'embedding-dynamics[torch]'.")
+    p.add_argument("model", choices=list(MODEL_CONFIGS))
+    p.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--steps", type=int, default=None, help="override the model's number of steps")
+    p.add_argument("--snapshot-every", type=int, default=None)
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="override a config field (repeatable), e.g. --set weight_decay=0.6")
+    p.add_argument("--batched", action="store_true", help="train all seeds as one batched computation "
+                                                          "(survival-mlp)")
+    p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps (sequential runs)")
+    p.add_argument("--resume", action="store_true", help="continue from checkpoints in --out")
+    p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_train)

@@ -1,0 +1,213 @@
+"""Configurations of the four trainable models (SPEC section 5).
+
+Plain dataclasses without torch, so they can be built, validated and
+stored in trajectory metadata on a machine without the extra. Each
+validates itself on construction: a bad field raises ``ValueError`` naming
+it and the accepted range.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, ClassVar
+
+__all__ = ["SurvivalMLPConfig", "ToyConfig", "ConstantAttentionConfig", "SparseModularConfig", "MODEL_CONFIGS",
+           "config_for"]
+
+
+def _int_at_least(name: str, value: Any, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+
+
+def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (value >= 0 if allow_zero else value > 0)
+    if not ok or value != value or value == float("inf"):
+        raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+
+
+def _fraction(name: str, value: Any) -> None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1:
+        raise ValueError(f"{name} must be in (0, 1), got {value!r}")
+
+
+def _choice(name: str, value: Any, options: tuple) -> None:
+    if value not in options:
+        raise ValueError(f"{name} must be one of {options}, got {value!r}")
+
+
+@dataclass(frozen=True)
+class _Config:
+    """Fields shared by every model."""
+
+    model: ClassVar[str] = ""
+    steps: int = 1000
+    snapshot_every: int = 100
+    dtype: str = "float64"
+
+    def __post_init__(self) -> None:
+        _int_at_least("steps", self.steps, 1)
+        _int_at_least("snapshot_every", self.snapshot_every, 1)
+        _choice("dtype", self.dtype, ("float64", "float32"))
+        self._validate()
+
+    def _validate(self) -> None:  # pragma: no cover - overridden
+        pass
+
+    def replace(self, **changes: Any) -> "_Config":
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise ValueError(f"unknown {self.model} config field(s) {sorted(unknown)}; "
+                             f"accepted: {sorted(f.name for f in fields(self))}")
+        return replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class SurvivalMLPConfig(_Config):
+    """The survival paper's MLP on concatenated embeddings [E_a, E_b].
+
+    Ordered pairs of Z_p, 2d -> hidden -> hidden -> p with SiLU, E ~ N(0, 1),
+    AdamW(lr, weight_decay) on all parameters, full batch, float64.
+    ``embedding_seed`` fixes the initial embedding across runs (the survival
+    experiment varies only the MLP and the split); None uses the run seed.
+    """
+
+    model: ClassVar[str] = "survival-mlp"
+    p: int = 59
+    d: int = 128
+    hidden: int = 100
+    lr: float = 0.01
+    weight_decay: float = 0.5
+    train_fraction: float = 0.8
+    steps: int = 30_000
+    snapshot_every: int = 100
+    embedding_seed: int | None = None
+
+    def _validate(self) -> None:
+        _int_at_least("p", self.p, 3)
+        _int_at_least("d", self.d, 1)
+        _int_at_least("hidden", self.hidden, 1)
+        _positive("lr", self.lr)
+        _positive("weight_decay", self.weight_decay, allow_zero=True)
+        _fraction("train_fraction", self.train_fraction)
+        if self.embedding_seed is not None:
+            _int_at_least("embedding_seed", self.embedding_seed, 0)
+
+
+@dataclass(frozen=True)
+class ToyConfig(_Config):
+    """The effective-theory toy: decoder(E_a + E_b) on addition (labels a + b).
+
+    ``task="regression"`` fits fixed random targets Y_label in R^target_dim
+    (MSE; the prediction is the label of the nearest target);
+    ``"classification"`` uses cross-entropy over the 2p - 1 sums. Separate
+    AdamW optimizers for the embedding and the tanh decoder
+    d -> hidden -> hidden -> out. E ~ U(-1/2, 1/2).
+    """
+
+    model: ClassVar[str] = "toy"
+    p: int = 10
+    d: int = 1
+    hidden: int = 200
+    task: str = "regression"
+    target_dim: int = 10
+    embedding_lr: float = 1e-3
+    decoder_lr: float = 1e-4
+    embedding_weight_decay: float = 0.0
+    decoder_weight_decay: float = 0.0
+    train_fraction: float = 0.5
+    steps: int = 5000
+    snapshot_every: int = 50
+
+    def _validate(self) -> None:
+        _int_at_least("p", self.p, 3)
+        _choice("d", self.d, (1, 2))
+        _int_at_least("hidden", self.hidden, 1)
+        _choice("task", self.task, ("regression", "classification"))
+        _int_at_least("target_dim", self.target_dim, 1)
+        _positive("embedding_lr", self.embedding_lr)
+        _positive("decoder_lr", self.decoder_lr)
+        _positive("embedding_weight_decay", self.embedding_weight_decay, allow_zero=True)
+        _positive("decoder_weight_decay", self.decoder_weight_decay, allow_zero=True)
+        _fraction("train_fraction", self.train_fraction)
+
+
+@dataclass(frozen=True)
+class ConstantAttentionConfig(_Config):
+    """The particle model's network: E in R^{N x 2}, s = E_a + E_b, ReLU hidden
+    layer, linear output over N classes, cross-entropy, full batch, AdamW.
+    Unordered pairs of Z_N, split as the particle presets."""
+
+    model: ClassVar[str] = "constant-attention"
+    p: int = 17
+    d: int = 2
+    hidden: int = 64
+    lr: float = 0.01
+    weight_decay: float = 0.3
+    train_fraction: float = 0.8
+    steps: int = 3000
+    snapshot_every: int = 50
+
+    def _validate(self) -> None:
+        _int_at_least("p", self.p, 3)
+        _int_at_least("d", self.d, 1)
+        _int_at_least("hidden", self.hidden, 1)
+        _positive("lr", self.lr)
+        _positive("weight_decay", self.weight_decay, allow_zero=True)
+        _fraction("train_fraction", self.train_fraction)
+
+
+@dataclass(frozen=True)
+class SparseModularConfig(_Config):
+    """Sparse modular addition: T tokens from Z_p, label = sum of the first k mod p.
+
+    One block with d-dimensional token and position embeddings, RMSNorm
+    without gain, attention from one learned query over the normed inputs
+    with a value map, a residual GELU MLP after RMSNorm, and logits tied to
+    the token embedding. Adam, minibatches from a fixed training set.
+    """
+
+    model: ClassVar[str] = "sparse-modular"
+    p: int = 2
+    seq_len: int = 12
+    k: int = 5
+    d: int = 2
+    mlp_hidden: int = 32
+    lr: float = 3e-3
+    batch_size: int = 32
+    n_train: int = 2048
+    n_val: int = 512
+    n_probe: int = 64
+    steps: int = 3000
+    snapshot_every: int = 50
+
+    def _validate(self) -> None:
+        _int_at_least("p", self.p, 2)
+        _int_at_least("seq_len", self.seq_len, 1)
+        _int_at_least("k", self.k, 1)
+        if self.k > self.seq_len:
+            raise ValueError(f"k must be in [1, seq_len={self.seq_len}], got {self.k}")
+        _int_at_least("d", self.d, 1)
+        _int_at_least("mlp_hidden", self.mlp_hidden, 1)
+        _positive("lr", self.lr)
+        _int_at_least("batch_size", self.batch_size, 1)
+        _int_at_least("n_train", self.n_train, 1)
+        if self.batch_size > self.n_train:
+            raise ValueError(f"batch_size must be <= n_train={self.n_train}, got {self.batch_size}")
+        _int_at_least("n_val", self.n_val, 1)
+        _int_at_least("n_probe", self.n_probe, 1)
+
+
+MODEL_CONFIGS: dict[str, type[_Config]] = {
+    cls.model: cls for cls in (SurvivalMLPConfig, ToyConfig, ConstantAttentionConfig, SparseModularConfig)
+}
+
+
+def config_for(model: str, **changes: Any) -> _Config:
+    """Default config of ``model`` (one of MODEL_CONFIGS) with ``changes``."""
+    if model not in MODEL_CONFIGS:
+        raise ValueError(f"model must be one of {tuple(MODEL_CONFIGS)}, got {model!r}")
+    return MODEL_CONFIGS[model]().replace(**changes) if changes else MODEL_CONFIGS[model]()

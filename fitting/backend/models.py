@@ -1,0 +1,371 @@
+"""The four networks of SPEC section 5 and their training tasks (needs torch).
+
+A *task* owns a model, its data and its optimizers and exposes what the
+trainer records: ``step()`` (gradient step at the current parameters,
+returning the training metrics measured *before* the update),
+``evaluate()`` (validation metrics at the same parameters), the token
+embedding, per-layer gradient norms and, for the transformer, the sequence
+embeddings of a fixed probe set. All randomness comes from the run seed
+through ``numpy.random.SeedSequence`` (data) and ``torch.Generator``
+(initialisation, minibatches).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from particles.datasets import addition, modular_addition
+
+from .configs import ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, _Config
+
+__all__ = ["make_task", "linear_init", "SurvivalMLP"]
+
+DTYPES = {"float64": torch.float64, "float32": torch.float32}
+
+
+def _seeds(seed: int, n: int) -> list[np.random.SeedSequence]:
+    return np.random.SeedSequence(int(seed)).spawn(n)
+
+
+def _torch_generator(ss: np.random.SeedSequence) -> torch.Generator:
+    return torch.Generator().manual_seed(int(ss.generate_state(1, dtype=np.uint64)[0] >> 1))
+
+
+def linear_init(gen: torch.Generator, fan_in: int, fan_out: int, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """PyTorch's default ``nn.Linear`` init, drawn from ``gen``: weight and bias
+    ~ U(-1/sqrt(fan_in), 1/sqrt(fan_in)); weight shape (fan_out, fan_in)."""
+    bound = 1.0 / math.sqrt(fan_in)
+    w = (torch.rand(fan_out, fan_in, generator=gen, dtype=dtype) * 2 - 1) * bound
+    b = (torch.rand(fan_out, generator=gen, dtype=dtype) * 2 - 1) * bound
+    return w, b
+
+
+def _linear(gen: torch.Generator, fan_in: int, fan_out: int, dtype) -> nn.Linear:
+    layer = nn.Linear(fan_in, fan_out, dtype=dtype)
+    w, b = linear_init(gen, fan_in, fan_out, dtype)
+    with torch.no_grad():
+        layer.weight.copy_(w)
+        layer.bias.copy_(b)
+    return layer
+
+
+def _accuracy(logits: torch.Tensor, labels: torch.Tensor) -> float:
+    return float((logits.argmax(dim=-1) == labels).to(torch.float64).mean())
+
+
+# ------------------------------------------------------------------ models
+class SurvivalMLP(nn.Module):
+    """[E_a, E_b] -> hidden -> hidden -> p with SiLU.
+
+    The first layer is evaluated on the p token embeddings and gathered per
+    pair (the same function; ~3x fewer operations per step at p = 59,
+    d = 128)."""
+
+    def __init__(self, embedding: torch.Tensor, layers: list[tuple[torch.Tensor, torch.Tensor]]):
+        super().__init__()
+        self.embedding = nn.Parameter(embedding.clone())
+        self.layers = nn.ModuleList()
+        for w, b in layers:
+            lin = nn.Linear(w.shape[1], w.shape[0], dtype=w.dtype)
+            with torch.no_grad():
+                lin.weight.copy_(w)
+                lin.bias.copy_(b)
+            self.layers.append(lin)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        # first layer on [E_a, E_b] = E_a W_a^T + E_b W_b^T: project the p
+        # embeddings once, then gather (p rows instead of one per pair)
+        first = self.layers[0]
+        d = self.embedding.shape[1]
+        proj_a = self.embedding @ first.weight[:, :d].T
+        proj_b = self.embedding @ first.weight[:, d:].T
+        x = F.silu(proj_a[pairs[:, 0]] + proj_b[pairs[:, 1]] + first.bias)
+        for layer in self.layers[1:-1]:
+            x = F.silu(layer(x))
+        return self.layers[-1](x)
+
+
+class ToyModel(nn.Module):
+    """decoder(E_a + E_b), decoder d -> hidden -> hidden -> out with tanh."""
+
+    def __init__(self, cfg: ToyConfig, gen: torch.Generator, out: int, dtype):
+        super().__init__()
+        self.embedding = nn.Parameter(torch.rand(cfg.p, cfg.d, generator=gen, dtype=dtype) - 0.5)
+        self.decoder = nn.Sequential(_linear(gen, cfg.d, cfg.hidden, dtype), nn.Tanh(),
+                                     _linear(gen, cfg.hidden, cfg.hidden, dtype), nn.Tanh(),
+                                     _linear(gen, cfg.hidden, out, dtype))
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        return self.decoder(self.embedding[pairs[:, 0]] + self.embedding[pairs[:, 1]])
+
+
+class ConstantAttentionNet(nn.Module):
+    """s = E_a + E_b (constant attention), ReLU hidden layer, linear output."""
+
+    def __init__(self, cfg: ConstantAttentionConfig, gen: torch.Generator, dtype):
+        super().__init__()
+        self.embedding = nn.Parameter(torch.randn(cfg.p, cfg.d, generator=gen, dtype=dtype))
+        self.hidden = _linear(gen, cfg.d, cfg.hidden, dtype)
+        self.output = _linear(gen, cfg.hidden, cfg.p, dtype)
+
+    def forward(self, pairs: torch.Tensor) -> torch.Tensor:
+        s = self.embedding[pairs[:, 0]] + self.embedding[pairs[:, 1]]
+        return self.output(F.relu(self.hidden(s)))
+
+
+def _rms_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
+    return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
+
+
+class SparseModularTransformer(nn.Module):
+    """One block: token + position embeddings, RMSNorm without gain, attention
+    from one learned query over the normed inputs with a value map, residual
+    GELU MLP after RMSNorm, logits tied to the token embedding."""
+
+    def __init__(self, cfg: SparseModularConfig, gen: torch.Generator, dtype):
+        super().__init__()
+        d = cfg.d
+        self.embedding = nn.Parameter(torch.randn(cfg.p, d, generator=gen, dtype=dtype))
+        self.position = nn.Parameter(torch.randn(cfg.seq_len, d, generator=gen, dtype=dtype))
+        self.query = nn.Parameter(torch.randn(d, generator=gen, dtype=dtype))
+        self.value = _linear(gen, d, d, dtype)
+        self.mlp_in = _linear(gen, d, cfg.mlp_hidden, dtype)
+        self.mlp_out = _linear(gen, cfg.mlp_hidden, d, dtype)
+
+    def sequence_embedding(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The attention output (batch, d): the clustering head."""
+        h = _rms_norm(self.embedding[tokens] + self.position)  # (batch, T, d)
+        weights = torch.softmax(h @ self.query / math.sqrt(h.shape[-1]), dim=-1)  # (batch, T)
+        return torch.einsum("bt,btd->bd", weights, self.value(h))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        s = self.sequence_embedding(tokens)
+        s = s + self.mlp_out(F.gelu(self.mlp_in(_rms_norm(s))))
+        return s @ self.embedding.T
+
+
+# ------------------------------------------------------------------ tasks
+class _Task:
+    """Common recording helpers; subclasses set model, data and optimizers."""
+
+    config: _Config
+    model: nn.Module
+    optimizers: list[torch.optim.Optimizer]
+    layer_groups: dict[str, list[str]]
+
+    def embedding(self) -> np.ndarray:
+        return self.model.embedding.detach().cpu().numpy().copy()
+
+    def probe_arrays(self) -> dict[str, np.ndarray]:
+        return {}
+
+    def grad_norms(self) -> dict[str, float]:
+        params = dict(self.model.named_parameters())
+        out = {}
+        for group, names in self.layer_groups.items():
+            total = 0.0
+            for name in names:
+                g = params[name].grad
+                if g is not None:
+                    total += float(g.detach().pow(2).sum())
+            out[group] = math.sqrt(total)
+        return out
+
+    def _backward(self, loss: torch.Tensor) -> None:
+        for opt in self.optimizers:
+            opt.zero_grad(set_to_none=False)
+        loss.backward()
+
+    def apply_update(self) -> None:
+        for opt in self.optimizers:
+            opt.step()
+
+    # checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        return {"model": self.model.state_dict(), "optimizers": [o.state_dict() for o in self.optimizers],
+                "extra": self._extra_state()}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.model.load_state_dict(state["model"])
+        for opt, s in zip(self.optimizers, state["optimizers"]):
+            opt.load_state_dict(s)
+        self._load_extra_state(state["extra"])
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        pass
+
+    def split_meta(self) -> dict[str, Any]:
+        return {}
+
+
+def _layer_groups(model: nn.Module) -> dict[str, list[str]]:
+    groups: dict[str, list[str]] = {}
+    for name, _ in model.named_parameters():
+        head = name.rsplit(".", 1)[0] if "." in name else name
+        key = head.replace(".", "_")
+        groups.setdefault(key, []).append(name)
+    return groups
+
+
+class _PairTask(_Task):
+    """Full-batch training on a pair dataset with cross-entropy or MSE."""
+
+    def _setup_pairs(self, data, fraction: float, ss: np.random.SeedSequence) -> None:
+        self.train_set, self.val_set = data.split(fraction, np.random.default_rng(ss))
+        self.train_pairs = torch.as_tensor(self.train_set.pairs, dtype=torch.long)
+        self.val_pairs = torch.as_tensor(self.val_set.pairs, dtype=torch.long)
+        self.train_labels = torch.as_tensor(self.train_set.labels, dtype=torch.long)
+        self.val_labels = torch.as_tensor(self.val_set.labels, dtype=torch.long)
+
+    def _loss(self, out: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, float]:
+        return F.cross_entropy(out, labels), _accuracy(out, labels)
+
+    def step(self) -> dict[str, float]:
+        loss, acc = self._loss(self.model(self.train_pairs), self.train_labels)
+        self._backward(loss)
+        return {"train_loss": float(loss.detach()), "train_acc": acc}
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        loss, acc = self._loss(self.model(self.val_pairs), self.val_labels)
+        return {"val_loss": float(loss), "val_acc": acc}
+
+    def split_meta(self) -> dict[str, Any]:
+        return {"train_indices": self.train_set.indices.tolist(), "val_indices": self.val_set.indices.tolist()}
+
+
+def survival_initial_parameters(cfg: SurvivalMLPConfig, seed: int):
+    """(embedding, [(W, b), ...], split seed) of one survival-MLP run; shared
+    by the sequential and the batched trainer so both start identically."""
+    dtype = DTYPES[cfg.dtype]
+    split_ss, init_ss, emb_ss = _seeds(seed, 3)
+    if cfg.embedding_seed is not None:
+        emb_ss = _seeds(cfg.embedding_seed, 3)[2]
+    embedding = torch.randn(cfg.p, cfg.d, generator=_torch_generator(emb_ss), dtype=dtype)
+    gen = _torch_generator(init_ss)
+    sizes = [2 * cfg.d, cfg.hidden, cfg.hidden, cfg.p]
+    layers = [linear_init(gen, a, b, dtype) for a, b in zip(sizes[:-1], sizes[1:])]
+    return embedding, layers, split_ss
+
+
+class SurvivalTask(_PairTask):
+    def __init__(self, cfg: SurvivalMLPConfig, seed: int):
+        self.config = cfg
+        embedding, layers, split_ss = survival_initial_parameters(cfg, seed)
+        self._setup_pairs(modular_addition(cfg.p, ordered=True), cfg.train_fraction, split_ss)
+        self.model = SurvivalMLP(embedding, layers)
+        self.optimizers = [torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)]
+        self.layer_groups = {"embedding": ["embedding"],
+                             **{f"layer{i + 1}": [f"layers.{i}.weight", f"layers.{i}.bias"] for i in range(3)}}
+
+
+class ToyTask(_PairTask):
+    def __init__(self, cfg: ToyConfig, seed: int):
+        self.config = cfg
+        dtype = DTYPES[cfg.dtype]
+        split_ss, init_ss, target_ss = _seeds(seed, 3)
+        data = addition(cfg.p)
+        n_labels = 2 * cfg.p - 1
+        self._setup_pairs(data, cfg.train_fraction, split_ss)
+        out = cfg.target_dim if cfg.task == "regression" else n_labels
+        self.targets = torch.randn(n_labels, cfg.target_dim, generator=_torch_generator(target_ss), dtype=dtype)
+        self.model = ToyModel(cfg, _torch_generator(init_ss), out, dtype)
+        self.optimizers = [
+            torch.optim.AdamW([self.model.embedding], lr=cfg.embedding_lr, weight_decay=cfg.embedding_weight_decay),
+            torch.optim.AdamW(self.model.decoder.parameters(), lr=cfg.decoder_lr,
+                              weight_decay=cfg.decoder_weight_decay),
+        ]
+        self.layer_groups = {"embedding": ["embedding"], "decoder": [n for n, _ in self.model.named_parameters()
+                                                                     if n.startswith("decoder")]}
+
+    def _loss(self, out: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, float]:
+        if self.config.task == "classification":
+            return super()._loss(out, labels)
+        loss = F.mse_loss(out, self.targets[labels])
+        nearest = torch.cdist(out.detach(), self.targets).argmin(dim=1)
+        return loss, float((nearest == labels).to(torch.float64).mean())
+
+
+class ConstantAttentionTask(_PairTask):
+    def __init__(self, cfg: ConstantAttentionConfig, seed: int):
+        self.config = cfg
+        split_ss, init_ss = _seeds(seed, 2)
+        self._setup_pairs(modular_addition(cfg.p), cfg.train_fraction, split_ss)
+        self.model = ConstantAttentionNet(cfg, _torch_generator(init_ss), DTYPES[cfg.dtype])
+        self.optimizers = [torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)]
+        self.layer_groups = _layer_groups(self.model)
+
+
+class SparseModularTask(_Task):
+    def __init__(self, cfg: SparseModularConfig, seed: int):
+        self.config = cfg
+        data_ss, init_ss, batch_ss = _seeds(seed, 3)
+        rng = np.random.default_rng(data_ss)
+        n = cfg.n_train + cfg.n_val + cfg.n_probe
+        tokens = rng.integers(0, cfg.p, size=(n, cfg.seq_len))
+        labels = tokens[:, : cfg.k].sum(axis=1) % cfg.p
+        t = torch.as_tensor(tokens, dtype=torch.long)
+        y = torch.as_tensor(labels, dtype=torch.long)
+        a, b = cfg.n_train, cfg.n_train + cfg.n_val
+        self.train_tokens, self.val_tokens, self.probe_tokens = t[:a], t[a:b], t[b:]
+        self.train_labels, self.val_labels, self.probe_labels = y[:a], y[a:b], y[b:]
+        self.model = SparseModularTransformer(cfg, _torch_generator(init_ss), DTYPES[cfg.dtype])
+        self.optimizers = [torch.optim.Adam(self.model.parameters(), lr=cfg.lr)]
+        self.batch_gen = _torch_generator(batch_ss)
+        self.layer_groups = _layer_groups(self.model)
+
+    def step(self) -> dict[str, float]:
+        idx = torch.randint(0, self.config.n_train, (self.config.batch_size,), generator=self.batch_gen)
+        logits = self.model(self.train_tokens[idx])
+        loss = F.cross_entropy(logits, self.train_labels[idx])
+        self._backward(loss)
+        with torch.no_grad():
+            full = self.model(self.train_tokens)
+            return {"train_loss": float(F.cross_entropy(full, self.train_labels)),
+                    "train_acc": _accuracy(full, self.train_labels), "batch_loss": float(loss.detach())}
+
+    @torch.no_grad()
+    def evaluate(self) -> dict[str, float]:
+        logits = self.model(self.val_tokens)
+        return {"val_loss": float(F.cross_entropy(logits, self.val_labels)),
+                "val_acc": _accuracy(logits, self.val_labels)}
+
+    @torch.no_grad()
+    def probe_arrays(self) -> dict[str, np.ndarray]:
+        return {"sequence_embedding": self.model.sequence_embedding(self.probe_tokens).cpu().numpy().copy()}
+
+    def _extra_state(self) -> dict[str, Any]:
+        return {"batch_gen": self.batch_gen.get_state()}
+
+    def _load_extra_state(self, state: dict[str, Any]) -> None:
+        self.batch_gen.set_state(state["batch_gen"])
+
+    def split_meta(self) -> dict[str, Any]:
+        return {"probe_labels": self.probe_labels.tolist(), "n_train": self.config.n_train,
+                "n_val": self.config.n_val}
+
+
+_TASKS = {
+    SurvivalMLPConfig: SurvivalTask,
+    ToyConfig: ToyTask,
+    ConstantAttentionConfig: ConstantAttentionTask,
+    SparseModularConfig: SparseModularTask,
+}
+
+
+def make_task(config: _Config, seed: int) -> _Task:
+    """The task (model, data, optimizers) of ``config`` for run ``seed``."""
+    if type(config) not in _TASKS:
+        raise TypeError(f"config must be one of {[c.__name__ for c in _TASKS]}, got {type(config).__name__}")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+    return _TASKS[type(config)](config, int(seed))

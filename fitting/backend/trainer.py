@@ -1,0 +1,210 @@
+"""Train one run, record it step by step and export a trajectory (needs torch).
+
+Per step t (at the parameters before update t): train and validation loss
+and accuracy, Fourier signals of the token embedding (k = 1..(p-1)//2, power
+1) and its DC signal (scalar ``signal_dc``), gradient norms per layer
+(``grad_norm_<layer>``). Embedding snapshots at every ``snapshot_every``-th
+step and after the last update (step ``steps``); the transformer adds the
+sequence embeddings of its probe set (``snapshot_sequence_embedding``).
+
+Interrupted runs (KeyboardInterrupt, an exception, a non-finite loss) leave
+a valid trajectory file of the completed steps (``meta["completed"]`` is
+False) and, with ``checkpoint_every``, a checkpoint from which
+``resume=True`` continues to the same result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from particles.simulate import _package_version
+from particles.trajectory import Trajectory
+
+from ..signals import DC_SCALAR, fourier_signals, n_frequencies
+from .configs import _Config
+from .models import make_task
+
+__all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
+
+
+class TrainingDivergedError(FloatingPointError):
+    """The training loss became non-finite; the steps before it were saved."""
+
+
+def checkpoint_path(out: str | os.PathLike) -> Path:
+    """Checkpoint file that belongs to the trajectory file ``out``."""
+    out = Path(out)
+    return out.with_name(out.stem + ".ckpt.pt")
+
+
+def _atomic_torch_save(obj: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            torch.save(obj, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class _Recorder:
+    """Per-step series and snapshots of one run, preallocated."""
+
+    def __init__(self, steps: int, K: int, series: list[str]):
+        self.signals = np.zeros((steps, K))
+        self.series = {name: np.zeros(steps) for name in series}
+        self.snapshot_steps: list[int] = []
+        self.snapshots: list[np.ndarray] = []
+        self.probes: dict[str, list[np.ndarray]] = {}
+
+    def record(self, t: int, values: dict[str, float], signals: np.ndarray) -> None:
+        self.signals[t] = signals
+        for name, value in values.items():
+            self.series[name][t] = value
+
+    def snapshot(self, t: int, embedding: np.ndarray, probes: dict[str, np.ndarray]) -> None:
+        self.snapshot_steps.append(t)
+        self.snapshots.append(embedding)
+        for name, arr in probes.items():
+            self.probes.setdefault(name, []).append(arr)
+
+    def to_state(self, n_done: int) -> dict[str, Any]:
+        keep = [i for i, s in enumerate(self.snapshot_steps) if s < n_done]  # later ones are retaken on resume
+        return {"signals": torch.from_numpy(self.signals[:n_done].copy()),
+                "series": {k: torch.from_numpy(v[:n_done].copy()) for k, v in self.series.items()},
+                "snapshot_steps": [self.snapshot_steps[i] for i in keep],
+                "snapshots": [torch.from_numpy(self.snapshots[i]) for i in keep],
+                "probes": {k: [torch.from_numpy(v[i]) for i in keep] for k, v in self.probes.items()}}
+
+    def load_state(self, state: dict[str, Any]) -> int:
+        n = state["signals"].shape[0]
+        self.signals[:n] = state["signals"].numpy()
+        for k, v in state["series"].items():
+            self.series[k][:n] = v.numpy()
+        self.snapshot_steps = list(state["snapshot_steps"])
+        self.snapshots = [s.numpy() for s in state["snapshots"]]
+        self.probes = {k: [a.numpy() for a in v] for k, v in state["probes"].items()}
+        return n
+
+    def trajectory(self, n_done: int, p: int, d: int, meta: dict[str, Any]) -> Trajectory:
+        keep = [i for i, s in enumerate(self.snapshot_steps) if s <= n_done]
+        embeddings = np.stack([self.snapshots[i] for i in keep]) if keep else np.zeros((0, p, d))
+        return Trajectory(
+            embeddings=embeddings,
+            snapshot_steps=np.array([self.snapshot_steps[i] for i in keep], dtype=np.int64),
+            steps=np.arange(n_done),
+            signals=self.signals[:n_done],
+            scalars={k: v[:n_done] for k, v in self.series.items()},
+            snapshot_arrays={k: np.stack([v[i] for i in keep]) for k, v in self.probes.items() if keep},
+            meta=meta,
+        )
+
+
+def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, *,
+          checkpoint_every: int | None = None, resume: bool = False,
+          callback: Callable[[int, int], None] | None = None) -> Trajectory:
+    """Train one run of ``config`` from ``seed`` and return its trajectory.
+
+    Parameters
+    ----------
+    config : SurvivalMLPConfig, ToyConfig, ConstantAttentionConfig or SparseModularConfig
+    seed : int >= 0
+        Controls the split, the initialisation and the minibatches.
+    out : path ending in .npz, optional
+        Where the trajectory is written (atomically), also when the run is
+        interrupted (then with ``meta["completed"] = False``).
+    checkpoint_every : int, optional
+        Write a checkpoint (``<out stem>.ckpt.pt``) every this many steps;
+        needs ``out``. The checkpoint is removed when the run completes.
+    resume : bool
+        Continue from the checkpoint of ``out`` if there is one.
+    callback : callable(done, total), optional
+        Called after every step (progress bars).
+
+    Raises
+    ------
+    TrainingDivergedError
+        if a loss becomes non-finite (the steps before it are saved).
+    """
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
+    if (checkpoint_every or resume) and out is None:
+        raise ValueError("checkpoint_every and resume need an output path (out=...)")
+    if out is not None and Path(out).suffix != ".npz":
+        raise ValueError(f"out must end in .npz, got {str(out)!r}")
+    task = make_task(config, seed)
+    p, d = task.embedding().shape
+    K = n_frequencies(p)
+    groups = list(task.layer_groups)
+    series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR] + [f"grad_norm_{g}" for g in groups]
+    if type(task).__name__ == "SparseModularTask":
+        series.append("batch_loss")
+    rec = _Recorder(config.steps, K, series)
+    ckpt = checkpoint_path(out) if out is not None else None
+    start = 0
+    identity = {"config": config.to_dict(), "seed": int(seed)}
+    if resume and ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, weights_only=True)
+        if state["identity"] != identity:
+            raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another run: {state['identity']} "
+                             f"instead of {identity}")
+        task.load_state_dict(state["task"])
+        start = rec.load_state(state["recorder"])
+    meta = {"source": "fitting.backend", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
+            "config": config.to_dict(), "signal_power": 1, "version": _package_version(),
+            "torch_version": torch.__version__, **task.split_meta()}
+    n_done = start
+    consistent = True
+
+    def save_checkpoint() -> None:
+        _atomic_torch_save({"identity": identity, "task": task.state_dict(), "recorder": rec.to_state(n_done)}, ckpt)
+
+    try:
+        for t in range(start, config.steps):
+            values = task.step()
+            values.update(task.evaluate())
+            if not (np.isfinite(values["train_loss"]) and np.isfinite(values["val_loss"])):
+                raise TrainingDivergedError(f"{config.model}: non-finite loss at step {t} "
+                                            f"(train {values['train_loss']}, val {values['val_loss']})")
+            values.update({f"grad_norm_{g}": v for g, v in task.grad_norms().items()})
+            E = task.embedding()
+            S = fourier_signals(E, dc=True)
+            values[DC_SCALAR] = float(S[0])
+            if t % config.snapshot_every == 0:
+                rec.snapshot(t, E, task.probe_arrays())
+            rec.record(t, values, S[1:])
+            consistent = False
+            task.apply_update()
+            consistent = True
+            n_done = t + 1
+            if checkpoint_every and n_done % checkpoint_every == 0 and n_done < config.steps:
+                save_checkpoint()
+            if callback is not None:
+                callback(n_done, config.steps)
+        rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
+    except BaseException as exc:
+        if out is not None:
+            partial = rec.trajectory(n_done, p, d, {**meta, "completed": False, "steps_done": n_done,
+                                                    "stopped_by": type(exc).__name__})
+            partial.save(out)
+            if checkpoint_every and consistent and n_done > start:
+                save_checkpoint()
+        raise
+    traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps})
+    if out is not None:
+        traj.save(out)
+        if ckpt is not None and ckpt.exists():
+            ckpt.unlink()
+    return traj

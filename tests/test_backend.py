@@ -1,0 +1,187 @@
+"""The torch backend: models train and export, batched = sequential, resume =
+uninterrupted, clear errors (SPEC section 5). Skipped without torch; CI
+installs the [torch] extra and runs them."""
+
+import os
+
+import numpy as np
+import pytest
+
+from fitting.backend import MODEL_CONFIGS, config_for
+from particles import Trajectory
+from particles.cli import main
+
+SMALL = {
+    "survival-mlp": dict(p=13, d=16, hidden=32, steps=40, snapshot_every=10),
+    "toy": dict(steps=60, snapshot_every=20, embedding_lr=1e-2, decoder_lr=1e-2),
+    "constant-attention": dict(steps=60, snapshot_every=20),
+    "sparse-modular": dict(steps=60, snapshot_every=20, n_train=256, n_val=64, n_probe=16),
+}
+
+
+def small(model, **changes):
+    return config_for(model, **{**SMALL[model], **changes})
+
+
+# ------------------------------------------------------------ with torch
+if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the extra: never skip
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+from fitting.backend import TrainingDivergedError, train, train_batched  # noqa: E402
+
+
+@pytest.mark.parametrize("model", list(MODEL_CONFIGS))
+def test_each_model_trains_and_exports(model, tmp_path):
+    cfg = small(model)
+    traj = train(cfg, seed=1, out=tmp_path / "run.npz")
+    loaded = Trajectory.load(tmp_path / "run.npz")
+    p = cfg.p
+    assert loaded.signals.shape == (cfg.steps, (p - 1) // 2)
+    np.testing.assert_array_equal(loaded.steps, np.arange(cfg.steps))
+    np.testing.assert_array_equal(loaded.snapshot_steps, list(range(0, cfg.steps, cfg.snapshot_every)) + [cfg.steps])
+    assert loaded.embeddings.shape[1:] == (p, cfg.d)
+    assert loaded.meta["completed"] and loaded.meta["model"] == model and loaded.meta["seed"] == 1
+    loss = loaded.scalars["train_loss"]
+    assert np.mean(loss[-5:]) < np.mean(loss[:5])  # training lowers the loss
+    assert any(name.startswith("grad_norm_") for name in loaded.scalars)
+    np.testing.assert_allclose(loaded.embeddings, traj.embeddings)
+    if model == "sparse-modular":
+        assert loaded.snapshot_arrays["sequence_embedding"].shape == (len(loaded), cfg.n_probe, cfg.d)
+
+
+def test_signals_are_those_of_the_snapshots():
+    from fitting import fourier_signals
+
+    traj = train(small("constant-attention"), seed=0)
+    for row, step in enumerate(traj.snapshot_steps[:-1]):
+        np.testing.assert_allclose(traj.signals[step], fourier_signals(traj.embeddings[row]), rtol=1e-12)
+    dc = fourier_signals(traj.embeddings[0], dc=True)[0]
+    assert traj.scalars["signal_dc"][0] == pytest.approx(dc)
+
+
+def test_same_seed_same_run_and_different_seed_differs():
+    cfg = small("sparse-modular")
+    a, b, c = train(cfg, 3), train(cfg, 3), train(cfg, 4)
+    np.testing.assert_array_equal(a.embeddings, b.embeddings)
+    np.testing.assert_array_equal(a.scalars["train_loss"], b.scalars["train_loss"])
+    assert not np.allclose(a.embeddings, c.embeddings)
+
+
+def test_fixed_embedding_seed_shares_the_initial_embedding():
+    cfg = small("survival-mlp", embedding_seed=7, steps=2)
+    a, b = train(cfg, 0), train(cfg, 1)
+    np.testing.assert_array_equal(a.embeddings[0], b.embeddings[0])
+    assert a.meta["train_indices"] != b.meta["train_indices"]
+
+
+def test_batched_training_equals_sequential_runs(tmp_path):
+    cfg = small("survival-mlp")
+    seeds = [0, 4, 9]
+    batched = train_batched(cfg, seeds, tmp_path)
+    for seed, traj in zip(seeds, batched):
+        alone = train(cfg, seed)
+        np.testing.assert_allclose(traj.embeddings, alone.embeddings, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(traj.signals, alone.signals, rtol=0, atol=1e-10)
+        for name, series in alone.scalars.items():
+            np.testing.assert_allclose(traj.scalars[name], series, rtol=1e-10, atol=1e-10, err_msg=name)
+        assert traj.meta["train_indices"] == alone.meta["train_indices"]
+        assert Trajectory.load(tmp_path / f"survival-mlp_seed{seed}.npz").meta["batched"] == 3
+    with pytest.raises(ValueError, match="distinct"):
+        train_batched(cfg, [1, 1])
+    with pytest.raises(TypeError, match="SurvivalMLPConfig"):
+        train_batched(small("toy"), [0])
+
+
+class Interrupt:
+    def __init__(self, at):
+        self.at = at
+
+    def __call__(self, done, total):
+        if done == self.at:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("model", ["survival-mlp", "sparse-modular"])
+def test_interrupted_run_leaves_a_valid_file_and_resumes_to_the_same_result(model, tmp_path):
+    cfg = small(model)
+    whole = train(cfg, seed=2)
+    path = tmp_path / "run.npz"
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, seed=2, out=path, checkpoint_every=10, callback=Interrupt(at=25))
+    partial = Trajectory.load(path)
+    assert partial.meta["completed"] is False and partial.meta["steps_done"] == 25
+    assert partial.signals.shape[0] == 25
+    np.testing.assert_array_equal(partial.signals, whole.signals[:25])
+    resumed = train(cfg, seed=2, out=path, checkpoint_every=10, resume=True)
+    assert resumed.meta["completed"]
+    np.testing.assert_array_equal(resumed.embeddings, whole.embeddings)
+    np.testing.assert_array_equal(resumed.signals, whole.signals)
+    for name in whole.scalars:
+        np.testing.assert_array_equal(resumed.scalars[name], whole.scalars[name])
+    np.testing.assert_array_equal(resumed.snapshot_steps, whole.snapshot_steps)
+    assert not (tmp_path / "run.ckpt.pt").exists()  # removed once complete
+
+
+def test_resume_refuses_a_checkpoint_of_another_run(tmp_path):
+    cfg = small("toy")
+    path = tmp_path / "run.npz"
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, seed=0, out=path, checkpoint_every=10, callback=Interrupt(at=15))
+    with pytest.raises(ValueError, match="belongs to another run"):
+        train(cfg, seed=1, out=path, checkpoint_every=10, resume=True)
+
+
+def test_divergence_stops_with_a_clear_error_and_keeps_the_steps_done(tmp_path):
+    cfg = small("toy", task="classification", steps=200)
+    path = tmp_path / "run.npz"
+    state = {"n": 0}
+
+    def poison(done, total):  # corrupt the decoder after 5 steps
+        if done == 5:
+            with torch.no_grad():
+                for param in state["task"].model.decoder.parameters():
+                    param.fill_(float("nan"))
+
+    import fitting.backend.trainer as trainer_module
+
+    real = trainer_module.make_task
+
+    def spy(config, seed):
+        state["task"] = real(config, seed)
+        return state["task"]
+
+    trainer_module.make_task = spy
+    try:
+        with pytest.raises(TrainingDivergedError, match="non-finite loss at step 5"):
+            train(cfg, seed=0, out=path, callback=poison)
+    finally:
+        trainer_module.make_task = real
+    partial = Trajectory.load(path)
+    assert partial.meta["completed"] is False and partial.meta["steps_done"] == 5
+    assert np.all(np.isfinite(partial.scalars["train_loss"]))
+
+
+def test_training_argument_errors(tmp_path):
+    cfg = small("toy")
+    with pytest.raises(ValueError, match="need an output path"):
+        train(cfg, checkpoint_every=5)
+    with pytest.raises(ValueError, match="out must end in .npz"):
+        train(cfg, out=tmp_path / "run.txt")
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        train(cfg, seed=-1)
+
+
+def test_cli_train_writes_one_file_per_seed(tmp_path, capsys):
+    code = main(["train", "constant-attention", "--seeds", "2", "--steps", "30", "--out", str(tmp_path), "--quiet"])
+    assert code == 0
+    for seed in (0, 1):
+        traj = Trajectory.load(tmp_path / f"constant-attention_seed{seed}.npz")
+        assert traj.signals.shape == (30, 8)
+    assert "seed 1:" in capsys.readouterr().out
+    code = main(["train", "survival-mlp", "--seeds", "2", "--steps", "5", "--set", "p=11", "--set", "d=8",
+                 "--batched", "--out", str(tmp_path / "b"), "--quiet"])
+    assert code == 0 and len(list((tmp_path / "b").glob("*.npz"))) == 2
+    assert main(["train", "toy", "--batched", "--out", str(tmp_path), "--quiet"]) == 2
+    assert main(["train", "toy", "--set", "d=5", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "d must be one of" in capsys.readouterr().err
