@@ -13,6 +13,9 @@ Public API::
     LinearODE, LotkaVolterra, linear_solution, BlowUpError
                                                          ODE regression (SPEC 4)
     survival_ode_analysis, ODEAnalysis                   the reference analysis
+
+The torch backend (SPEC 5) lives in ``fitting.backend``: its configurations
+import without torch, training needs ``pip install 'embedding-dynamics[torch]'``.
 """
 
 from .analysis import ODEAnalysis, survival_ode_analysis

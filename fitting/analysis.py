@@ -11,9 +11,11 @@ A; and its stability.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from particles.trajectory import Trajectory
 
@@ -111,9 +113,15 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
     t = steps.astype(float)
     start = int(steps[0])
     window = (start, start + n_steps)
-    lasso = LinearODE("lasso", alpha=alpha, derivative="forward", window=window).fit(x, t)
-    ols = LinearODE("ols", derivative="forward", window=window).fit(x, t)
     notes: list[str] = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        lasso = LinearODE("lasso", alpha=alpha, derivative="forward", window=window).fit(x, t)
+    stopped = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
+    if stopped:
+        notes.append(f"coordinate descent stopped at sklearn's default 1000 iterations in {stopped} of "
+                     f"{x.shape[1]} equations, as in the reference")
+    ols = LinearODE("ols", derivative="forward", window=window).fit(x, t)
 
     def traj_r2(method: str, win: tuple[int, int]) -> float | None:
         try:

@@ -1,0 +1,228 @@
+"""The four training experiments of the torch backend (needs the [torch] extra).
+
+    python docs/examples/training_experiments.py survival --out docs/figures/training
+    python docs/examples/training_experiments.py weight-decay --out docs/figures/training
+    python docs/examples/training_experiments.py toy-phases --out docs/figures/training
+    python docs/examples/training_experiments.py clustering-heads --out docs/figures/training
+
+Each writes ``<name>.json`` (all measured numbers) and figures into --out;
+``--quick`` runs a tiny version (CI). Runs are spread over the cores with
+joblib, one torch thread per worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import warnings
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import numpy as np  # noqa: E402
+from joblib import Parallel, delayed  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+
+def _train(config, seed, path):
+    import torch
+
+    from fitting.backend import train
+
+    torch.set_num_threads(1)
+    return train(config, seed, path)
+
+
+def _runs(config, seeds, out: Path, jobs: int):
+    out.mkdir(parents=True, exist_ok=True)
+    return Parallel(n_jobs=jobs)(delayed(_train)(config, s, out / f"{config.model}_seed{s}.npz") for s in seeds)
+
+
+def _first_reach(series: np.ndarray, threshold: float) -> int | None:
+    hit = np.flatnonzero(series >= threshold)
+    return int(hit[0]) if hit.size else None
+
+
+# ---------------------------------------------------------------- survival
+def survival(args) -> dict:
+    from fitting import (fitness_correlation, initial_gradient, plot, survival_classifier, survival_ode_analysis,
+                         survival_rate, surviving_frequencies)
+    from fitting.backend import config_for
+
+    seeds = range(4 if args.quick else 32)
+    steps = 300 if args.quick else args.steps
+    cfg = config_for("survival-mlp", steps=steps, embedding_seed=0, **({"p": 23, "d": 32} if args.quick else {}))
+    runs = _runs(cfg, seeds, args.out / "survival_runs", args.jobs)
+    survived = np.stack([surviving_frequencies(t) for t in runs])
+    settled = []
+    for t in runs:  # first step from which the survivor set no longer changes
+        sets = [tuple(surviving_frequencies(t.signals[i], dc=t.scalars["signal_dc"][i])) for i in range(len(t.steps))]
+        change = [i for i in range(1, len(sets)) if sets[i] != sets[i - 1]]
+        settled.append(int(change[-1]) if change else 0)
+    s0 = runs[0].signals[0]  # the same initial embedding in every run
+    rate = survival_rate(survived)
+    grads = np.stack([initial_gradient(t.signals, step=4) for t in runs])
+    s0_all = np.stack([t.signals[0] for t in runs])
+    try:
+        r, pval = fitness_correlation(rate, s0)
+    except ValueError as exc:  # e.g. every frequency with the same rate in a tiny run
+        r, pval = None, str(exc)
+    try:
+        svm = survival_classifier(np.column_stack([s0_all.ravel(), grads.ravel()]), survived.ravel(), rng=0)
+        svm_result = {"test_accuracy": svm.test_accuracy, "majority_baseline": svm.majority_baseline,
+                      "n_test": svm.n_test}
+    except ValueError as exc:
+        svm_result = {"error": str(exc)}
+    fit_steps = min(1000, steps - 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        analyses = [survival_ode_analysis(t, n_steps=fit_steps) for t in runs]
+    result = {
+        "config": cfg.to_dict(), "runs": len(runs),
+        "survivors_per_run": survived.sum(axis=1).tolist(),
+        "survivor_count_range": [int(survived.sum(axis=1).min()), int(survived.sum(axis=1).max())],
+        "survivor_set_settled_by_step": {"median": float(np.median(settled)), "max": int(max(settled))},
+        "final_val_acc": [float(t.scalars["val_acc"][-1]) for t in runs],
+        "pearson_rate_vs_initial_signal": [r, pval],
+        "svm_signal_gradient": svm_result,
+        "ode_first_steps": fit_steps,
+        "lasso_r2": [a.lasso_r2 for a in analyses], "ols_r2": [a.ols_r2 for a in analyses],
+        "lasso_r2_median": float(np.median([a.lasso_r2 for a in analyses])),
+        "ols_r2_median": float(np.median([a.ols_r2 for a in analyses])),
+        "trajectory_r2_in_sample_median": float(np.median([a.trajectory_r2 for a in analyses
+                                                           if a.trajectory_r2 is not None])),
+        "heldout_r2_median": (float(np.median([a.heldout_r2 for a in analyses if a.heldout_r2 is not None]))
+                              if any(a.heldout_r2 is not None for a in analyses) else None),
+        "lasso_stable_share": float(np.mean([a.stable for a in analyses])),
+    }
+    fig = Figure(figsize=(6, 4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.scatter(s0, rate)
+    ax.set_xlabel("initial signal S_k(0)")
+    ax.set_ylabel(f"survival rate over {len(runs)} runs")
+    ax.set_title("survival vs initial signal" + ("" if r is None else f": Pearson r = {r:.2f}"))
+    fig.savefig(args.out / "survival_rate_vs_signal.png", dpi=110)
+    plot.plot_signals(runs[0].signals, runs[0].steps, survived[0],
+                      title="survival MLP, run 0").savefig(args.out / "survival_signals.png", dpi=110)
+    lasso = analyses[0].lasso
+    plot.plot_coefficients(lasso, [f"S{k}" for k in range(1, lasso.n_features_in_ + 1)]).savefig(
+        args.out / "survival_lasso_coefficients.png", dpi=110)
+    return result
+
+
+# ---------------------------------------------------------------- weight decay
+def weight_decay(args) -> dict:
+    from fitting.backend import config_for
+    from particles import classify_structure, modular_addition
+
+    decays = (0.0, 0.3, 0.6, 1.0)
+    seeds = range(3 if args.quick else 20)
+    steps = 300 if args.quick else 3000
+    dataset = modular_addition(17)
+    table = {}
+    for wd in decays:
+        runs = _runs(config_for("constant-attention", weight_decay=wd, steps=steps), seeds,
+                     args.out / f"wd_{wd}", args.jobs)
+        classes = [classify_structure(t.final, dataset) for t in runs]
+        acc = [float(t.scalars["val_acc"][-1]) for t in runs]
+        table[str(wd)] = {"val_acc_mean": float(np.mean(acc)), "val_acc_min": float(np.min(acc)),
+                          "classes": {c: classes.count(c) for c in sorted(set(classes))}}
+    return {"steps": steps, "seeds": len(seeds), "by_weight_decay": table}
+
+
+# ---------------------------------------------------------------- toy phases
+def toy_phases(args) -> dict:
+    from effective_theory import classify_phase
+    from fitting.backend import config_for
+
+    lrs = np.logspace(-4, -2, 2 if args.quick else 5)
+    wds = np.array([0.0, 10.0]) if args.quick else np.array([0.0, 0.1, 1.0, 3.0, 10.0])
+    steps = 200 if args.quick else 3000
+    gap = steps / 10
+    grid = {}
+    for lr in lrs:
+        for wd in wds:
+            cfg = config_for("toy", decoder_lr=float(lr), decoder_weight_decay=float(wd), embedding_lr=1e-3,
+                             steps=steps, snapshot_every=steps)
+            t = _runs(cfg, [0], args.out / "toy_runs" / f"lr{lr:.0e}_wd{wd}", 1)[0]
+            t_train = _first_reach(t.scalars["train_acc"], 0.9)
+            t_val = _first_reach(t.scalars["val_acc"], 0.9)
+            grid[f"{lr:.1e},{wd}"] = {"phase": classify_phase(t_train, t_val, budget=steps, gap=gap),
+                                      "t_train": t_train, "t_val": t_val}
+    phases = ("comprehension", "grokking", "memorization", "confusion")
+    fig = Figure(figsize=(5.5, 4.5), layout="constrained")
+    ax = fig.add_subplot()
+    codes = np.array([[phases.index(grid[f"{lr:.1e},{wd}"]["phase"]) for lr in lrs] for wd in wds])
+    im = ax.imshow(codes, origin="lower", cmap="viridis", vmin=0, vmax=3)
+    ax.set_xticks(range(len(lrs)), [f"{v:.0e}" for v in lrs])
+    ax.set_yticks(range(len(wds)), [f"{v:g}" for v in wds])
+    ax.set_xlabel("decoder learning rate")
+    ax.set_ylabel("decoder weight decay")
+    cbar = fig.colorbar(im, ax=ax, ticks=range(4))
+    cbar.ax.set_yticklabels(phases)
+    ax.set_title(f"toy model phases ({steps} steps, gap {gap:g})")
+    fig.savefig(args.out / "toy_phases.png", dpi=110)
+    return {"steps": steps, "gap": gap, "threshold": 0.9, "grid": grid,
+            "counts": {ph: sum(v["phase"] == ph for v in grid.values()) for ph in phases}}
+
+
+# ---------------------------------------------------------------- clustering heads
+def clustering_heads(args) -> dict:
+    from fitting.backend import config_for
+
+    seeds = range(2 if args.quick else 10)
+    steps = 300 if args.quick else args.steps
+    cfg = config_for("sparse-modular", p=2, steps=steps, snapshot_every=32)
+    runs = _runs(cfg, seeds, args.out / "clustering_runs", args.jobs)
+    steps_per_epoch = cfg.n_train // cfg.batch_size
+    rows = []
+    for seed, t in zip(seeds, runs):
+        labels = np.array(t.meta["probe_labels"])
+        seq = t.snapshot_arrays["sequence_embedding"]  # (S, n_probe, 2)
+        ratios = []
+        for frame in seq:
+            z = frame / np.maximum(np.linalg.norm(frame, axis=1, keepdims=True), 1e-12)
+            total = np.sum((z - z.mean(axis=0)) ** 2)
+            within = sum(np.sum((z[labels == c] - z[labels == c].mean(axis=0)) ** 2) for c in np.unique(labels))
+            ratios.append(within / total if total > 0 else 1.0)
+        ratios = np.array(ratios)
+        hit = np.flatnonzero(ratios < 0.05)
+        cluster_step = int(t.snapshot_steps[hit[0]]) if hit.size else None
+        full_step = _first_reach(t.scalars["val_acc"], 1.0)
+        loss = t.scalars["train_loss"]
+        spikes = [int(i) for i in range(1, len(loss)) if loss[i] > 2 * loss[i - 1] and loss[i] > 0.05]
+        grad_names = [n for n in t.scalars if n.startswith("grad_norm_")]
+        rows.append({
+            "seed": seed, "success": bool(t.scalars["val_acc"][-1] >= 0.99),
+            "final_val_acc": float(t.scalars["val_acc"][-1]),
+            "cluster_epoch": None if cluster_step is None else cluster_step / steps_per_epoch,
+            "full_accuracy_epoch": None if full_step is None else full_step / steps_per_epoch,
+            "loss_spikes": [{"step": s, "loss": float(loss[s]),
+                             "grad_norms": {n: float(t.scalars[n][s]) for n in grad_names}} for s in spikes[:5]],
+            "n_loss_spikes": len(spikes),
+        })
+    return {"steps": steps, "steps_per_epoch": steps_per_epoch, "threshold": 0.05,
+            "success_rate": float(np.mean([r["success"] for r in rows])), "runs": rows}
+
+
+EXPERIMENTS = {"survival": survival, "weight-decay": weight_decay, "toy-phases": toy_phases,
+               "clustering-heads": clustering_heads}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("experiment", choices=list(EXPERIMENTS))
+    parser.add_argument("--out", type=Path, default=Path("embdyn-training"))
+    parser.add_argument("--steps", type=int, default=3000, help="steps of the survival / clustering runs")
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    result = EXPERIMENTS[args.experiment](args)
+    (args.out / f"{args.experiment}.json").write_text(json.dumps(result, indent=1))
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
