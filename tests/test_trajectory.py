@@ -120,3 +120,23 @@ def test_save_needs_npz_suffix(tmp_path):
 def test_meta_must_be_json():
     with pytest.raises(TrajectoryFormatError, match="'meta'"):
         Trajectory(np.zeros((1, 2, 2)), [0], meta={"x": object()})
+
+
+def test_snapshot_arrays_round_trip_and_validate(tmp_path):
+    import numpy as np
+    import pytest
+
+    from particles import Trajectory, TrajectoryFormatError
+
+    rng = np.random.default_rng(0)
+    traj = Trajectory(embeddings=rng.normal(size=(3, 5, 2)), snapshot_steps=[0, 5, 10],
+                      snapshot_arrays={"sequence_embedding": rng.normal(size=(3, 7, 2))})
+    loaded = Trajectory.load(traj.save(tmp_path / "t.npz"))
+    np.testing.assert_array_equal(loaded.snapshot_arrays["sequence_embedding"],
+                                  traj.snapshot_arrays["sequence_embedding"])
+    with pytest.raises(TrajectoryFormatError, match="snapshot_probe.*2 entries for 3 snapshots"):
+        Trajectory(embeddings=rng.normal(size=(3, 5, 2)), snapshot_steps=[0, 5, 10],
+                   snapshot_arrays={"probe": np.zeros((2, 4))})
+    with pytest.raises(TrajectoryFormatError, match="snapshot_probe.*non-finite"):
+        Trajectory(embeddings=rng.normal(size=(3, 5, 2)), snapshot_steps=[0, 5, 10],
+                   snapshot_arrays={"probe": np.full((3, 4), np.nan)})
