@@ -168,6 +168,14 @@ def toy_phases(args) -> dict:
 
 
 # ---------------------------------------------------------------- clustering heads
+def _within_class_share(frame: np.ndarray, labels: np.ndarray) -> float:
+    """Within-class variance of the normalised vectors over their total variance."""
+    z = frame / np.maximum(np.linalg.norm(frame, axis=1, keepdims=True), 1e-12)
+    total = np.sum((z - z.mean(axis=0)) ** 2)
+    within = sum(np.sum((z[labels == c] - z[labels == c].mean(axis=0)) ** 2) for c in np.unique(labels))
+    return float(within / total) if total > 0 else 1.0
+
+
 def clustering_heads(args) -> dict:
     from fitting.backend import config_for
 
@@ -179,16 +187,12 @@ def clustering_heads(args) -> dict:
     rows = []
     for seed, t in zip(seeds, runs):
         labels = np.array(t.meta["probe_labels"])
-        seq = t.snapshot_arrays["sequence_embedding"]  # (S, n_probe, 2)
-        ratios = []
-        for frame in seq:
-            z = frame / np.maximum(np.linalg.norm(frame, axis=1, keepdims=True), 1e-12)
-            total = np.sum((z - z.mean(axis=0)) ** 2)
-            within = sum(np.sum((z[labels == c] - z[labels == c].mean(axis=0)) ** 2) for c in np.unique(labels))
-            ratios.append(within / total if total > 0 else 1.0)
-        ratios = np.array(ratios)
-        hit = np.flatnonzero(ratios < 0.05)
-        cluster_step = int(t.snapshot_steps[hit[0]]) if hit.size else None
+        cluster_epochs, final_ratio = {}, {}
+        for name in ("sequence_embedding", "attention_output"):
+            ratios = np.array([_within_class_share(frame, labels) for frame in t.snapshot_arrays[name]])
+            hit = np.flatnonzero(ratios < 0.05)
+            cluster_epochs[name] = None if not hit.size else float(t.snapshot_steps[hit[0]] / steps_per_epoch)
+            final_ratio[name] = float(ratios[-1])
         full_step = _first_reach(t.scalars["val_acc"], 1.0)
         loss = t.scalars["train_loss"]
         spikes = [int(i) for i in range(1, len(loss)) if loss[i] > 2 * loss[i - 1] and loss[i] > 0.05]
@@ -196,7 +200,7 @@ def clustering_heads(args) -> dict:
         rows.append({
             "seed": seed, "success": bool(t.scalars["val_acc"][-1] >= 0.99),
             "final_val_acc": float(t.scalars["val_acc"][-1]),
-            "cluster_epoch": None if cluster_step is None else cluster_step / steps_per_epoch,
+            "cluster_epoch": cluster_epochs, "final_within_class_share": final_ratio,
             "full_accuracy_epoch": None if full_step is None else full_step / steps_per_epoch,
             "loss_spikes": [{"step": s, "loss": float(loss[s]),
                              "grad_norms": {n: float(t.scalars[n][s]) for n in grad_names}} for s in spikes[:5]],

@@ -138,16 +138,20 @@ class SparseModularTransformer(nn.Module):
         self.mlp_in = _linear(gen, d, cfg.mlp_hidden, dtype)
         self.mlp_out = _linear(gen, cfg.mlp_hidden, d, dtype)
 
-    def sequence_embedding(self, tokens: torch.Tensor) -> torch.Tensor:
-        """The attention output (batch, d): the clustering head."""
+    def attention_output(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Output of the single-query attention head, shape (batch, d)."""
         h = _rms_norm(self.embedding[tokens] + self.position)  # (batch, T, d)
         weights = torch.softmax(h @ self.query / math.sqrt(h.shape[-1]), dim=-1)  # (batch, T)
         return torch.einsum("bt,btd->bd", weights, self.value(h))
 
+    def sequence_embedding(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The final residual stream (batch, d) that the tied output reads:
+        logits = sequence_embedding @ E^T."""
+        s = self.attention_output(tokens)
+        return s + self.mlp_out(F.gelu(self.mlp_in(_rms_norm(s))))
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        s = self.sequence_embedding(tokens)
-        s = s + self.mlp_out(F.gelu(self.mlp_in(_rms_norm(s))))
-        return s @ self.embedding.T
+        return self.sequence_embedding(tokens) @ self.embedding.T
 
 
 # ------------------------------------------------------------------ tasks
@@ -341,7 +345,8 @@ class SparseModularTask(_Task):
 
     @torch.no_grad()
     def probe_arrays(self) -> dict[str, np.ndarray]:
-        return {"sequence_embedding": self.model.sequence_embedding(self.probe_tokens).cpu().numpy().copy()}
+        return {"sequence_embedding": self.model.sequence_embedding(self.probe_tokens).cpu().numpy().copy(),
+                "attention_output": self.model.attention_output(self.probe_tokens).cpu().numpy().copy()}
 
     def _extra_state(self) -> dict[str, Any]:
         return {"batch_gen": self.batch_gen.get_state()}
