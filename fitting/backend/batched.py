@@ -25,7 +25,7 @@ from particles.trajectory import Trajectory
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import SurvivalMLPConfig
-from .models import DTYPES, survival_initial_parameters
+from .models import survival_initial_parameters
 from .trainer import TrainingDivergedError, _Recorder
 
 __all__ = ["train_batched"]
@@ -67,7 +67,6 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
     seeds = _check_seeds(seeds)
     B, cfg = len(seeds), config
-    dtype = DTYPES[cfg.dtype]
     data = modular_addition(cfg.p, ordered=True)
     inits = [survival_initial_parameters(cfg, s) for s in seeds]
     splits = [data.split(cfg.train_fraction, np.random.default_rng(ss)) for _, _, ss in inits]

@@ -162,6 +162,7 @@ class _Task:
     model: nn.Module
     optimizers: list[torch.optim.Optimizer]
     layer_groups: dict[str, list[str]]
+    extra_series: tuple[str, ...] = ()  # per-step values step() returns beyond loss and accuracy
 
     def embedding(self) -> np.ndarray:
         return self.model.embedding.detach().cpu().numpy().copy()
@@ -310,6 +311,8 @@ class ConstantAttentionTask(_PairTask):
 
 
 class SparseModularTask(_Task):
+    extra_series = ("batch_loss",)
+
     def __init__(self, cfg: SparseModularConfig, seed: int):
         self.config = cfg
         data_ss, init_ss, batch_ss = _seeds(seed, 3)

@@ -148,9 +148,8 @@ def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, 
     p, d = task.embedding().shape
     K = n_frequencies(p)
     groups = list(task.layer_groups)
-    series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR] + [f"grad_norm_{g}" for g in groups]
-    if type(task).__name__ == "SparseModularTask":
-        series.append("batch_loss")
+    series = (["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR] + [f"grad_norm_{g}" for g in groups]
+              + list(task.extra_series))
     rec = _Recorder(config.steps, K, series)
     ckpt = checkpoint_path(out) if out is not None else None
     start = 0
