@@ -13,6 +13,7 @@ Public API::
     LinearODE, LotkaVolterra, linear_solution, BlowUpError
                                                          ODE regression (SPEC 4)
     survival_ode_analysis, ODEAnalysis                   the reference analysis
+    example_trajectory                                   a shipped survival-MLP run
 
 The torch backend (SPEC 5) lives in ``fitting.backend``: its configurations
 import without torch, training needs ``pip install 'embedding-dynamics[torch]'``.
@@ -20,6 +21,7 @@ import without torch, training needs ``pip install 'embedding-dynamics[torch]'``
 
 from .analysis import ODEAnalysis, survival_ode_analysis
 from .derivatives import DERIVATIVES, differentiate
+from .examples import example_trajectory
 from .ode import REGRESSORS, BlowUpError, LinearODE, LotkaVolterra, linear_solution
 from .signals import (DC_SCALAR, fourier_signals, frequency_circularity, n_frequencies, surviving_frequencies,
                       trajectory_signals)
@@ -27,7 +29,7 @@ from .survival import (SurvivalClassifierResult, fitness_correlation, initial_gr
                        survival_classifier, survival_rate, survival_table)
 
 __all__ = [
-    "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
+    "example_trajectory", "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
     "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",
     "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",
     "survival_ode_analysis", "survival_rate", "survival_table", "surviving_frequencies", "trajectory_signals",

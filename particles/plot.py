@@ -107,3 +107,38 @@ def plot_phase_diagram(rates: dict[tuple, dict[str, float]], x_values: Sequence,
     if title:
         fig.suptitle(title, fontsize=10)
     return fig
+
+
+def animate_trajectory(traj: Trajectory, *, dataset: PairDataset | None = None, frames: int = 40,
+                       interval: int = 120, title: str | None = None):
+    """An animation of the embedding snapshots (``matplotlib.animation.FuncAnimation``,
+    at most ``frames`` evenly spaced snapshots, fixed axes). Save it with
+    ``anim.save("run.gif", writer="pillow")``."""
+    from matplotlib.animation import FuncAnimation
+
+    if len(traj) == 0:
+        raise ValueError("the trajectory has no snapshots")
+    if isinstance(frames, bool) or not isinstance(frames, int) or frames < 1:
+        raise ValueError(f"frames must be an int >= 1, got {frames!r}")
+    idx = np.unique(np.linspace(0, len(traj) - 1, min(frames, len(traj))).round().astype(int))
+    xy = traj.embeddings[idx][..., :2]
+    if dataset is not None:
+        sums = xy[:, dataset.pairs[:, 0]] + xy[:, dataset.pairs[:, 1]]
+        extent = np.concatenate([xy.reshape(-1, 2), sums.reshape(-1, 2)])
+    else:
+        extent = xy.reshape(-1, 2)
+    lo, hi = extent.min(axis=0), extent.max(axis=0)
+    pad = 0.05 * float(np.max(hi - lo) or 1.0)
+    fig = Figure(figsize=(4.2, 4.2))
+    ax = fig.add_subplot()
+
+    def draw(frame: int):
+        ax.clear()
+        i = idx[frame]
+        plot_embedding(traj.embeddings[i], ax, dataset=dataset,
+                       title=f"{title + ', ' if title else ''}step {traj.snapshot_steps[i]}")
+        ax.set_xlim(lo[0] - pad, hi[0] + pad)
+        ax.set_ylim(lo[1] - pad, hi[1] + pad)
+        return []
+
+    return FuncAnimation(fig, draw, frames=len(idx), interval=interval, blit=False)

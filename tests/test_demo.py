@@ -1,0 +1,61 @@
+"""`embdyn demo --quick`: every expected file, numbers in the summary, failures."""
+
+import json
+
+import pytest
+
+import fitting.demo as demo
+from fitting import example_trajectory, surviving_frequencies
+from particles.cli import main
+
+EXPECTED = ["particles_circles.png", "particles_circles.gif", "particles_grids.png", "theory_critical_fraction.png",
+            "theory_grokking_rate.png", "fitting_signals.png", "fitting_fit.png", "fitting_coefficients.png",
+            "summary.md", "summary.html", "summary.json"]
+
+
+def test_demo_quick_writes_everything_and_the_summary_carries_the_numbers(tmp_path, capsys):
+    out = tmp_path / "demo"
+    assert main(["demo", "--quick", "--out", str(out), "--quiet"]) == 0
+    for name in EXPECTED:
+        assert (out / name).stat().st_size > 0, name
+    summary = json.loads((out / "summary.json").read_text())
+    markdown = (out / "summary.md").read_text()
+    html = (out / "summary.html").read_text()
+    theory = summary["stages"]["theory"]
+    assert f"**{theory['critical_fraction']:.3f}**" in markdown
+    assert 0.35 < theory["critical_fraction"] < 0.45
+    fit = summary["stages"]["fitting"]
+    assert f"| {fit['lasso_r2']:.4g} |" in markdown and f"| {fit['ols_r2']:.4g} |" in markdown
+    expected = [int(k) for k in (surviving_frequencies(example_trajectory()).nonzero()[0] + 1)]
+    assert fit["survivors"] == expected
+    assert ", ".join(map(str, expected)) in markdown
+    counts = summary["stages"]["particles"]["circles"]
+    assert f"| circles | {counts.get('circle', 0)} |" in markdown
+    assert html.count("data:image/png;base64,") == 7 and "data:image/gif;base64," in html
+    assert "demo finished" in capsys.readouterr().out
+
+
+def test_demo_refuses_an_unwritable_folder(tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    assert main(["demo", "--quick", "--out", str(blocker / "sub"), "--quiet"]) == 1
+    assert "is not writable" in capsys.readouterr().err
+
+
+def test_a_failing_stage_keeps_finished_stages_and_says_what_failed(tmp_path, monkeypatch):
+    def broken(out, quick, progress):
+        raise RuntimeError("simulated failure")
+
+    monkeypatch.setitem(demo._STAGE_FUNCTIONS, "fitting", broken)
+    with pytest.raises(demo.DemoError, match="stage 'fitting' failed: RuntimeError: simulated failure"):
+        demo.run_demo(tmp_path, quick=True)
+    assert (tmp_path / "theory_critical_fraction.png").stat().st_size > 0
+    markdown = (tmp_path / "summary.md").read_text()
+    assert "Stage **fitting** failed: RuntimeError: simulated failure" in markdown
+    assert "Critical training fraction" in markdown
+
+
+def test_example_trajectory_is_small_and_complete():
+    traj = example_trajectory()
+    assert traj.signals.shape == (3000, 29) and traj.meta["model"] == "survival-mlp"
+    assert {"train_loss", "val_acc", "signal_dc"} <= set(traj.scalars)
