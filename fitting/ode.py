@@ -593,7 +593,8 @@ class LotkaVolterra(_ODERegression):
         "general": dx_i/dt = b_i + sum_j a_ij x_j + sum_{j<=k} beta_ijk x_j x_k
         (K + K(K+1)/2 terms plus b_i per equation). "classic":
         dx_i/dt = x_i (r_i + sum_j a_ij x_j) (K + 1 terms, no constant).
-    Other parameters as :class:`LinearODE`.
+    regressor, alpha, derivative, window, debias, savgol_window, savgol_order, cv, max_iter, tol, blowup_factor, n_jobs
+        As in :class:`LinearODE`.
 
     Attributes
     ----------

@@ -2,20 +2,20 @@
 
 One ``.npz`` without pickled objects:
 
-========================  ==============  ==========================================
-array                     shape / dtype   meaning
-========================  ==============  ==========================================
-``schema_version``        () int          format version (currently 1)
-``steps``                 (T,) int        steps at which per-step series are recorded
-``snapshot_steps``        (S,) int        steps at which embeddings are recorded
-``embeddings``            (S, p, d) float token embeddings
-``signals``               (T, K) float    optional Fourier signals
-``scalar_<name>``         (T,) float      optional per-step series (``energy``,
-                                          ``train_loss``, ``val_acc``, ...)
-``snapshot_<name>``       (S, ...) float  optional arrays recorded with each snapshot
-                                          (e.g. sequence embeddings of a probe set)
-``meta``                  () str          JSON: source, p, d, seed, parameters, ...
-========================  ==============  ==========================================
+========================  ================  ==========================================
+array                     shape / dtype     meaning
+========================  ================  ==========================================
+``schema_version``        () int            format version (currently 1)
+``steps``                 (T,) int          steps at which per-step series are recorded
+``snapshot_steps``        (S,) int          steps at which embeddings are recorded
+``embeddings``            (S, p, d) float   token embeddings
+``signals``               (T, K) float      optional Fourier signals
+``scalar_<name>``         (T,) float        optional per-step series (``energy``,
+                                            ``train_loss``, ``val_acc``, ...)
+``snapshot_<name>``       (S, ...) float    optional arrays recorded with each snapshot
+                                            (e.g. sequence embeddings of a probe set)
+``meta``                  () str            JSON: source, p, d, seed, parameters, ...
+========================  ================  ==========================================
 
 Particle simulations record energy at every snapshot, so there
 ``steps == snapshot_steps`` and ``scalar_energy`` has one value per snapshot.
