@@ -178,7 +178,7 @@ class _ODERegression(BaseEstimator):
         raise NotImplementedError
 
     # ---------------------------------------------------------- checks
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         if self.regressor not in REGRESSORS:
             raise ValueError(f"regressor must be one of {REGRESSORS}, got {self.regressor!r}")
         if isinstance(self.alpha, bool) or not isinstance(self.alpha, (int, float, np.integer, np.floating)) \
@@ -244,7 +244,7 @@ class _ODERegression(BaseEstimator):
         -------
         self
         """
-        self._validate_params()
+        self._check_params()
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
             delattr(self, attr)
         states, rates, runs = self._pairs(x, t, self.window)
@@ -627,10 +627,10 @@ class LotkaVolterra(_ODERegression):
         self.blowup_factor = blowup_factor
         self.n_jobs = n_jobs
 
-    def _validate_params(self) -> None:
+    def _check_params(self) -> None:
         if self.form not in ("general", "classic"):
             raise ValueError(f"form must be 'general' or 'classic', got {self.form!r}")
-        super()._validate_params()
+        super()._check_params()
 
     def _mask(self, K: int) -> np.ndarray:
         j, k = _quadratic_pairs(K)

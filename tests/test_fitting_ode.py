@@ -327,3 +327,13 @@ def test_survival_ode_analysis_on_a_known_linear_system():
     text = report.summary()
     assert "reference" in text and "held out" in text
     assert set(report.as_dict()) >= {"lasso_r2", "ols_r2", "heldout_r2", "notes"}
+
+
+@pytest.mark.parametrize("estimator", [LinearODE, LotkaVolterra])
+def test_sklearn_estimator_checks_that_need_no_data(estimator):
+    from sklearn.utils.estimator_checks import (check_get_params_invariance, check_no_attributes_set_in_init,
+                                                check_parameters_default_constructible)
+
+    check_parameters_default_constructible(estimator.__name__, estimator())
+    check_get_params_invariance(estimator.__name__, estimator())
+    check_no_attributes_set_in_init(estimator.__name__, estimator())
