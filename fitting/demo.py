@@ -1,4 +1,4 @@
-"""``embdyn demo``: one command from install to a picture of the whole package.
+"""The demo behind ``embdyn demo``: one command from install to a picture of the whole package.
 
 Three stages, each writing figures into the output folder, then a one-page
 summary (``summary.md`` and ``summary.html`` with the figures inline):
@@ -16,18 +16,16 @@ before it and a summary saying what failed stay in the folder.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import json
 import re
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["run_demo", "DemoError", "register_demo", "STAGES"]
+__all__ = ["run_demo", "DemoError", "STAGES"]
 
 STAGES = ("particles", "theory", "fitting")
 Progress = Callable[[str, int, int], None]
@@ -285,43 +283,3 @@ def run_demo(out: str | Path = "embdyn-demo", quick: bool = False, progress: Pro
     summary["seconds"] = time.perf_counter() - start
     _write_summary(out, summary)
     return summary
-
-
-def _cmd_demo(args: argparse.Namespace) -> int:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from particles.cli import ProgressBar
-
-    bars: dict[str, ProgressBar] = {}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if args.quiet:
-            return
-        bar = bars.setdefault(stage, ProgressBar(f"demo: {stage}"))
-        bar(done, total)
-
-    if not args.quiet:
-        print("embdyn demo: the first run compiles the particle kernels (10-30 s)", file=sys.stderr)
-    try:
-        summary = run_demo(args.out, quick=args.quick, progress=progress)
-    except DemoError as exc:
-        print(f"embdyn demo: {exc}", file=sys.stderr)
-        return 1
-    st = summary["stages"]
-    print(f"demo finished in {summary['seconds']:.0f} s; wrote {Path(args.out) / 'summary.md'} and summary.html")
-    print(f"  particles: circles {st['particles']['circles']}, grids {st['particles']['grids']}")
-    print(f"  theory: critical fraction {st['theory']['critical_fraction']:.3f}")
-    print(f"  fitting: survivors {st['fitting']['survivors']}, derivative R^2 Lasso {st['fitting']['lasso_r2']:.3f}, "
-          f"least squares {st['fitting']['ols_r2']:.4f}")
-    return 0
-
-
-def register_demo(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("demo", help="run every package on built-in defaults; figures and a summary",
-                              description="Particle presets, effective-theory curves and an ODE fit of a shipped "
-                                          "training run; writes figures, summary.md and summary.html.")
-    p.add_argument("--out", default="embdyn-demo", help="output folder (default ./embdyn-demo)")
-    p.add_argument("--quick", action="store_true", help="a ~30-second version (fewer seeds and samples)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
-    p.set_defaults(func=_cmd_demo)

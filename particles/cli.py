@@ -217,7 +217,7 @@ _OPTIONAL: dict[str, tuple[str, str]] = {
     "theory": ("effective_theory.cli", "register_theory"),
     "fit": ("fitting.cli", "register_fit"),
     "train": ("fitting.backend.cli", "register_train"),
-    "demo": ("fitting.demo", "register_demo"),
+    "demo": ("fitting.cli", "register_demo"),
 }
 
 
