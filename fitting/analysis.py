@@ -19,6 +19,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from particles.trajectory import Trajectory
 
+from .derivatives import _is_uniform
 from .ode import BlowUpError, LinearODE
 from .signals import trajectory_signals
 
@@ -144,7 +145,7 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
         max_real_eigenvalue=float(eig.real.max()),
         stable=bool(lasso.is_stable_),
         trajectory_r2=traj_r2("exact", window),
-        rollout_r2=traj_r2("rollout", window) if _uniform(t) else None,
+        rollout_r2=traj_r2("rollout", window) if len(t) > 1 and _is_uniform(t) else None,
         heldout_r2=traj_r2("exact", held) if has_held else None,
         heldout_window=held if has_held else None,
         notes=notes,
@@ -152,7 +153,3 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
         ols=ols,
     )
 
-
-def _uniform(t: np.ndarray) -> bool:
-    d = np.diff(t)
-    return bool(d.size and np.allclose(d, d[0]))

@@ -170,6 +170,23 @@ class _ODERegression(BaseEstimator):
 
     _quadratic = False
 
+    def __init__(self, regressor: str = "lasso", alpha: float = 0.01, derivative: str = "forward",
+                 window: tuple[float | None, float | None] | None = None, debias: bool = False,
+                 savgol_window: int = 11, savgol_order: int = 3, cv: int = 5, max_iter: int = 1000,
+                 tol: float = 1e-4, blowup_factor: float = 1e3, n_jobs: int | None = None):
+        self.regressor = regressor
+        self.alpha = alpha
+        self.derivative = derivative
+        self.window = window
+        self.debias = debias
+        self.savgol_window = savgol_window
+        self.savgol_order = savgol_order
+        self.cv = cv
+        self.max_iter = max_iter
+        self.tol = tol
+        self.blowup_factor = blowup_factor
+        self.n_jobs = n_jobs
+
     # subclasses define the term mask (K, F) and whether b is fitted
     def _mask(self, K: int) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -541,23 +558,6 @@ class LinearODE(_ODERegression):
 
     _quadratic = False
 
-    def __init__(self, regressor: str = "lasso", alpha: float = 0.01, derivative: str = "forward",
-                 window: tuple[float | None, float | None] | None = None, debias: bool = False,
-                 savgol_window: int = 11, savgol_order: int = 3, cv: int = 5, max_iter: int = 1000,
-                 tol: float = 1e-4, blowup_factor: float = 1e3, n_jobs: int | None = None):
-        self.regressor = regressor
-        self.alpha = alpha
-        self.derivative = derivative
-        self.window = window
-        self.debias = debias
-        self.savgol_window = savgol_window
-        self.savgol_order = savgol_order
-        self.cv = cv
-        self.max_iter = max_iter
-        self.tol = tol
-        self.blowup_factor = blowup_factor
-        self.n_jobs = n_jobs
-
     def _mask(self, K: int) -> np.ndarray:
         return np.ones((K, K + 1), dtype=bool)
 
@@ -614,18 +614,9 @@ class LotkaVolterra(_ODERegression):
                  debias: bool = False, savgol_window: int = 11, savgol_order: int = 3, cv: int = 5,
                  max_iter: int = 1000, tol: float = 1e-4, blowup_factor: float = 1e3, n_jobs: int | None = None):
         self.form = form
-        self.regressor = regressor
-        self.alpha = alpha
-        self.derivative = derivative
-        self.window = window
-        self.debias = debias
-        self.savgol_window = savgol_window
-        self.savgol_order = savgol_order
-        self.cv = cv
-        self.max_iter = max_iter
-        self.tol = tol
-        self.blowup_factor = blowup_factor
-        self.n_jobs = n_jobs
+        super().__init__(regressor=regressor, alpha=alpha, derivative=derivative, window=window, debias=debias,
+                         savgol_window=savgol_window, savgol_order=savgol_order, cv=cv, max_iter=max_iter, tol=tol,
+                         blowup_factor=blowup_factor, n_jobs=n_jobs)
 
     def _check_params(self) -> None:
         if self.form not in ("general", "classic"):

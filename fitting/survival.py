@@ -19,6 +19,7 @@ from sklearn.svm import LinearSVC
 
 from particles.datasets import make_rng
 
+from .ode import _as_runs
 from .signals import surviving_frequencies
 
 __all__ = [
@@ -34,23 +35,11 @@ __all__ = [
 
 def _signal_runs(signals: Any, name: str = "signals") -> np.ndarray:
     """(R, T, K) float array from one (T, K) run, a list of runs or an (R, T, K) array."""
-    if isinstance(signals, (list, tuple)):
-        runs = [np.asarray(s, dtype=float) for s in signals]
-        if not runs:
-            raise ValueError(f"{name} is an empty list")
-        shapes = {r.shape for r in runs}
-        if any(r.ndim != 2 for r in runs) or len(shapes) != 1:
-            raise ValueError(f"{name} must be (T, K) arrays of one shape, got shapes {sorted(shapes)}")
-        arr = np.stack(runs)
-    else:
-        arr = np.asarray(signals, dtype=float)
-        if arr.ndim == 2:
-            arr = arr[None]
-        if arr.ndim != 3:
-            raise ValueError(f"{name} must have shape (T, K) or (R, T, K), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains non-finite values")
-    return arr
+    runs = _as_runs(signals, name)
+    shapes = {r.shape for r in runs}
+    if len(shapes) != 1:
+        raise ValueError(f"{name} must be (T, K) arrays of one shape, got shapes {sorted(shapes)}")
+    return np.stack(runs)
 
 
 def _is_single_run(signals: Any) -> bool:

@@ -28,7 +28,7 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
@@ -71,6 +71,27 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise TrajectoryFormatError(name, f"holds a non-finite value at index {tuple(int(i) for i in bad)}")
     return arr
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> Path:
+    """Write a file atomically: ``write(fh)`` fills a temporary file in the
+    same folder, which is synced and renamed over ``path``; on any error the
+    temporary file is removed and ``path`` is untouched."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            write(fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
 
 
 def _umask() -> int:
@@ -207,19 +228,8 @@ class Trajectory:
         path = Path(path)
         if path.suffix != ".npz":
             raise ValueError(f"path must end in .npz, got {str(path)!r}")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                (np.savez_compressed if compress else np.savez)(fh, **self._arrays())
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
-            os.replace(tmp, path)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
+        arrays = self._arrays()
+        atomic_write(path, lambda fh: (np.savez_compressed if compress else np.savez)(fh, **arrays))
         return path
 
     @classmethod

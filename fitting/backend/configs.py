@@ -36,6 +36,16 @@ def _choice(name: str, value: Any, options: tuple) -> None:
         raise ValueError(f"{name} must be one of {options}, got {value!r}")
 
 
+def _check_full_batch_mlp(cfg: Any) -> None:
+    """Fields shared by the full-batch MLPs on pairs (survival, constant attention)."""
+    _int_at_least("p", cfg.p, 3)
+    _int_at_least("d", cfg.d, 1)
+    _int_at_least("hidden", cfg.hidden, 1)
+    _positive("lr", cfg.lr)
+    _positive("weight_decay", cfg.weight_decay, allow_zero=True)
+    _fraction("train_fraction", cfg.train_fraction)
+
+
 @dataclass(frozen=True)
 class _Config:
     """Fields shared by every model."""
@@ -87,12 +97,7 @@ class SurvivalMLPConfig(_Config):
     embedding_seed: int | None = None
 
     def _validate(self) -> None:
-        _int_at_least("p", self.p, 3)
-        _int_at_least("d", self.d, 1)
-        _int_at_least("hidden", self.hidden, 1)
-        _positive("lr", self.lr)
-        _positive("weight_decay", self.weight_decay, allow_zero=True)
-        _fraction("train_fraction", self.train_fraction)
+        _check_full_batch_mlp(self)
         if self.embedding_seed is not None:
             _int_at_least("embedding_seed", self.embedding_seed, 0)
 
@@ -152,12 +157,7 @@ class ConstantAttentionConfig(_Config):
     snapshot_every: int = 50
 
     def _validate(self) -> None:
-        _int_at_least("p", self.p, 3)
-        _int_at_least("d", self.d, 1)
-        _int_at_least("hidden", self.hidden, 1)
-        _positive("lr", self.lr)
-        _positive("weight_decay", self.weight_decay, allow_zero=True)
-        _fraction("train_fraction", self.train_fraction)
+        _check_full_batch_mlp(self)
 
 
 @dataclass(frozen=True)

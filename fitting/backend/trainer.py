@@ -16,7 +16,6 @@ False) and, with ``checkpoint_every``, a checkpoint from which
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -24,7 +23,7 @@ import numpy as np
 import torch
 
 from particles.simulate import _package_version
-from particles.trajectory import Trajectory
+from particles.trajectory import Trajectory, atomic_write
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import _Config
@@ -41,21 +40,6 @@ def checkpoint_path(out: str | os.PathLike) -> Path:
     """Checkpoint file that belongs to the trajectory file ``out``."""
     out = Path(out)
     return out.with_name(out.stem + ".ckpt.pt")
-
-
-def _atomic_torch_save(obj: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            torch.save(obj, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 class _Recorder:
@@ -168,7 +152,8 @@ def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, 
     consistent = True
 
     def save_checkpoint() -> None:
-        _atomic_torch_save({"identity": identity, "task": task.state_dict(), "recorder": rec.to_state(n_done)}, ckpt)
+        state = {"identity": identity, "task": task.state_dict(), "recorder": rec.to_state(n_done)}
+        atomic_write(ckpt, lambda fh: torch.save(state, fh))
 
     try:
         for t in range(start, config.steps):
