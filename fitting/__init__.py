@@ -10,8 +10,11 @@ Public API::
     fitness_correlation, survival_classifier, survival_table
                                                          fitness measures
     differentiate                                        derivative estimators
-    LinearODE, LotkaVolterra, linear_solution, BlowUpError
-                                                         ODE regression (SPEC 4)
+    ODEModel, LinearODE, LotkaVolterra, linear_solution, BlowUpError,
+    BootstrapEnsemble                                    ODE regression (SPEC 4)
+    PolynomialLibrary, FourierLibrary, CustomLibrary     libraries
+    STLSQ, OLS, Lasso, LassoCV                           regressors
+    FiniteDifference, SavitzkyGolay, WeakForm            formulations
     survival_ode_analysis, ODEAnalysis                   the reference analysis
     example_trajectory                                   a shipped survival-MLP run
 
@@ -22,13 +25,17 @@ import without torch, training needs ``pip install 'embedding-dynamics[torch]'``
 from .analysis import ODEAnalysis, survival_ode_analysis
 from .derivatives import DERIVATIVES, differentiate
 from .examples import example_trajectory
-from .ode import REGRESSORS, BlowUpError, LinearODE, LotkaVolterra, linear_solution
+from .ode import (OLS, REGRESSORS, STLSQ, BlowUpError, BootstrapEnsemble, CustomLibrary, FiniteDifference,
+                  FourierLibrary, Lasso, LassoCV, LinearODE, LotkaVolterra, ODEModel, PolynomialLibrary, SavitzkyGolay,
+                  WeakForm, linear_solution)
 from .signals import (DC_SCALAR, fourier_signals, frequency_circularity, n_frequencies, surviving_frequencies,
                       trajectory_signals)
 from .survival import (SurvivalClassifierResult, fitness_correlation, initial_gradient, initial_signal,
                        survival_classifier, survival_rate, survival_table)
 
 __all__ = [
+    "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FourierLibrary", "Lasso", "LassoCV",
+    "ODEModel", "PolynomialLibrary", "SavitzkyGolay", "WeakForm",
     "example_trajectory", "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
     "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",
     "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",

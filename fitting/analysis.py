@@ -19,8 +19,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from particles.trajectory import Trajectory
 
-from .derivatives import _is_uniform
-from .ode import BlowUpError, LinearODE
+from .derivatives import is_uniform
+from .ode import BlowUpError, Lasso, LinearODE
 from .signals import trajectory_signals
 
 __all__ = ["ODEAnalysis", "survival_ode_analysis"]
@@ -117,7 +117,7 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        lasso = LinearODE("lasso", alpha=alpha, derivative="forward", window=window).fit(x, t)
+        lasso = LinearODE(Lasso(alpha, standardize=False), derivative="forward", window=window).fit(x, t)
     stopped = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     if stopped:
         notes.append(f"coordinate descent stopped at sklearn's default 1000 iterations in {stopped} of "
@@ -145,7 +145,7 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
         max_real_eigenvalue=float(eig.real.max()),
         stable=bool(lasso.is_stable_),
         trajectory_r2=traj_r2("exact", window),
-        rollout_r2=traj_r2("rollout", window) if len(t) > 1 and _is_uniform(t) else None,
+        rollout_r2=traj_r2("rollout", window) if len(t) > 1 and is_uniform(t) else None,
         heldout_r2=traj_r2("exact", held) if has_held else None,
         heldout_window=held if has_held else None,
         notes=notes,

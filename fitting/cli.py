@@ -14,12 +14,18 @@ MODELS = ("linear", "lv-general", "lv-classic")
 
 
 def _build_model(args: argparse.Namespace, window):
-    from .ode import LinearODE, LotkaVolterra
+    from .ode import Lasso, LinearODE, LotkaVolterra
 
-    common = dict(regressor=args.regressor, alpha=args.alpha, derivative=args.derivative, window=window,
-                  debias=args.debias)
+    if args.reference:  # the survival paper's setting: Lasso(0.01) on the raw arrays, forward differences
+        common = dict(regressor=Lasso(0.01, standardize=False), derivative="forward", window=window,
+                      debias=args.debias)
+    else:
+        common = dict(regressor=args.regressor, alpha=args.alpha, derivative=args.derivative, window=window,
+                      debias=args.debias)
     if args.model == "linear":
-        return LinearODE(**common)
+        return LinearODE(stable=args.stable, **common)
+    if args.stable:
+        raise ValueError("--stable exists for --model linear only")
     return LotkaVolterra(form=args.model.removeprefix("lv-"), **common)
 
 
@@ -43,8 +49,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     steps, signals = trajectory_signals(traj, power=args.power)
     t = steps.astype(float)
     window = None if args.window is None else tuple(args.window)
-    model = _build_model(args, window)
     try:
+        model = _build_model(args, window)
         model.fit(signals, t)
     except (ValueError, TypeError) as exc:
         print(f"embdyn fit: {exc}", file=sys.stderr)
@@ -56,7 +62,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         survivors = surviving_frequencies(traj)
     report = {
         "trajectory": str(args.trajectory), "source": traj.meta.get("source"), "model": args.model,
-        "regressor": args.regressor, "alpha": args.alpha, "derivative": args.derivative, "window": window,
+        "regressor": repr(model.regressor_), "derivative": repr(model.formulation_), "window": window,
         "samples": int(len(t)), "frequencies": int(signals.shape[1]),
         "survivors": [int(k) for k in np.flatnonzero(survivors) + 1],
         "derivative_r2": model.score(signals, t, window=window),
@@ -93,8 +99,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def register_fit(subparsers: argparse._SubParsersAction) -> None:
-    from .derivatives import DERIVATIVES
-    from .ode import REGRESSORS
+    from .ode import DERIVATIVE_METHODS, REGRESSORS
 
     p = subparsers.add_parser("fit", help="fit an ODE to the Fourier signals of a trajectory",
                               description="Fit a linear or Lotka-Volterra ODE to the Fourier signals of a "
@@ -102,10 +107,17 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
                                           "print scores and write fit.json and figures.")
     p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
     p.add_argument("--model", choices=MODELS, default="linear")
-    p.add_argument("--regressor", choices=REGRESSORS, default="lasso")
-    p.add_argument("--alpha", type=float, default=0.01, help="Lasso penalty (default 0.01, the reference)")
-    p.add_argument("--derivative", choices=DERIVATIVES, default="forward")
-    p.add_argument("--debias", action="store_true", help="least-squares refit on the Lasso support")
+    p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
+                   help="sparse regression on standardised terms (default stlsq)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="STLSQ threshold or Lasso penalty on the standardised scale (default: the regressor's)")
+    p.add_argument("--derivative", choices=DERIVATIVE_METHODS, default="weak",
+                   help="weak form (default, no numerical derivatives) or a pointwise derivative estimate")
+    p.add_argument("--stable", action="store_true", help="linear model: least squares over stable systems only")
+    p.add_argument("--reference", action="store_true",
+                   help="the survival paper's setting: Lasso alpha 0.01 on raw arrays, forward differences "
+                        "(overrides --regressor, --alpha, --derivative)")
+    p.add_argument("--debias", action="store_true", help="least-squares refit on the selected terms")
     p.add_argument("--window", type=float, nargs=2, metavar=("START", "STOP"), default=None,
                    help="fit on steps in [START, STOP); the trajectory R^2 after STOP is reported as held out")
     p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")

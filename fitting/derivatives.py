@@ -21,12 +21,12 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import savgol_filter
 
-__all__ = ["DERIVATIVES", "differentiate"]
+__all__ = ["DERIVATIVES", "differentiate", "is_uniform", "sample_times"]
 
 DERIVATIVES = ("forward", "central", "savgol")
 
 
-def _is_uniform(t: np.ndarray) -> bool:
+def is_uniform(t: np.ndarray) -> bool:
     steps = np.diff(t)
     return bool(np.allclose(steps, steps[0], rtol=1e-9, atol=0.0))
 
@@ -55,7 +55,7 @@ def differentiate(x: np.ndarray, t: np.ndarray | float = 1.0, method: str = "for
     if x.ndim != 2:
         raise ValueError(f"x must have shape (T, K), got {x.shape}")
     T = x.shape[0]
-    times = _times(t, T)
+    times = sample_times(t, T)
     if method == "forward":
         if T < 2:
             raise ValueError(f"forward differences need at least 2 samples, got {T}")
@@ -72,7 +72,7 @@ def differentiate(x: np.ndarray, t: np.ndarray | float = 1.0, method: str = "for
     if isinstance(polyorder, bool) or not isinstance(polyorder, (int, np.integer)) \
             or not 1 <= polyorder < window_length:
         raise ValueError(f"polyorder must be an int in [1, {window_length - 1}], got {polyorder!r}")
-    if not _is_uniform(times):
+    if not is_uniform(times):
         raise ValueError("savgol derivatives need uniformly spaced times")
     dt = float(times[1] - times[0])
     smooth = savgol_filter(x, window_length, polyorder, axis=0)
@@ -80,7 +80,7 @@ def differentiate(x: np.ndarray, t: np.ndarray | float = 1.0, method: str = "for
     return smooth, dxdt
 
 
-def _times(t: np.ndarray | float, T: int) -> np.ndarray:
+def sample_times(t: np.ndarray | float, T: int) -> np.ndarray:
     """Sample times from a step or an array; validated."""
     if np.ndim(t) == 0:
         dt = float(t)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+from sklearn.utils.validation import check_is_fitted
 from matplotlib.figure import Figure
 
-from .ode import BlowUpError, _ODERegression, _as_runs, _run_times
+from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
+from .ode.data import as_runs, run_times
 
 __all__ = ["plot_signals", "plot_fit", "plot_coefficients"]
 
@@ -53,7 +55,7 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
     return fig
 
 
-def plot_fit(model: _ODERegression, x: np.ndarray, t: Any = None, columns: Sequence[int] | None = None,
+def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[int] | None = None,
              method: str = "auto", window: tuple[float, float] | None = None,
              names: Sequence[str] | None = None) -> Figure:
     """Data against the fitted derivatives (left) and against the simulated
@@ -62,17 +64,25 @@ def plot_fit(model: _ODERegression, x: np.ndarray, t: Any = None, columns: Seque
     ``window`` shades the fitting window. A simulation that blows up is
     drawn up to the blow-up and marked.
     """
-    run = _as_runs(x)[0]
-    times = _run_times(model._time_arg(t), [run])[0]
+    run = as_runs(x)[0]
+    times = run_times(model._time_arg(t), [run])[0]
     K = run.shape[1]
     labels = model._variable_names(names)
     if columns is None:
         columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
-    states, rates, _ = model._pairs(run, times, None)
+    # derivatives at the samples: the model's own estimator, or Savitzky-Golay
+    # for the weak form (which never estimates them)
+    form = model.formulation_
+    if not form.pointwise:
+        w = min(11, len(run) if len(run) % 2 else len(run) - 1)
+        form = SavitzkyGolay(w, min(3, w - 1)) if w >= 3 else FiniteDifference(1)
+    states, rates = form.derivative(run, times)
     pred = model.predict(states)
     n_rate = len(rates)
-    rate_times = times[:n_rate] if model.derivative == "forward" else (
-        times[1 : 1 + n_rate] if model.derivative == "central" else times)
+    if isinstance(form, FiniteDifference):
+        rate_times = times[:n_rate] if form.order == 1 else times[1 : 1 + n_rate]
+    else:
+        rate_times = times
     blew = None
     try:
         sim = model.simulate(run[0], times, method=method)
@@ -98,14 +108,14 @@ def plot_fit(model: _ODERegression, x: np.ndarray, t: Any = None, columns: Seque
     return fig
 
 
-def plot_coefficients(model: _ODERegression, names: Sequence[str] | None = None, ax=None,
+def plot_coefficients(model: ODEModel, names: Sequence[str] | None = None, ax=None,
                       max_terms: int = 60) -> Figure:
     """Heat map of the fitted coefficients (equations x terms), zero white.
 
     With more than ``max_terms`` library terms only the terms that are
     non-zero somewhere are drawn.
     """
-    model._check_fitted()
+    check_is_fitted(model, "coef_")
     coef = model.coef_
     terms = model.feature_names(names)
     variables = model._variable_names(names)

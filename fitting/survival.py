@@ -19,7 +19,7 @@ from sklearn.svm import LinearSVC
 
 from particles.datasets import make_rng
 
-from .ode import _as_runs
+from .ode.data import as_runs
 from .signals import surviving_frequencies
 
 __all__ = [
@@ -35,7 +35,7 @@ __all__ = [
 
 def _signal_runs(signals: Any, name: str = "signals") -> np.ndarray:
     """(R, T, K) float array from one (T, K) run, a list of runs or an (R, T, K) array."""
-    runs = _as_runs(signals, name)
+    runs = as_runs(signals, name)
     shapes = {r.shape for r in runs}
     if len(shapes) != 1:
         raise ValueError(f"{name} must be (T, K) arrays of one shape, got shapes {sorted(shapes)}")

@@ -1,0 +1,105 @@
+"""Pointwise formulations: derivatives estimated from the samples.
+
+A formulation turns one run into regression rows ``(features, targets)``
+for a library. The pointwise ones estimate dx/dt at the samples
+(:func:`fitting.differentiate`) and pair it with the library evaluated at
+the matching states:
+
+* :class:`FiniteDifference` (``"forward"``: order 1, the survival paper's
+  reference; ``"central"``: order 2);
+* :class:`SavitzkyGolay` (``"savgol"``): local polynomial smoothing and its
+  derivative; the smoothed states enter the library too.
+
+The weak (integral) formulation lives in :mod:`fitting.ode.weak`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..derivatives import differentiate
+from .library import Library
+
+__all__ = ["Formulation", "FiniteDifference", "SavitzkyGolay"]
+
+
+class Formulation:
+    """Base class: ``rows(x, t, library) -> (Theta, Y)`` for one run.
+
+    ``pointwise`` says whether each row is one sample (so the library's
+    constant column is 1 on every row); ``min_samples`` how many samples a
+    run needs.
+    """
+
+    pointwise = True
+
+    def check(self) -> None:
+        """Validate the parameters (called by the estimator's ``fit``)."""
+
+    def min_samples(self) -> int:
+        return 2
+
+    def bind(self, runs: list[np.ndarray], times: list[np.ndarray]) -> "Formulation":
+        """The formulation with any data-dependent setting fixed (pointwise: itself)."""
+        return self
+
+    def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
+        states, rates = self.derivative(x, t)
+        return library.transform(states), rates
+
+    def derivative(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(states, dx/dt) of one run."""
+        raise NotImplementedError  # pragma: no cover
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
+
+    def __eq__(self, other) -> bool:
+        return type(self) is type(other) and vars(self) == vars(other)
+
+    __hash__ = None
+
+
+class FiniteDifference(Formulation):
+    """Finite differences: ``order=1`` forward (reference), ``order=2`` central."""
+
+    def __init__(self, order: int = 2):
+        self.order = order
+
+    def check(self) -> None:
+        if self.order not in (1, 2) or isinstance(self.order, bool):
+            raise ValueError(f"FiniteDifference order must be 1 (forward) or 2 (central), got {self.order!r}")
+
+    def min_samples(self) -> int:
+        return 2 if self.order == 1 else 3
+
+    def derivative(self, x, t):
+        return differentiate(x, t, "forward" if self.order == 1 else "central")
+
+
+class SavitzkyGolay(Formulation):
+    """Savitzky-Golay smoothing and derivative (uniform sampling).
+
+    Parameters
+    ----------
+    window_length : odd int >= 3
+    polyorder : int in [1, window_length - 1]
+    """
+
+    def __init__(self, window_length: int = 11, polyorder: int = 3):
+        self.window_length = window_length
+        self.polyorder = polyorder
+
+    def check(self) -> None:
+        w, o = self.window_length, self.polyorder
+        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 3 or w % 2 == 0:
+            raise ValueError(f"SavitzkyGolay window_length must be an odd int >= 3, got {w!r}")
+        if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or not 1 <= o < w:
+            raise ValueError(f"SavitzkyGolay polyorder must be an int in [1, {w - 1}], got {o!r}")
+
+    def min_samples(self) -> int:
+        return int(self.window_length)
+
+    def derivative(self, x, t):
+        return differentiate(x, t, "savgol", window_length=self.window_length, polyorder=self.polyorder)

@@ -1,0 +1,163 @@
+"""Bootstrap ensembles: coefficient intervals, inclusion probabilities and
+simulation bands for any of the ODE estimators.
+
+Regression rows are built once; each member refits on rows (or whole runs)
+drawn with replacement. Resampling runs respects the correlation of the
+rows within a run and is the choice when there are several runs;
+resampling rows is E-SINDy's "bragging" (Fasel et al. 2022).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, clone
+from sklearn.utils.validation import check_is_fitted
+
+from .integrate import BlowUpError
+from .models import LinearODE, ODEModel
+
+__all__ = ["BootstrapEnsemble", "EnsembleSimulation"]
+
+
+@dataclass
+class EnsembleSimulation:
+    """Result of :meth:`BootstrapEnsemble.simulate`.
+
+    ``median``, ``low`` and ``high`` have shape (n, K); ``low``/``high``
+    are the ensemble's (1 - confidence)/2 and (1 + confidence)/2 quantiles
+    over the members that did not blow up (``n_blown_up`` of them did).
+    """
+
+    t: np.ndarray
+    median: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    n_members: int
+    n_blown_up: int
+
+
+class BootstrapEnsemble(BaseEstimator):
+    """Bootstrap an ODE estimator.
+
+    Parameters
+    ----------
+    estimator : ODEModel, LinearODE or LotkaVolterra, optional
+        The (unfitted) model to bootstrap; default ``LinearODE()``.
+    n_models : int >= 2
+        Ensemble members.
+    resample : {"auto", "rows", "runs"}
+        What is drawn with replacement: regression rows, or whole runs
+        ("auto": runs when there are at least 20, rows otherwise; with few
+        runs the run bootstrap gave too narrow intervals in our tests).
+    confidence : float in (0, 1)
+        Width of the intervals and bands.
+    random_state : int or None
+
+    Attributes
+    ----------
+    estimator_ : the estimator fitted on all data
+    coef_samples_ : ndarray, shape (n_models, K, F)
+    coef_ : ndarray, shape (K, F)        median over members
+    coef_interval_ : ndarray, shape (2, K, F)
+    inclusion_probability_ : ndarray, shape (K, F)
+        Share of members in which each term is non-zero.
+    resample_ : str
+    """
+
+    def __init__(self, estimator: ODEModel | None = None, n_models: int = 50, resample: str = "auto",
+                 confidence: float = 0.95, random_state: int | None = None):
+        self.estimator = estimator
+        self.n_models = n_models
+        self.resample = resample
+        self.confidence = confidence
+        self.random_state = random_state
+
+    def _check(self) -> ODEModel:
+        est = LinearODE() if self.estimator is None else self.estimator
+        if not isinstance(est, ODEModel):
+            raise TypeError(f"estimator must be an ODEModel (LinearODE, LotkaVolterra, ...), got {type(est).__name__}")
+        if isinstance(self.n_models, bool) or not isinstance(self.n_models, (int, np.integer)) or self.n_models < 2:
+            raise ValueError(f"n_models must be an int >= 2, got {self.n_models!r}")
+        if self.resample not in ("auto", "rows", "runs"):
+            raise ValueError(f"resample must be 'auto', 'rows' or 'runs', got {self.resample!r}")
+        c = self.confidence
+        if isinstance(c, bool) or not isinstance(c, (int, float, np.floating)) or not 0 < c < 1:
+            raise ValueError(f"confidence must be a number in (0, 1), got {c!r}")
+        return est
+
+    def fit(self, x: Any, t: Any = None) -> "BootstrapEnsemble":
+        """Fit the estimator on all data and ``n_models`` bootstrap replicates."""
+        est = clone(self._check())
+        library, regressor, formulation = est._check_params()
+        est.fit(x, t)
+        Theta, Y, runs, owner, formulation = est._prepare(x, t, est.window, library, formulation)
+        n_runs = len(np.unique(owner))
+        mode = self.resample if self.resample != "auto" else ("runs" if n_runs >= 20 else "rows")
+        if mode == "runs" and n_runs < 2:
+            raise ValueError("resample='runs' needs at least 2 runs inside the window; use resample='rows'")
+        rng = np.random.default_rng(self.random_state)
+        ids = np.unique(owner)
+        samples = []
+        for _ in range(self.n_models):
+            if mode == "rows":
+                pick = rng.integers(0, len(Theta), len(Theta))
+            else:
+                chosen = rng.choice(ids, size=len(ids), replace=True)
+                pick = np.concatenate([np.flatnonzero(owner == r) for r in chosen])
+            coef, _ = est._solve(Theta[pick], Y[pick], library, regressor, formulation)
+            samples.append(coef)
+        self.estimator_ = est
+        self.coef_samples_ = np.stack(samples)
+        q = [(1 - self.confidence) / 2, (1 + self.confidence) / 2]
+        self.coef_ = np.median(self.coef_samples_, axis=0)
+        self.coef_interval_ = np.quantile(self.coef_samples_, q, axis=0)
+        self.inclusion_probability_ = np.mean(self.coef_samples_ != 0, axis=0)
+        self.resample_ = mode
+        return self
+
+    def member(self, i: int) -> ODEModel:
+        """Ensemble member i as a fitted estimator."""
+        check_is_fitted(self, "coef_samples_")
+        m = copy.copy(self.estimator_)
+        m.coef_ = self.coef_samples_[i]
+        return m
+
+    def predict(self, x: Any) -> np.ndarray:
+        """Median over members of dx/dt at the states x, shape (n, K)."""
+        check_is_fitted(self, "coef_samples_")
+        return np.median(np.stack([self.member(i).predict(x) for i in range(self.n_models)]), axis=0)
+
+    def simulate(self, x0: Any, t: Any, method: str = "auto") -> EnsembleSimulation:
+        """Simulate every member from x0; median and band over members that stay bounded."""
+        check_is_fitted(self, "coef_samples_")
+        t = np.asarray(t, dtype=float)
+        sims, blown = [], 0
+        for i in range(self.n_models):
+            try:
+                sims.append(self.member(i).simulate(x0, t, method=method))
+            except BlowUpError:
+                blown += 1
+        if not sims:
+            raise BlowUpError(float(t[0]), float("nan"), np.empty((0, len(np.atleast_1d(x0)))))
+        S = np.stack(sims)
+        q = [(1 - self.confidence) / 2, (1 + self.confidence) / 2]
+        lo, hi = np.quantile(S, q, axis=0)
+        return EnsembleSimulation(t=t, median=np.median(S, axis=0), low=lo, high=hi, n_members=self.n_models,
+                                  n_blown_up=blown)
+
+    def intervals(self, names=None, threshold: float = 0.5) -> dict[str, dict[str, tuple[float, float, float]]]:
+        """{variable: {term: (low, high, inclusion probability)}} for terms
+        included in more than ``threshold`` of the members."""
+        check_is_fitted(self, "coef_samples_")
+        variables = self.estimator_._variable_names(names)
+        terms = self.estimator_.feature_names(variables)
+        out = {}
+        for i, v in enumerate(variables):
+            out[v] = {terms[j]: (float(self.coef_interval_[0, i, j]), float(self.coef_interval_[1, i, j]),
+                                 float(self.inclusion_probability_[i, j]))
+                      for j in np.flatnonzero(self.inclusion_probability_[i] > threshold)}
+        return out

@@ -1,0 +1,222 @@
+"""Candidate terms of the right-hand side: named feature libraries.
+
+A library maps states X of shape (n, K) to features Theta of shape (n, F)
+and names its F columns. Libraries combine with ``+``.
+
+* :class:`PolynomialLibrary` (degree >= 1): 1, x_j, x_j x_k (j <= k), ...
+* :class:`FourierLibrary`: sin(f x_j), cos(f x_j) for f = 1..n_frequencies.
+* :class:`CustomLibrary`: any functions of one state column, with names.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["Library", "PolynomialLibrary", "FourierLibrary", "CustomLibrary", "ConcatLibrary", "as_library"]
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+class Library:
+    """Base class: ``transform(X) -> (n, F)`` and ``feature_names(names) -> F names``."""
+
+    def n_features(self, K: int) -> int:
+        return len(self.feature_names([f"x{i + 1}" for i in range(K)]))
+
+    def transform(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def feature_names(self, names: Sequence[str]) -> list[str]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def bias_column(self, K: int) -> int | None:
+        """Index of the constant column, or None."""
+        return None
+
+    def degrees(self, K: int) -> np.ndarray:
+        """Polynomial degree of each column (how it scales with x), or -1 when it does not scale."""
+        return np.full(self.n_features(K), -1)
+
+    def __add__(self, other: "Library") -> "ConcatLibrary":
+        if not isinstance(other, Library):
+            return NotImplemented
+        return ConcatLibrary([self, other])
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in vars(self).items())
+        return f"{type(self).__name__}({args})"
+
+
+class PolynomialLibrary(Library):
+    """Monomials of the state up to ``degree`` (graded, lexicographic).
+
+    Parameters
+    ----------
+    degree : int >= 1
+    include_bias : bool
+        Start with the constant column ``1``.
+
+    Columns for K = 2, degree = 2: ``1, x1, x2, x1^2, x1 x2, x2^2``.
+    """
+
+    def __init__(self, degree: int = 2, include_bias: bool = True):
+        self.degree = _check_int(degree, "degree", 1)
+        if not isinstance(include_bias, (bool, np.bool_)):
+            raise TypeError(f"include_bias must be a bool, got {include_bias!r}")
+        self.include_bias = bool(include_bias)
+
+    def powers(self, K: int) -> list[tuple[int, ...]]:
+        """Index tuples of the monomials (empty tuple = the constant)."""
+        out: list[tuple[int, ...]] = [()] if self.include_bias else []
+        for d in range(1, self.degree + 1):
+            out += list(itertools.combinations_with_replacement(range(K), d))
+        return out
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        cols = [np.prod(X[:, list(p)], axis=1) if p else np.ones(X.shape[0]) for p in self.powers(X.shape[1])]
+        return np.column_stack(cols)
+
+    def feature_names(self, names: Sequence[str]) -> list[str]:
+        out = []
+        for p in self.powers(len(names)):
+            if not p:
+                out.append("1")
+                continue
+            parts = []
+            for j in sorted(set(p)):
+                e = p.count(j)
+                parts.append(names[j] if e == 1 else f"{names[j]}^{e}")
+            out.append(" ".join(parts))
+        return out
+
+    def bias_column(self, K: int) -> int | None:
+        return 0 if self.include_bias else None
+
+    def degrees(self, K: int) -> np.ndarray:
+        return np.array([len(p) for p in self.powers(K)])
+
+
+class FourierLibrary(Library):
+    """sin(f x_j) and cos(f x_j) for f = 1..n_frequencies and every column j."""
+
+    def __init__(self, n_frequencies: int = 1):
+        self.n_frequencies = _check_int(n_frequencies, "n_frequencies", 1)
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        cols = []
+        for f in range(1, self.n_frequencies + 1):
+            for j in range(X.shape[1]):
+                cols += [np.sin(f * X[:, j]), np.cos(f * X[:, j])]
+        return np.column_stack(cols)
+
+    def feature_names(self, names: Sequence[str]) -> list[str]:
+        out = []
+        for f in range(1, self.n_frequencies + 1):
+            fx = [n if f == 1 else f"{f} {n}" for n in names]
+            for n in fx:
+                out += [f"sin({n})", f"cos({n})"]
+        return out
+
+
+class CustomLibrary(Library):
+    """User functions applied to every state column.
+
+    Parameters
+    ----------
+    functions : sequence of callables
+        Each maps an array of shape (n,) to shape (n,).
+    names : sequence of callables or str, optional
+        Either format strings with ``{}`` for the variable name
+        (e.g. ``"exp({})"``) or callables ``name -> str``; default
+        ``f0(x1)``, ``f1(x1)``, ...
+    """
+
+    def __init__(self, functions: Sequence[Callable[[np.ndarray], np.ndarray]],
+                 names: Sequence[str | Callable[[str], str]] | None = None):
+        functions = list(functions) if isinstance(functions, (list, tuple)) else functions
+        if not isinstance(functions, list) or not functions or not all(callable(f) for f in functions):
+            raise TypeError("functions must be a non-empty list of callables")
+        if names is not None:
+            names = list(names)
+            if len(names) != len(functions):
+                raise ValueError(f"names must hold {len(functions)} entries (one per function), got {len(names)}")
+            if not all(isinstance(n, str) or callable(n) for n in names):
+                raise TypeError("names must be format strings or callables")
+        self.functions = functions
+        self.names = names
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        X = np.asarray(X, dtype=float)
+        cols = []
+        for f in self.functions:
+            for j in range(X.shape[1]):
+                col = np.asarray(f(X[:, j]), dtype=float)
+                if col.shape != (X.shape[0],):
+                    raise ValueError(f"a custom library function returned shape {col.shape}, "
+                                     f"expected ({X.shape[0]},)")
+                cols.append(col)
+        return np.column_stack(cols)
+
+    def feature_names(self, names: Sequence[str]) -> list[str]:
+        out = []
+        for i in range(len(self.functions)):
+            fmt = None if self.names is None else self.names[i]
+            for n in names:
+                if fmt is None:
+                    out.append(f"f{i}({n})")
+                elif callable(fmt):
+                    out.append(str(fmt(n)))
+                else:
+                    out.append(fmt.format(n))
+        return out
+
+
+class ConcatLibrary(Library):
+    """Columns of several libraries side by side (built by ``lib1 + lib2``)."""
+
+    def __init__(self, libraries: Sequence[Library]):
+        self.libraries = []
+        for lib in libraries:
+            self.libraries += lib.libraries if isinstance(lib, ConcatLibrary) else [lib]
+
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        return np.hstack([lib.transform(X) for lib in self.libraries])
+
+    def feature_names(self, names: Sequence[str]) -> list[str]:
+        return [n for lib in self.libraries for n in lib.feature_names(names)]
+
+    def bias_column(self, K: int) -> int | None:
+        offset = 0
+        for lib in self.libraries:
+            col = lib.bias_column(K)
+            if col is not None:
+                return offset + col
+            offset += lib.n_features(K)
+        return None
+
+    def degrees(self, K: int) -> np.ndarray:
+        return np.concatenate([lib.degrees(K) for lib in self.libraries])
+
+
+def as_library(library: Library | int | str) -> Library:
+    """A library from an object, a polynomial degree, or "linear"/"quadratic"."""
+    if isinstance(library, Library):
+        return library
+    if isinstance(library, str):
+        shortcuts = {"linear": 1, "quadratic": 2, "cubic": 3}
+        if library not in shortcuts:
+            raise ValueError(f"library must be a Library, a degree >= 1 or one of {tuple(shortcuts)}, "
+                             f"got {library!r}")
+        return PolynomialLibrary(shortcuts[library])
+    if isinstance(library, (int, np.integer)) and not isinstance(library, bool):
+        return PolynomialLibrary(int(library))
+    raise TypeError(f"library must be a Library, a polynomial degree or a string, got {type(library).__name__}")

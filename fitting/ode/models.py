@@ -1,0 +1,540 @@
+"""The estimators: a general library ODE and its linear and Lotka-Volterra forms.
+
+Each estimator is a scikit-learn estimator built from three pluggable
+parts: a library of candidate terms (:mod:`.library`), a formulation that
+turns runs into regression rows (pointwise derivatives,
+:mod:`.differentiation`, or the weak form, :mod:`.weak`) and a regressor
+(:mod:`.regression`). Strings are shortcuts for the common choices.
+
+Defaults (chosen from measurements on a family of systems, docs/fitting.md):
+the weak formulation and STLSQ with threshold 0.1 on standardised
+coefficients. Both are scale-free: multiplying the data by c multiplies the
+predicted derivatives by c, whatever c.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.metrics import r2_score
+from sklearn.utils.validation import check_is_fitted
+
+from .data import as_runs, check_window, in_window, is_run_list, run_times
+from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
+from .integrate import SIMULATION_METHODS, integrate
+from .library import Library, PolynomialLibrary, as_library
+from .regression import OLS, Regressor, as_regressor
+from .stable import stable_least_squares
+from .weak import WeakForm
+
+__all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation"]
+
+DERIVATIVE_METHODS = ("weak", "forward", "central", "savgol")
+
+
+def as_formulation(derivative: Formulation | str) -> Formulation:
+    """A formulation from an object or one of ``DERIVATIVE_METHODS``."""
+    if isinstance(derivative, Formulation):
+        return derivative
+    shortcuts = {"weak": WeakForm, "forward": lambda: FiniteDifference(1), "central": lambda: FiniteDifference(2),
+                 "savgol": SavitzkyGolay}
+    if not isinstance(derivative, str) or derivative not in shortcuts:
+        raise ValueError(f"derivative must be a Formulation or one of {DERIVATIVE_METHODS}, got {derivative!r}")
+    return shortcuts[derivative]()
+
+
+class ODEModel(BaseEstimator):
+    """dx/dt = Theta(x) xi for a library Theta, fitted by sparse regression.
+
+    Parameters
+    ----------
+    library : Library, int or {"linear", "quadratic", "cubic"}
+        Candidate terms; an int is a polynomial degree. Default: polynomials
+        up to degree 2 with a constant.
+    regressor : Regressor or {"stlsq", "ols", "lasso", "lasso_cv"}
+        Default :class:`~fitting.ode.STLSQ` (threshold 0.1, standardised).
+    alpha : float, optional
+        With a string regressor: STLSQ's threshold or Lasso's penalty (both
+        on the standardised scale). Ignored by "ols" and "lasso_cv".
+    derivative : Formulation or {"weak", "forward", "central", "savgol"}
+        How runs become regression rows. Default: the weak form (no
+        numerical derivatives).
+    window : (start, stop) or None
+        Only samples with start <= t < stop (same units as t) enter fit.
+    debias : bool
+        Least-squares refit on the selected terms of each equation.
+    blowup_factor : float > 1
+        A simulation blows up when max |x| exceeds this times the largest
+        |x| of the fitting data.
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (K, F)
+        Coefficient of term j (see :meth:`feature_names`) in equation i, in
+        the data's units.
+    alphas_ : ndarray, shape (K,)
+        Threshold or penalty used per equation (0 for least squares).
+    library_, regressor_, formulation_ : the resolved parts.
+    n_features_in_ : int
+    n_samples_fit_ : int
+        Regression rows (samples, or windows for the weak form).
+    dt_ : float or None
+        The step passed to fit (None when sample times were given).
+    scale_ : float
+        Largest |x| in the fitting data (for blow-up detection).
+    """
+
+    def __init__(self, library: Library | int | str = "quadratic", regressor: Regressor | str = "stlsq",
+                 alpha: float | None = None, derivative: Formulation | str = "weak",
+                 window: tuple[float | None, float | None] | None = None, debias: bool = False,
+                 blowup_factor: float = 1e3):
+        self.library = library
+        self.regressor = regressor
+        self.alpha = alpha
+        self.derivative = derivative
+        self.window = window
+        self.debias = debias
+        self.blowup_factor = blowup_factor
+
+    # ------------------------------------------------------------ parts
+    def _make_library(self) -> Library:
+        return as_library(self.library)
+
+    def _mask(self, K: int, library: Library) -> np.ndarray:
+        return np.ones((K, library.n_features(K)), dtype=bool)
+
+    def _default_simulation(self) -> str:
+        return "ivp"
+
+    def _linear_part(self) -> tuple[np.ndarray, np.ndarray] | None:
+        return None
+
+    def _check_params(self) -> tuple[Library, Regressor, Formulation]:
+        library = self._make_library()
+        if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(
+                self.alpha, (int, float, np.integer, np.floating)) or not (np.isfinite(self.alpha) and self.alpha >= 0)):
+            raise ValueError(f"alpha must be None or a finite number >= 0, got {self.alpha!r}")
+        if self.regressor == "lasso" and self.alpha == 0:
+            raise ValueError("alpha must be > 0 for regressor='lasso' (use regressor='ols' for alpha = 0)")
+        regressor = as_regressor(self.regressor, self.alpha)
+        regressor.check()
+        formulation = as_formulation(self.derivative)
+        formulation.check()
+        if not isinstance(self.debias, (bool, np.bool_)):
+            raise TypeError(f"debias must be a bool, got {self.debias!r}")
+        bf = self.blowup_factor
+        if isinstance(bf, bool) or not isinstance(bf, (int, float, np.integer, np.floating)) or not (
+                np.isfinite(bf) and bf > 1):
+            raise ValueError(f"blowup_factor must be a finite number > 1, got {bf!r}")
+        check_window(self.window)
+        return library, regressor, formulation
+
+    # ------------------------------------------------------------- rows
+    def _time_arg(self, t: Any) -> Any:
+        if t is not None:
+            return t
+        dt = getattr(self, "dt_", 1.0)
+        if dt is None:
+            raise ValueError("t is required: the model was fitted on explicit sample times")
+        return dt
+
+    def _prepare(self, x: Any, t: Any, window: Any, library: Library, formulation: Formulation):
+        """Regression rows of all runs inside the window.
+
+        Returns Theta (n, F), Y (n, K), the runs, the run index of each row
+        and the formulation bound to the data (the weak form's window).
+        """
+        runs = as_runs(x)
+        if hasattr(self, "n_features_in_") and runs[0].shape[1] != self.n_features_in_:
+            raise ValueError(f"x has {runs[0].shape[1]} columns, the model was fitted on {self.n_features_in_}")
+        times = run_times(self._time_arg(t), runs)
+        win = check_window(window)
+        kept = [(i, run[in_window(ti, win)], ti[in_window(ti, win)]) for i, (run, ti) in enumerate(zip(runs, times))]
+        kept = [k for k in kept if len(k[1])]
+        if not kept:
+            raise ValueError(f"no samples fall inside the window {window!r}")
+        formulation = formulation.bind([k[1] for k in kept], [k[2] for k in kept])
+        need = formulation.min_samples()
+        pieces = []
+        for i, run, ti in kept:
+            n = len(run)
+            if n < need:
+                what = "the weak form's windows" if isinstance(formulation, WeakForm) else repr(formulation)
+                raise ValueError(f"run {i} has {n} samples inside the window, fewer than the {need} that {what} "
+                                 f"need; give longer runs or a smaller window")
+            pieces.append((i, *formulation.rows(run, ti, library)))
+        Theta = np.vstack([p[1] for p in pieces])
+        Y = np.vstack([p[2] for p in pieces])
+        owner = np.concatenate([np.full(len(p[1]), p[0]) for p in pieces])
+        return Theta, Y, runs, owner, formulation
+
+    def _solve(self, Theta: np.ndarray, Y: np.ndarray, library: Library, regressor: Regressor,
+               formulation: Formulation) -> tuple[np.ndarray, np.ndarray]:
+        K = Y.shape[1]
+        mask = self._mask(K, library)
+        intercept = library.bias_column(K) if formulation.pointwise else None
+        coef, alphas = regressor.fit(Theta, Y, mask, intercept)
+        if self.debias and not isinstance(regressor, OLS):
+            refit = OLS()
+            coef, _ = refit.fit(Theta, Y, mask & (coef != 0), None)
+        return coef, alphas
+
+    # -------------------------------------------------------------- fit
+    def fit(self, x: Any, t: Any = None) -> "ODEModel":
+        """Fit the ODE to one or several sampled trajectories.
+
+        Parameters
+        ----------
+        x : ndarray, shape (T, K), or list of such arrays (or an (R, T, K) array)
+        t : float, ndarray of shape (T,), or list of arrays (one per run), optional
+            Time step (default 1) or sample times. Passed as scikit-learn's
+            ``y``, so ``GridSearchCV(...).fit(runs, times)`` splits runs and
+            their times together.
+
+        Returns
+        -------
+        self
+        """
+        library, regressor, formulation = self._check_params()
+        for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
+            delattr(self, attr)
+        Theta, Y, runs, _, formulation = self._prepare(x, t, self.window, library, formulation)
+        K = Y.shape[1]
+        mask = self._mask(K, library)
+        n_params = int(mask.sum(axis=1).max())
+        if Theta.shape[0] < n_params:
+            hint = (" or, for short runs, a pointwise derivative (derivative='central')"
+                    if not formulation.pointwise else "")
+            raise ValueError(f"fewer regression rows ({Theta.shape[0]}) than terms per equation ({n_params}); "
+                             f"give more samples, a wider window or a smaller model{hint}")
+        self.coef_, self.alphas_ = self._solve(Theta, Y, library, regressor, formulation)
+        self.library_, self.regressor_, self.formulation_ = library, regressor, formulation
+        self.term_mask_ = mask
+        self.n_features_in_ = K
+        self.n_samples_fit_ = int(Theta.shape[0])
+        if t is None:
+            self.dt_ = 1.0
+        elif np.ndim(t) == 0 and not is_run_list(t):
+            self.dt_ = float(t)
+        else:  # explicit times: later calls must pass theirs
+            self.dt_ = None
+        self.scale_ = float(max(max(np.max(np.abs(r)) for r in runs), 1e-300))
+        return self
+
+    # ---------------------------------------------------------- predict
+    def _rhs(self, X: np.ndarray) -> np.ndarray:
+        return self.library_.transform(X) @ self.coef_.T
+
+    def predict(self, x: Any) -> np.ndarray | list[np.ndarray]:
+        """dx/dt at the given states: (n, K) -> (n, K); a list gives a list."""
+        check_is_fitted(self, "coef_")
+        runs = as_runs(x)
+        if runs[0].shape[1] != self.n_features_in_:
+            raise ValueError(f"x has {runs[0].shape[1]} columns, the model was fitted on {self.n_features_in_}")
+        out = [self._rhs(r) for r in runs]
+        return out if is_run_list(x) else (out[0] if np.ndim(x) == 2 else np.stack(out))
+
+    def score(self, x: Any, t: Any = None, window: Any = None, multioutput: str = "uniform_average") -> float:
+        """R^2 of the regression rows on the samples in ``window``.
+
+        For a pointwise formulation the rows are estimated derivatives (the
+        survival paper's "derivative R^2" with forward differences); for the
+        weak form they are window averages of dx/dt. ``multioutput`` as in
+        ``sklearn.metrics.r2_score``: "uniform_average" (default, as
+        ``Lasso.score`` in the reference analysis) or "variance_weighted".
+        """
+        check_is_fitted(self, "coef_")
+        Theta, Y, _, _, _ = self._prepare(x, t, window, self.library_, self.formulation_)
+        return float(r2_score(Y, Theta @ self.coef_.T, multioutput=multioutput))
+
+    # --------------------------------------------------------- simulate
+    def simulate(self, x0: Any, t: Any, method: str = "auto", rtol: float = 1e-8, atol: float = 1e-10) -> np.ndarray:
+        """Integrate the fitted system from x0 at t[0].
+
+        Parameters
+        ----------
+        x0 : ndarray, shape (K,)
+        t : ndarray, shape (n,)
+            Increasing output times; x0 is the state at t[0].
+        method : {"auto", "exact", "ivp", "rollout"}
+            "exact" (linear models only): augmented matrix exponential.
+            "ivp": ``scipy.integrate.solve_ivp`` (LSODA, ``rtol``/``atol``).
+            "rollout": the discrete map x <- x + dt f(x) on uniform t (what
+            a model fitted to forward differences reproduces exactly).
+            "auto": exact for linear models, ivp otherwise.
+
+        Returns
+        -------
+        ndarray, shape (n, K)
+
+        Raises
+        ------
+        BlowUpError
+            when max |x| exceeds ``blowup_factor`` times the largest |x| of
+            the fitting data, or the state stops being finite.
+        """
+        check_is_fitted(self, "coef_")
+        if method not in SIMULATION_METHODS:
+            raise ValueError(f"method must be one of {SIMULATION_METHODS}, got {method!r}")
+        x0 = np.asarray(x0, dtype=float)
+        if x0.shape != (self.n_features_in_,):
+            raise ValueError(f"x0 must have shape ({self.n_features_in_},), got {x0.shape}")
+        if not np.all(np.isfinite(x0)):
+            raise ValueError("x0 must be finite")
+        if method == "auto":
+            method = self._default_simulation()
+        limit = self.blowup_factor * max(self.scale_, float(np.max(np.abs(x0))))
+        return integrate(self._rhs, x0, t, method, limit, linear=self._linear_part(), rtol=rtol, atol=atol)
+
+    def trajectory_score(self, x: Any, t: Any = None, window: Any = None, method: str = "auto",
+                         multioutput: str = "variance_weighted") -> float:
+        """R^2 of simulated against observed trajectories.
+
+        Each run is simulated from its first sample over all its times; R^2
+        is computed on the samples whose times fall in ``window`` =
+        (start, stop), so the end of a run or whole runs can be held out.
+        The default pools the columns (1 - total SSE / total SS): a signal
+        that is almost constant inside the window would otherwise dominate a
+        uniform average with a huge negative R^2. Raises
+        :class:`BlowUpError` when a simulation blows up.
+        """
+        check_is_fitted(self, "coef_")
+        runs = as_runs(x)
+        times = run_times(self._time_arg(t), runs)
+        win = check_window(window)
+        observed, simulated = [], []
+        for run, ti in zip(runs, times):
+            keep = in_window(ti, win)
+            if not keep.any():
+                continue
+            last = int(np.flatnonzero(keep)[-1]) + 1
+            sim = self.simulate(run[0], ti[:last], method=method)
+            observed.append(run[:last][keep[:last]])
+            simulated.append(sim[keep[:last]])
+        if not observed:
+            raise ValueError(f"no samples fall inside the window {window!r}")
+        obs = np.vstack(observed)
+        if obs.shape[0] < 2:
+            raise ValueError("need at least 2 samples inside the window for R^2")
+        return float(r2_score(obs, np.vstack(simulated), multioutput=multioutput))
+
+    # ------------------------------------------------------ description
+    @property
+    def sparsity_(self) -> float:
+        """Share of the allowed coefficients that are exactly zero."""
+        check_is_fitted(self, "coef_")
+        return float(np.mean(self.coef_[self.term_mask_] == 0))
+
+    def _variable_names(self, names: Sequence[str] | None) -> list[str]:
+        K = self.n_features_in_
+        if names is None:
+            return [f"x{i + 1}" for i in range(K)]
+        names = [str(n) for n in names]
+        if len(names) != K:
+            raise ValueError(f"names must hold {K} entries, got {len(names)}")
+        return names
+
+    def feature_names(self, names: Sequence[str] | None = None) -> list[str]:
+        """Names of the library terms (columns of ``coef_``)."""
+        check_is_fitted(self, "coef_")
+        return self.library_.feature_names(self._variable_names(names))
+
+    def named_coefficients(self, names: Sequence[str] | None = None, threshold: float = 0.0
+                           ) -> dict[str, dict[str, float]]:
+        """Coefficients with |value| > threshold as {equation variable: {term: value}}."""
+        variables = self._variable_names(names)
+        terms = self.feature_names(variables)
+        return {v: {terms[j]: float(self.coef_[i, j]) for j in np.flatnonzero(np.abs(self.coef_[i]) > threshold)}
+                for i, v in enumerate(variables)}
+
+    def equations(self, names: Sequence[str] | None = None, precision: int = 3, threshold: float = 0.0
+                  ) -> list[str]:
+        """The fitted system, one readable line per equation (terms with
+        |coefficient| <= threshold left out), e.g. ``dx/dt = 1 x - 0.5 x y``."""
+        out = []
+        for var, terms in self.named_coefficients(names, threshold).items():
+            parts = []
+            for term, value in terms.items():
+                mag = f"{abs(value):.{precision}g}"
+                body = mag if term == "1" else f"{mag} {term}"
+                parts.append(("- " if value < 0 else "+ ") + body)
+            rhs = " ".join(parts).removeprefix("+ ") if parts else "0"
+            out.append(f"d{var}/dt = {rhs}")
+        return out
+
+    def print(self, names: Sequence[str] | None = None, precision: int = 3, threshold: float = 0.0,
+              file: Any = None) -> None:
+        """Print :meth:`equations`, one per line (as ``pysindy.SINDy.print``)."""
+        import sys
+
+        stream = sys.stdout if file is None else file
+        for line in self.equations(names, precision, threshold):
+            stream.write(line + "\n")
+
+
+class LinearODE(ODEModel):
+    """dx/dt = A x + b.
+
+    Parameters
+    ----------
+    regressor, alpha, derivative, window, debias, blowup_factor
+        As in :class:`ODEModel`.
+    stable : bool
+        Least squares over stable systems only: every eigenvalue of A has
+        negative real part, so the fitted model cannot blow up when
+        simulated past its window (:mod:`fitting.ode.stable`). The regressor
+        is then not used: when plain least squares is already stable it is
+        the answer, otherwise the constrained optimum is (``stable_info_``).
+
+    Attributes
+    ----------
+    A_ : ndarray, shape (K, K)
+    b_ : ndarray, shape (K,)
+    coef_ : ndarray, shape (K, K + 1)
+        [b | A]: columns are the terms ``1, x1..xK``.
+    eigenvalues_ : ndarray of complex, shape (K,)
+    is_stable_ : bool
+    stable_info_ : dict (``stable=True`` only)
+    """
+
+    def __init__(self, regressor: Regressor | str = "stlsq", alpha: float | None = None,
+                 derivative: Formulation | str = "weak", window: tuple[float | None, float | None] | None = None,
+                 debias: bool = False, stable: bool = False, blowup_factor: float = 1e3):
+        self.regressor = regressor
+        self.alpha = alpha
+        self.derivative = derivative
+        self.window = window
+        self.debias = debias
+        self.stable = stable
+        self.blowup_factor = blowup_factor
+
+    def _make_library(self) -> Library:
+        return PolynomialLibrary(1)
+
+    def _check_params(self):
+        if not isinstance(self.stable, (bool, np.bool_)):
+            raise TypeError(f"stable must be a bool, got {self.stable!r}")
+        return super()._check_params()
+
+    def _solve(self, Theta, Y, library, regressor, formulation):
+        if not self.stable:
+            return super()._solve(Theta, Y, library, regressor, formulation)
+        K = Y.shape[1]
+        coef, info = stable_least_squares(Theta, Y, np.arange(1, K + 1), 0)
+        if not np.all(np.isfinite(coef)) or np.max(np.linalg.eigvals(coef[:, 1:]).real) >= 0:
+            raise ValueError("the stable fit failed: no stable A was found (the data may be constant or too few)")
+        self.stable_info_ = info
+        return coef, np.zeros(K)
+
+    def _default_simulation(self) -> str:
+        return "exact"
+
+    def _linear_part(self):
+        return self.coef_[:, 1:], self.coef_[:, 0]
+
+    @property
+    def A_(self) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        return self.coef_[:, 1:]
+
+    @property
+    def b_(self) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        return self.coef_[:, 0]
+
+    @property
+    def eigenvalues_(self) -> np.ndarray:
+        return np.linalg.eigvals(self.A_)
+
+    @property
+    def is_stable_(self) -> bool:
+        """All eigenvalues of A have negative real part."""
+        return bool(np.all(self.eigenvalues_.real < 0))
+
+
+class LotkaVolterra(ODEModel):
+    """Generalised Lotka-Volterra system.
+
+    Parameters
+    ----------
+    form : {"general", "classic"}
+        "general": dx_i/dt = b_i + sum_j a_ij x_j + sum_{j<=k} beta_ijk x_j x_k
+        (the full quadratic library). "classic": dx_i/dt = x_i (r_i +
+        sum_j a_ij x_j) (K + 1 terms per equation, no constant).
+    regressor, alpha, derivative, window, debias, blowup_factor
+        As in :class:`ODEModel`.
+
+    Attributes
+    ----------
+    coef_ : ndarray, shape (K, 1 + K + K(K+1)/2)
+        Over the terms ``1, x_j, x_j x_k (j <= k)``; see :meth:`feature_names`.
+    intercept_ : ndarray, shape (K,)           b_i
+    linear_ : ndarray, shape (K, K)            a_ij (general form)
+    quadratic_ : ndarray, shape (K, K, K)      beta_ijk for j <= k, 0 below
+    growth_rates_ : ndarray, shape (K,)        r_i (classic form)
+    interactions_ : ndarray, shape (K, K)      a_ij (classic form)
+    """
+
+    def __init__(self, form: str = "general", regressor: Regressor | str = "stlsq", alpha: float | None = None,
+                 derivative: Formulation | str = "weak", window: tuple[float | None, float | None] | None = None,
+                 debias: bool = False, blowup_factor: float = 1e3):
+        self.form = form
+        self.regressor = regressor
+        self.alpha = alpha
+        self.derivative = derivative
+        self.window = window
+        self.debias = debias
+        self.blowup_factor = blowup_factor
+
+    def _make_library(self) -> Library:
+        return PolynomialLibrary(2)
+
+    def _check_params(self):
+        if self.form not in ("general", "classic"):
+            raise ValueError(f"form must be 'general' or 'classic', got {self.form!r}")
+        return super()._check_params()
+
+    def _mask(self, K: int, library: Library) -> np.ndarray:
+        powers = library.powers(K)
+        if self.form == "general":
+            return np.ones((K, len(powers)), dtype=bool)
+        return np.array([[p == (i,) or (len(p) == 2 and i in p) for p in powers] for i in range(K)])
+
+    @property
+    def intercept_(self) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        return self.coef_[:, 0]
+
+    @property
+    def linear_(self) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        return self.coef_[:, 1 : 1 + self.n_features_in_]
+
+    @property
+    def quadratic_(self) -> np.ndarray:
+        check_is_fitted(self, "coef_")
+        K = self.n_features_in_
+        j, k = np.triu_indices(K)
+        out = np.zeros((K, K, K))
+        out[:, j, k] = self.coef_[:, 1 + K :]
+        return out
+
+    @property
+    def growth_rates_(self) -> np.ndarray:
+        """r_i of the classic form (the coefficient of x_i in equation i)."""
+        return np.diag(self.linear_).copy()
+
+    @property
+    def interactions_(self) -> np.ndarray:
+        """a_ij of the classic form (coefficient of x_i x_j in equation i)."""
+        Q = self.quadratic_
+        K = self.n_features_in_
+        return np.array([[Q[i, min(i, j), max(i, j)] for j in range(K)] for i in range(K)])
+
+    def jacobian(self, x: np.ndarray) -> np.ndarray:
+        """Jacobian of the fitted right-hand side at state x, shape (K, K)."""
+        x = np.asarray(x, dtype=float)
+        Q = self.quadratic_
+        return self.linear_ + np.einsum("ijk,k->ij", Q, x) + np.einsum("ikj,k->ij", Q, x)

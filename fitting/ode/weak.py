@@ -1,0 +1,179 @@
+"""Weak (integral) formulation: fitting without numerical derivatives.
+
+For a test function phi that vanishes at both ends of a time window,
+integration by parts turns dx/dt = Theta(x) xi into
+
+    integral phi(t) Theta(x(t)) dt  xi  =  - integral phi'(t) x(t) dt,
+
+so the targets are integrals of the data against phi' and no derivative is
+ever estimated; noise is averaged over each window instead of amplified by
+differencing. Each window gives one regression row. We use the polynomial
+bump phi(u) = (u (1 - u))^order on u = (t - a) / (b - a), normalised to
+unit integral, so a row is a phi-weighted average of the library and of
+dx/dt over its window (same units as a pointwise row). Integrals use the
+trapezoid rule on the samples (any spacing); phi's vanishing derivatives at
+the window ends make that rule converge fast.
+
+The window length is the one setting that matters. The default chooses it
+from the data: the shortest window over which every signal moves by a
+clear margin, capped so that each run gives at least ``min_windows`` rows
+(see :class:`WeakForm`).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+from .differentiation import Formulation
+from .library import Library
+
+__all__ = ["WeakForm"]
+
+
+class WeakForm(Formulation):
+    """Weak formulation on overlapping windows.
+
+    Parameters
+    ----------
+    window : int >= 2 * order + 1, or None
+        Samples per window. None: chosen from the data, see Notes.
+    stride : int >= 1, or None
+        Samples between window starts (default window // 4).
+    order : int >= 2
+        Exponent of the test function (order - 1 derivatives vanish at the
+        window ends).
+    min_windows : int >= 4
+        Fewest windows (rows) per run the default window allows.
+
+    period_fraction : float > 0
+        Default window as a share of the data's dominant period.
+
+    Notes
+    -----
+    Default window (``window=None``), fixed once per fit from all runs:
+    ``period_fraction`` times the dominant period of the data
+    (:func:`dominant_period`: 90 % of the variation's power lies at longer
+    periods), capped at T // ``min_windows`` samples for the shortest run
+    of T samples and at least 2 * order + 3, rounded to odd. Rows from long
+    windows vary less from one another; short windows average less noise
+    and integrate less accurately; the measurements behind the defaults are
+    in docs/fitting.md.
+    """
+
+    pointwise = False
+
+    def __init__(self, window: int | None = None, stride: int | None = None, order: int = 4, min_windows: int = 12,
+                 period_fraction: float = 0.25):
+        self.window = window
+        self.stride = stride
+        self.order = order
+        self.min_windows = min_windows
+        self.period_fraction = period_fraction
+
+    def check(self) -> None:
+        o = self.order
+        if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or o < 2:
+            raise ValueError(f"WeakForm order must be an int >= 2, got {o!r}")
+        w = self.window
+        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 2 * o + 1):
+            raise ValueError(f"WeakForm window must be None or an int >= 2 * order + 1 = {2 * o + 1} samples, "
+                             f"got {w!r}")
+        s = self.stride
+        if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1):
+            raise ValueError(f"WeakForm stride must be None or an int >= 1, got {s!r}")
+        f = self.period_fraction
+        if isinstance(f, bool) or not isinstance(f, (int, float, np.floating)) or not (np.isfinite(f) and f > 0):
+            raise ValueError(f"WeakForm period_fraction must be a finite number > 0, got {f!r}")
+        m = self.min_windows
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 4:
+            raise ValueError(f"WeakForm min_windows must be an int >= 4, got {m!r}")
+
+    def min_samples(self) -> int:
+        return self.window if self.window is not None else 2 * self.order + 3
+
+    def bind(self, runs: list[np.ndarray], times: list[np.ndarray]) -> "WeakForm":
+        """A copy with the window fixed from the data (when ``window`` is None)."""
+        if self.window is not None:
+            return self
+        T = min(len(r) for r in runs)
+        shortest = 2 * self.order + 3
+        w = min(T // self.min_windows, int(round(self.period_fraction * dominant_period(runs))))
+        w = max(shortest, w)
+        bound = copy.copy(self)
+        bound.window = int(w + 1 - w % 2)
+        return bound
+
+    def test_functions(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Quadrature-weighted phi and phi' of every window: two (n_windows, T) arrays.
+
+        ``Phi @ f`` approximates the integral of phi f over the window.
+        """
+        T = len(t)
+        L = self.window if self.window is not None else self.bind([x], [t]).window
+        if T < L:
+            raise ValueError(f"the weak form needs at least {L} samples per run for windows of {L} samples "
+                             f"(order {self.order}); this run has {T}: give longer runs or a smaller window")
+        stride = self.stride if self.stride is not None else max(1, L // 4)
+        starts = np.arange(0, T - L + 1, stride)
+        Phi = np.zeros((len(starts), T))
+        dPhi = np.zeros((len(starts), T))
+        p = int(self.order)
+        for k, s in enumerate(starts):
+            tau = t[s : s + L]
+            a, b = tau[0], tau[-1]
+            u = (tau - a) / (b - a)
+            core = u * (1 - u)
+            phi = core**p
+            dphi = p * core ** (p - 1) * (1 - 2 * u) / (b - a)
+            w = np.zeros(L)  # trapezoid weights
+            h = np.diff(tau)
+            w[:-1] += h / 2
+            w[1:] += h / 2
+            norm = np.sum(w * phi)
+            Phi[k, s : s + L] = w * phi / norm
+            dPhi[k, s : s + L] = w * dphi / norm
+        return Phi, dPhi
+
+    def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
+        Phi, dPhi = self.test_functions(x, t)
+        return Phi @ library.transform(x), -(dPhi @ x)
+
+
+def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
+    """Period, in samples, below which the runs' variation has ``share`` of its power.
+
+    Columns are centred and scaled with the mean and standard deviation
+    pooled over all runs; each run is tapered (Hann) and its spectrum summed
+    over columns; its period is 1 / f where f is the lowest frequency
+    (cycles per sample) whose cumulative non-constant power reaches
+    ``share``. The result is the power-weighted median over runs, so a run
+    that has settled (little variation, spectrum mostly noise) has little
+    say. Without any variation the longest run's length is returned.
+    """
+    allx = np.vstack(runs)
+    mean, sd = allx.mean(axis=0), allx.std(axis=0)
+    live = sd > 0
+    longest = float(max(len(r) for r in runs))
+    if not live.any():
+        return longest
+    periods, weights = [], []
+    for x in runs:
+        T = x.shape[0]
+        if T < 4:
+            continue
+        z = (x[:, live] - mean[live]) / sd[live]
+        z = (z - z.mean(axis=0)) * np.hanning(T)[:, None]
+        power = np.sum(np.abs(np.fft.rfft(z, axis=0)) ** 2, axis=1)[1:]
+        total = float(power.sum())
+        if total <= 0:
+            continue
+        k = int(np.searchsorted(np.cumsum(power) / total, share)) + 1
+        periods.append(T / k)
+        weights.append(total / T)
+    if not periods:
+        return longest
+    order = np.argsort(periods)
+    cum = np.cumsum(np.asarray(weights)[order])
+    return float(np.asarray(periods)[order][int(np.searchsorted(cum, cum[-1] / 2))])
