@@ -231,7 +231,12 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=1, help="data seeds per case (default 1)")
     parser.add_argument("--systems", nargs="*", default=None, help="subset of systems")
     parser.add_argument("--json", default=None, help="write every measurement to this JSON file")
+    parser.add_argument("--plot", default=None, metavar="JSON",
+                        help="only draw the figure of a JSON written by --json (next to it, as .png)")
     args = parser.parse_args()
+    if args.plot:
+        plot(args.plot)
+        return
     try:
         import pysindy  # noqa: F401
     except ImportError:
@@ -263,6 +268,37 @@ def main() -> None:
     survival_reference_timing(2 if args.quick else 5)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+def plot(path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = json.loads(Path(path).read_text())
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), layout="constrained")
+    markers = {"predator-prey": "o", "competitive-lv": "s", "sparse-linear": "^", "lorenz": "D"}
+    colors = {0.0: "tab:blue", 0.01: "tab:orange", 0.05: "tab:red"}
+    for r in rows:
+        kw = dict(marker=markers[r["system"]], color=colors[r["noise"]], alpha=0.8,
+                  facecolors="none" if r["scale"] != 1.0 else colors[r["noise"]])
+        axes[0].scatter(r["pysindy_derivative_error"], r["ours_derivative_error"], **kw)
+        axes[1].scatter(max(r["pysindy_trajectory_r2"], -1), max(r["ours_trajectory_r2"], -1), **kw)
+    lo = min(min(r["ours_derivative_error"], r["pysindy_derivative_error"]) for r in rows) / 2
+    axes[0].plot([lo, 3], [lo, 3], "k-", lw=0.8)
+    axes[0].plot([lo, 3], [0.8 * lo, 2.4], "k--", lw=0.8, label="0.8 x PySINDy (target)")
+    axes[0].set(xscale="log", yscale="log", xlabel="PySINDy derivative error", ylabel="ours (defaults)",
+                title="derivative error on held-out clean states")
+    axes[1].plot([-1, 1], [-1, 1], "k-", lw=0.8)
+    axes[1].set(xlabel="PySINDy trajectory R^2 (floored at -1)", ylabel="ours", title="held-out trajectory R^2")
+    for name, m in markers.items():
+        axes[0].scatter([], [], marker=m, color="0.3", label=name)
+    for noise, c in colors.items():
+        axes[0].scatter([], [], marker="o", color=c, label=f"noise {noise:.0%}")
+    axes[0].scatter([], [], marker="o", facecolors="none", color="0.3", label="scale x 100 (open)")
+    axes[0].legend(fontsize="x-small", loc="upper left")
+    fig.savefig(Path(path).with_suffix(".png"), dpi=110)
 
 
 if __name__ == "__main__":
