@@ -102,7 +102,8 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     if blew is not None:
         ax_x.axvline(blew, color="red", lw=1)
         ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")
-    ax_d.set_title(f"dx/dt: data (solid) vs model (dashed), R^2 = {model.score(run, times):.3f}")
+    source = "" if model.formulation_.pointwise else " (Savitzky-Golay estimate; the fit used the weak form)"
+    ax_d.set_title(f"dx/dt: data{source} (solid) vs model (dashed)", fontsize="small")
     ax_x.set_title("x(t): data (solid) vs simulation (dashed)")
     ax_x.legend(fontsize="small")
     return fig
