@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 from scipy.integrate import solve_ivp  # noqa: E402
 
-from fitting import (BlowUpError, LinearODE, LotkaVolterra, fitness_correlation, fourier_signals, initial_gradient,  # noqa: E402
+from fitting import (BlowUpError, Lasso, LinearODE, SavitzkyGolay, LotkaVolterra, fitness_correlation, fourier_signals, initial_gradient,  # noqa: E402
                      survival_classifier, surviving_frequencies)
 from fitting.plot import plot_coefficients, plot_fit, plot_signals  # noqa: E402
 from particles import preset  # noqa: E402
@@ -54,7 +54,7 @@ def main() -> None:
         sol = solve_ivp(lambda _t, x: r * x * (1 - a @ x), (0, 40), rng.uniform(0.05, 0.6, 4), t_eval=t,
                         rtol=1e-10, atol=1e-12)
         runs.append(sol.y.T * (1 + 0.01 * rng.standard_normal(sol.y.T.shape)))
-    known = LotkaVolterra("classic", "ols", derivative="savgol", savgol_window=15).fit(runs[:3], 0.05)
+    known = LotkaVolterra("classic", "ols", derivative=SavitzkyGolay(15, 3)).fit(runs[:3], 0.05)
     truth = -r[:, None] * a
     results["known_system"] = {
         "growth_rates_true": r.tolist(), "growth_rates_fit": known.growth_rates_.tolist(),
@@ -73,8 +73,8 @@ def main() -> None:
     alive = surviving_frequencies(traj)
     names = [f"S{k}" for k in range(1, S.shape[1] + 1)]
     window = (0.0, 300.0)
-    linear = LinearODE("lasso", alpha=0.01, derivative="central", window=window).fit(S, steps)
-    lv = LotkaVolterra("classic", "lasso", alpha=1e-3, derivative="central", window=window).fit(S, steps)
+    linear = LinearODE(Lasso(0.01, standardize=False), derivative="central", window=window).fit(S, steps)
+    lv = LotkaVolterra("classic", Lasso(1e-3, standardize=False), derivative="central", window=window).fit(S, steps)
     single = {"survivors": [int(k) for k in np.flatnonzero(alive) + 1]}
     for label, model in (("linear_lasso", linear), ("lv_classic_lasso", lv)):
         entry = {"derivative_r2_fit_window": model.score(S, steps, window=window),
