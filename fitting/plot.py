@@ -10,6 +10,7 @@ from sklearn.utils.validation import check_is_fitted
 from matplotlib.figure import Figure
 
 from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
+from .derivatives import is_uniform
 from .ode.data import as_runs, run_times
 
 __all__ = ["plot_signals", "plot_fit", "plot_coefficients"]
@@ -75,7 +76,7 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     form = model.formulation_
     if not form.pointwise:
         w = min(11, len(run) if len(run) % 2 else len(run) - 1)
-        form = SavitzkyGolay(w, min(3, w - 1)) if w >= 3 else FiniteDifference(1)
+        form = SavitzkyGolay(w, min(3, w - 1)) if w >= 3 and is_uniform(times) else FiniteDifference(2)
     states, rates = form.derivative(run, times)
     pred = model.predict(states)
     n_rate = len(rates)

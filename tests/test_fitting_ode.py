@@ -402,6 +402,12 @@ def test_stlsq_recovers_the_support_of_a_sparse_system_from_noisy_data():
     assert np.abs(model.A_ - A).max() < 0.05 * np.abs(A).max()
     lasso = LinearODE("lasso").fit(noisy, 0.01)
     assert np.count_nonzero(lasso.A_) >= np.count_nonzero(model.A_)
+    # the constant is an unpenalised intercept in the weak form too: data on an offset are not shrunk away
+    offset = [r + 10.0 for r in noisy]
+    shifted = LinearODE("lasso", alpha=0.01).fit(offset, 0.01)
+    unshifted = LinearODE("lasso", alpha=0.01).fit(noisy, 0.01)
+    np.testing.assert_allclose(shifted.A_, unshifted.A_, atol=1e-6 * np.abs(A).max())
+    assert np.count_nonzero(shifted.A_) >= np.count_nonzero(A)
 
 
 def test_weak_form_is_exact_on_clean_data_and_needs_enough_samples():
@@ -429,6 +435,8 @@ def test_stable_fit_is_stable_where_least_squares_is_not():
     stable = LinearODE(stable=True).fit(runs, 0.01)
     assert stable.is_stable_ and stable.stable_info_["constrained"]
     assert stable.stable_info_["loss_ratio"] >= 1.0
+    ens = BootstrapEnsemble(LinearODE(stable=True), n_models=3, random_state=1).fit(runs, 0.01)
+    assert ens.estimator_.stable_info_ == LinearODE(stable=True).fit(runs, 0.01).stable_info_
     far = stable.simulate(runs[0][0], np.arange(0, 500, 0.5))  # cannot blow up
     assert np.all(np.isfinite(far)) and np.abs(far[-1]).max() < np.abs(runs[0]).max()
     # when least squares is already stable the constraint is inactive

@@ -108,7 +108,7 @@ class BootstrapEnsemble(BaseEstimator):
             else:
                 chosen = rng.choice(ids, size=len(ids), replace=True)
                 pick = np.concatenate([np.flatnonzero(owner == r) for r in chosen])
-            coef, _ = est._solve(Theta[pick], Y[pick], library, regressor, formulation)
+            coef, _, _ = est._solve(Theta[pick], Y[pick], library, regressor, formulation)
             samples.append(coef)
         self.estimator_ = est
         self.coef_samples_ = np.stack(samples)

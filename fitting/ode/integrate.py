@@ -103,6 +103,8 @@ def integrate(rhs: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, t: np.nda
     if t.ndim != 1 or len(t) < 1:
         raise ValueError(f"t must be a 1-D array of increasing times, got shape {t.shape}")
     times = sample_times(t, t.shape[0])
+    if len(times) == 1:
+        return np.asarray(x0, dtype=float)[None].copy()
     if method == "exact":
         if linear is None:
             raise ValueError("method='exact' exists for linear models only; use 'ivp' or 'rollout'")

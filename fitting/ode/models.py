@@ -174,12 +174,14 @@ class ODEModel(BaseEstimator):
                formulation: Formulation) -> tuple[np.ndarray, np.ndarray]:
         K = Y.shape[1]
         mask = self._mask(K, library)
-        intercept = library.bias_column(K) if formulation.pointwise else None
+        # the constant column is 1 on every row: pointwise rows, and weak rows
+        # (window averages with unit-integral test functions)
+        intercept = library.bias_column(K)
         coef, alphas = regressor.fit(Theta, Y, mask, intercept)
         if self.debias and not isinstance(regressor, OLS):
             refit = OLS()
             coef, _ = refit.fit(Theta, Y, mask & (coef != 0), None)
-        return coef, alphas
+        return coef, alphas, {}
 
     # -------------------------------------------------------------- fit
     def fit(self, x: Any, t: Any = None) -> "ODEModel":
@@ -209,7 +211,9 @@ class ODEModel(BaseEstimator):
                     if not formulation.pointwise else "")
             raise ValueError(f"fewer regression rows ({Theta.shape[0]}) than terms per equation ({n_params}); "
                              f"give more samples, a wider window or a smaller model{hint}")
-        self.coef_, self.alphas_ = self._solve(Theta, Y, library, regressor, formulation)
+        self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
+        if info:
+            self.stable_info_ = info
         self.library_, self.regressor_, self.formulation_ = library, regressor, formulation
         self.term_mask_ = mask
         self.n_features_in_ = K
@@ -425,8 +429,7 @@ class LinearODE(ODEModel):
         coef, info = stable_least_squares(Theta, Y, np.arange(1, K + 1), 0)
         if not np.all(np.isfinite(coef)) or np.max(np.linalg.eigvals(coef[:, 1:]).real) >= 0:
             raise ValueError("the stable fit failed: no stable A was found (the data may be constant or too few)")
-        self.stable_info_ = info
-        return coef, np.zeros(K)
+        return coef, np.zeros(K), info
 
     def _default_simulation(self) -> str:
         return "exact"
