@@ -14,7 +14,7 @@ Public API::
     BootstrapEnsemble                                    ODE regression (SPEC 4)
     PolynomialLibrary, FourierLibrary, CustomLibrary     libraries
     STLSQ, OLS, Lasso, LassoCV                           regressors
-    FiniteDifference, SavitzkyGolay, WeakForm            formulations
+    FiniteDifference, SavitzkyGolay, WeakForm, FlowMap   formulations
     survival_ode_analysis, ODEAnalysis                   the reference analysis
     example_trajectory                                   a shipped survival-MLP run
 
@@ -25,7 +25,7 @@ import without torch, training needs ``pip install 'embedding-dynamics[torch]'``
 from .analysis import ODEAnalysis, survival_ode_analysis
 from .derivatives import DERIVATIVES, differentiate
 from .examples import example_trajectory
-from .ode import (OLS, REGRESSORS, STLSQ, BlowUpError, BootstrapEnsemble, CustomLibrary, FiniteDifference,
+from .ode import (OLS, REGRESSORS, STLSQ, BlowUpError, BootstrapEnsemble, CustomLibrary, FiniteDifference, FlowMap,
                   FourierLibrary, Lasso, LassoCV, LinearODE, LotkaVolterra, ODEModel, PolynomialLibrary, SavitzkyGolay,
                   WeakForm, linear_solution)
 from .signals import (DC_SCALAR, fourier_signals, frequency_circularity, n_frequencies, surviving_frequencies,
@@ -34,7 +34,7 @@ from .survival import (SurvivalClassifierResult, fitness_correlation, initial_gr
                        survival_classifier, survival_rate, survival_table)
 
 __all__ = [
-    "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FourierLibrary", "Lasso", "LassoCV",
+    "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FlowMap", "FourierLibrary", "Lasso", "LassoCV",
     "ODEModel", "PolynomialLibrary", "SavitzkyGolay", "WeakForm",
     "example_trajectory", "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
     "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",

@@ -433,17 +433,17 @@ def test_stable_fit_is_stable_where_least_squares_is_not():
     plain = LinearODE("ols").fit(runs, 0.01)
     assert not plain.is_stable_
     stable = LinearODE(stable=True).fit(runs, 0.01)
-    assert stable.is_stable_ and stable.stable_info_["constrained"]
-    assert stable.stable_info_["loss_ratio"] >= 1.0
+    assert stable.is_stable_ and stable.fit_info_["constrained"]
+    assert stable.fit_info_["loss_ratio"] >= 1.0
     ens = BootstrapEnsemble(LinearODE(stable=True), n_models=3, random_state=1).fit(runs, 0.01)
-    assert ens.estimator_.stable_info_ == LinearODE(stable=True).fit(runs, 0.01).stable_info_
+    assert ens.estimator_.fit_info_ == LinearODE(stable=True).fit(runs, 0.01).fit_info_
     far = stable.simulate(runs[0][0], np.arange(0, 500, 0.5))  # cannot blow up
     assert np.all(np.isfinite(far)) and np.abs(far[-1]).max() < np.abs(runs[0]).max()
     # when least squares is already stable the constraint is inactive
     A2, b2 = sparse_stable_system(K=3, n_off=1, seed=2)
     data = [linear_solution(A2, b2, rng.normal(size=3), t) for _ in range(3)]
     same = LinearODE(stable=True).fit(data, 0.01)
-    assert not same.stable_info_["constrained"]
+    assert not same.fit_info_["constrained"]
     np.testing.assert_allclose(same.coef_, LinearODE("ols").fit(data, 0.01).coef_, atol=1e-10)
     with pytest.raises(TypeError, match="stable must be a bool"):
         LinearODE(stable="yes").fit(data, 0.01)
@@ -517,3 +517,29 @@ def test_grid_search_with_sample_times_as_y():
     from sklearn.model_selection import cross_val_score
 
     assert np.all(np.isfinite(cross_val_score(LinearODE(), runs, times, cv=KFold(3))))
+
+
+def test_flow_map_recovers_a_linear_system_and_can_be_made_stable():
+    from fitting import FlowMap
+
+    A, b = sparse_stable_system(K=4, n_off=2, seed=12)
+    rng = np.random.default_rng(12)
+    t = np.arange(0, 8, 0.01)
+    runs = [linear_solution(A, b, rng.normal(scale=3, size=4), t) for _ in range(3)]
+    model = LinearODE("ols", derivative="flowmap").fit(runs, 0.01)
+    assert model.formulation_.horizon >= 1 and model.derivative == "flowmap"
+    np.testing.assert_allclose(model.A_, A, atol=1e-6 * np.abs(A).max())
+    np.testing.assert_allclose(model.b_, b, atol=1e-6 * np.abs(b).max())
+    assert model.score(runs) > 1 - 1e-10  # rows: the state one lag ahead
+    # growing spiral: the unconstrained map is unstable, the stable one is not
+    G = np.array([[0.1, 1.0], [-1.0, 0.05]])
+    grow = [linear_solution(G, np.zeros(2), rng.normal(size=2), np.arange(0, 3, 0.01)) for _ in range(3)]
+    assert not LinearODE(derivative=FlowMap(20)).fit(grow, 0.01).is_stable_
+    stable = LinearODE(derivative=FlowMap(20), stable=True).fit(grow, 0.01)
+    assert stable.is_stable_ and stable.fit_info_["projected"]
+    with pytest.raises(ValueError, match="LinearODE only"):
+        LotkaVolterra(derivative="flowmap").fit(grow, 0.01)
+    with pytest.raises(ValueError, match="uniformly spaced"):
+        LinearODE(derivative="flowmap").fit(grow[0], np.sort(rng.uniform(0, 3, 300)))
+    with pytest.raises(ValueError, match="FlowMap horizon"):
+        LinearODE(derivative=FlowMap(0)).fit(grow, 0.01)

@@ -5,6 +5,7 @@
                        CustomLibrary (combine with ``+``)
 ``differentiation``    pointwise rows: FiniteDifference, SavitzkyGolay
 ``weak``               the weak (integral) formulation: WeakForm
+``flowmap``            linear systems from their H-step map: FlowMap
 ``regression``         STLSQ, OLS, Lasso, LassoCV (standardised)
 ``stable``             least squares over stable linear systems
 ``integrate``          linear_solution, solve_ivp / rollout, BlowUpError
@@ -16,6 +17,7 @@
 
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .ensemble import BootstrapEnsemble, EnsembleSimulation
+from .flowmap import FlowMap
 from .integrate import BlowUpError, linear_solution
 from .library import ConcatLibrary, CustomLibrary, FourierLibrary, Library, PolynomialLibrary
 from .models import DERIVATIVE_METHODS, LinearODE, LotkaVolterra, ODEModel
@@ -24,7 +26,7 @@ from .weak import WeakForm
 
 __all__ = [
     "BlowUpError", "BootstrapEnsemble", "ConcatLibrary", "CustomLibrary", "DERIVATIVE_METHODS", "EnsembleSimulation",
-    "FiniteDifference", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LotkaVolterra",
+    "FiniteDifference", "FlowMap", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LotkaVolterra",
     "ODEModel", "OLS", "PolynomialLibrary", "REGRESSORS", "Regressor", "STLSQ", "SavitzkyGolay", "WeakForm",
     "linear_solution",
 ]

@@ -23,6 +23,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
+from .flowmap import FlowMap, map_to_generator
 from .integrate import SIMULATION_METHODS, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .regression import OLS, Regressor, as_regressor
@@ -31,7 +32,7 @@ from .weak import WeakForm
 
 __all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation"]
 
-DERIVATIVE_METHODS = ("weak", "forward", "central", "savgol")
+DERIVATIVE_METHODS = ("weak", "forward", "central", "savgol", "flowmap")
 
 
 def as_formulation(derivative: Formulation | str) -> Formulation:
@@ -39,7 +40,7 @@ def as_formulation(derivative: Formulation | str) -> Formulation:
     if isinstance(derivative, Formulation):
         return derivative
     shortcuts = {"weak": WeakForm, "forward": lambda: FiniteDifference(1), "central": lambda: FiniteDifference(2),
-                 "savgol": SavitzkyGolay}
+                 "savgol": SavitzkyGolay, "flowmap": FlowMap}
     if not isinstance(derivative, str) or derivative not in shortcuts:
         raise ValueError(f"derivative must be a Formulation or one of {DERIVATIVE_METHODS}, got {derivative!r}")
     return shortcuts[derivative]()
@@ -122,6 +123,8 @@ class ODEModel(BaseEstimator):
         regressor.check()
         formulation = as_formulation(self.derivative)
         formulation.check()
+        if getattr(formulation, "linear_only", False) and not isinstance(self, LinearODE):
+            raise ValueError(f"derivative={formulation!r} exists for LinearODE only")
         if not isinstance(self.debias, (bool, np.bool_)):
             raise TypeError(f"debias must be a bool, got {self.debias!r}")
         bf = self.blowup_factor
@@ -213,7 +216,7 @@ class ODEModel(BaseEstimator):
                              f"give more samples, a wider window or a smaller model{hint}")
         self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
         if info:
-            self.stable_info_ = info
+            self.fit_info_ = info
         self.library_, self.regressor_, self.formulation_ = library, regressor, formulation
         self.term_mask_ = mask
         self.n_features_in_ = K
@@ -250,8 +253,11 @@ class ODEModel(BaseEstimator):
         ``Lasso.score`` in the reference analysis) or "variance_weighted".
         """
         check_is_fitted(self, "coef_")
-        Theta, Y, _, _, _ = self._prepare(x, t, window, self.library_, self.formulation_)
-        return float(r2_score(Y, Theta @ self.coef_.T, multioutput=multioutput))
+        Theta, Y, _, _, formulation = self._prepare(x, t, window, self.library_, self.formulation_)
+        return float(r2_score(Y, self._predict_rows(Theta, formulation), multioutput=multioutput))
+
+    def _predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
+        return Theta @ self.coef_.T
 
     # --------------------------------------------------------- simulate
     def simulate(self, x0: Any, t: Any, method: str = "auto", rtol: float = 1e-8, atol: float = 1e-10) -> np.ndarray:
@@ -388,9 +394,13 @@ class LinearODE(ODEModel):
     stable : bool
         Least squares over stable systems only: every eigenvalue of A has
         negative real part, so the fitted model cannot blow up when
-        simulated past its window (:mod:`fitting.ode.stable`). The regressor
-        is then not used: when plain least squares is already stable it is
-        the answer, otherwise the constrained optimum is (``stable_info_``).
+        simulated past its window. With a pointwise or weak formulation:
+        least squares constrained to A = (J - R) Q (:mod:`fitting.ode.stable`;
+        the regressor is not used; plain least squares is returned when it is
+        already stable). With ``derivative="flowmap"``: the fitted H-step map
+        has its spectrum pulled inside the unit circle
+        (:mod:`fitting.ode.flowmap`), the better choice for predicting far
+        past the window (docs/fitting.md).
 
     Attributes
     ----------
@@ -400,7 +410,9 @@ class LinearODE(ODEModel):
         [b | A]: columns are the terms ``1, x1..xK``.
     eigenvalues_ : ndarray of complex, shape (K,)
     is_stable_ : bool
-    stable_info_ : dict (``stable=True`` only)
+    fit_info_ : dict
+        ``stable=True`` or ``derivative="flowmap"`` only: how the
+        constraint or the map logarithm acted.
     """
 
     def __init__(self, regressor: Regressor | str = "stlsq", alpha: float | None = None,
@@ -423,9 +435,16 @@ class LinearODE(ODEModel):
         return super()._check_params()
 
     def _solve(self, Theta, Y, library, regressor, formulation):
+        K = Y.shape[1]
+        if isinstance(formulation, FlowMap):
+            C = np.linalg.lstsq(Theta, Y, rcond=None)[0].T
+            coef, info = map_to_generator(C, formulation.lag, self.stable)
+            if not np.all(np.isfinite(coef)):
+                raise ValueError("the flow-map fit failed: the fitted map has no real logarithm "
+                                 "(try a shorter horizon)")
+            return coef, np.zeros(K), info
         if not self.stable:
             return super()._solve(Theta, Y, library, regressor, formulation)
-        K = Y.shape[1]
         coef, info = stable_least_squares(Theta, Y, np.arange(1, K + 1), 0)
         if not np.all(np.isfinite(coef)) or np.max(np.linalg.eigvals(coef[:, 1:]).real) >= 0:
             raise ValueError("the stable fit failed: no stable A was found (the data may be constant or too few)")
@@ -433,6 +452,17 @@ class LinearODE(ODEModel):
 
     def _default_simulation(self) -> str:
         return "exact"
+
+    def _predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
+        if isinstance(formulation, FlowMap):  # the map a lag ahead: exp(tau [[A, b], [0, 0]])
+            from scipy.linalg import expm
+
+            K = self.n_features_in_
+            aug = np.zeros((K + 1, K + 1))
+            aug[:K, :K], aug[:K, K] = self.A_, self.b_
+            P = expm(formulation.lag * aug)
+            return Theta @ np.column_stack([P[:K, K], P[:K, :K]]).T
+        return super()._predict_rows(Theta, formulation)
 
     def _linear_part(self):
         return self.coef_[:, 1:], self.coef_[:, 0]

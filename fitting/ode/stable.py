@@ -25,8 +25,40 @@ EPS = 1e-6
 def _unpack(theta: np.ndarray, K: int):
     S = theta[: K * K].reshape(K, K)
     L = theta[K * K : 2 * K * K].reshape(K, K)
-    M = theta[2 * K * K :].reshape(K, K)
+    M = theta[2 * K * K : 3 * K * K].reshape(K, K)
     return S, L, M
+
+
+def hurwitz(theta: np.ndarray, K: int) -> np.ndarray:
+    """A = (J - R) Q from the parameters (S, L, M): J = S - S^T, R = L L^T + eps, Q = M M^T + eps."""
+    S, L, M = _unpack(theta, K)
+    eye = np.eye(K)
+    return (S - S.T - L @ L.T - EPS * eye) @ (M @ M.T + EPS * eye)
+
+
+def hurwitz_gradient(theta: np.ndarray, K: int, E: np.ndarray) -> np.ndarray:
+    """Gradient with respect to (S, L, M) of a loss whose gradient with respect to A is E."""
+    S, L, M = _unpack(theta, K)
+    eye = np.eye(K)
+    J = S - S.T
+    R = L @ L.T + EPS * eye
+    Q = M @ M.T + EPS * eye
+    EQ = E @ Q
+    gR = -EQ
+    gQ = (J - R).T @ E
+    return np.concatenate([(EQ - EQ.T).ravel(), ((gR + gR.T) @ L).ravel(), ((gQ + gQ.T) @ M).ravel()])
+
+
+def hurwitz_start(A0: np.ndarray) -> np.ndarray:
+    """Parameters whose A is A0 when the symmetric part of A0 is negative definite
+    (Q = I, J = skew part, R = -symmetric part); otherwise R's eigenvalues are floored."""
+    K = A0.shape[0]
+    sym = (A0 + A0.T) / 2
+    lam, V = np.linalg.eigh(-sym)
+    floor = 1e-3 * max(float(np.abs(lam).max()), 1e-12)
+    R0 = (V * np.maximum(lam, floor)) @ V.T
+    return np.concatenate([((A0 - A0.T) / 4).ravel(),  # J = S - S^T = skew part of A0
+                           np.linalg.cholesky(R0 + EPS * np.eye(K)).ravel(), np.eye(K).ravel()])
 
 
 def stable_least_squares(Theta: np.ndarray, Y: np.ndarray, linear_cols: np.ndarray, bias_col: int | None,
@@ -70,36 +102,16 @@ def stable_least_squares(Theta: np.ndarray, Y: np.ndarray, linear_cols: np.ndarr
     G = Xp.T @ Xp / n
     H = Xp.T @ Yp / n
     const = float(np.sum(Yp * Yp) / n)
-    eye = np.eye(K)
 
     def loss_grad(theta):
-        S, L, M = _unpack(theta, K)
-        J = S - S.T
-        R = L @ L.T + EPS * eye
-        Q = M @ M.T + EPS * eye
-        A = (J - R) @ Q
+        A = hurwitz(theta, K)
         loss = float(np.sum((A @ G) * A) - 2 * np.sum(A * H.T) + const)
-        E = 2 * (A @ G - H.T)
-        EQ = E @ Q
-        gS = EQ - EQ.T
-        gR = -EQ
-        gL = (gR + gR.T) @ L
-        gQ = (J - R).T @ E
-        gM = (gQ + gQ.T) @ M
-        return loss, np.concatenate([gS.ravel(), gL.ravel(), gM.ravel()])
+        return loss, hurwitz_gradient(theta, K, 2 * (A @ G - H.T))
 
     A0 = ols[:, linear_cols] * d[None, :] / d[:, None] / g  # the least-squares A in these coordinates
-    sym = (A0 + A0.T) / 2
-    lam, V = np.linalg.eigh(-sym)
-    floor = 1e-3 * max(float(np.abs(lam).max()), 1e-12)
-    R0 = (V * np.maximum(lam, floor)) @ V.T
-    theta0 = np.concatenate([((A0 - A0.T) / 4).ravel(),  # J = S - S^T = skew part of A0
-                             np.linalg.cholesky(R0 + EPS * eye).ravel(), eye.ravel()])
-    best = minimize(loss_grad, theta0, jac=True, method="L-BFGS-B",
+    best = minimize(loss_grad, hurwitz_start(A0), jac=True, method="L-BFGS-B",
                     options={"maxiter": max_iter, "maxfun": 2 * max_iter, "ftol": 1e-15, "gtol": 1e-10})
-    S, L, M = _unpack(best.x, K)
-    Az = (S - S.T - L @ L.T - EPS * eye) @ (M @ M.T + EPS * eye)
-    A = g * Az * d[:, None] / d[None, :]
+    A = g * hurwitz(best.x, K) * d[:, None] / d[None, :]
     coef = np.zeros((K, F))
     coef[:, linear_cols] = A
     if c is not None:

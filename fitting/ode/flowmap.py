@@ -1,0 +1,129 @@
+"""Flow-map formulation for linear systems: fit the H-step map, then take its logarithm.
+
+For dx/dt = A x + b the exact solution over a lag tau = H dt is
+
+    [x(t + tau); 1] = exp(tau [[A, b], [0, 0]]) [x(t); 1] = [[M, c], [0, 1]] [x(t); 1],
+
+so a least-squares fit of x(t + tau) on x(t) (and a constant) over every
+pair of samples H apart estimates M and c without any derivative, and
+A, b follow from the matrix logarithm of the augmented map divided by tau.
+The fit measures what a long simulation needs, the state a lag ahead,
+rather than local slopes, which the fast early part of a run dominates.
+The system is stable exactly when the spectral radius of M is below 1; with
+``stable=True`` eigenvalues of M outside radius exp(-1e-3) are pulled onto
+it (the continuous decay rate becomes at least 1e-3 / tau). A negative real
+eigenvalue of M (a mode flipping sign every lag) has no real logarithm: the
+lag does not resolve it, and it is taken as decayed within one lag.
+
+Needs uniformly spaced samples with the same step in every run. Linear
+models only.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from scipy.linalg import logm
+
+from ..derivatives import is_uniform
+from .differentiation import Formulation
+from .library import Library
+from .weak import dominant_period
+
+__all__ = ["FlowMap", "map_to_generator"]
+
+RADIUS = float(np.exp(-1e-3))
+UNRESOLVED = 1e-3  # what is left after one lag of a mode the lag does not resolve
+
+
+class FlowMap(Formulation):
+    """Rows (1, x(t)) -> x(t + H dt) for :class:`~fitting.ode.LinearODE`.
+
+    Parameters
+    ----------
+    horizon : int >= 1 or None
+        Lag H in samples. None: a quarter of the data's dominant period
+        (:func:`~fitting.ode.weak.dominant_period`, so an oscillation turns
+        by at most a quarter turn per lag and the logarithm is not aliased),
+        at most a fifth of the shortest run.
+
+    Notes
+    -----
+    The regressor is not used: the map is fitted by least squares (a sparse
+    A does not give a sparse M).
+    """
+
+    pointwise = True
+    linear_only = True
+
+    def __init__(self, horizon: int | None = None):
+        self.horizon = horizon
+
+    def check(self) -> None:
+        h = self.horizon
+        if h is not None and (isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1):
+            raise ValueError(f"FlowMap horizon must be None or an int >= 1 (samples), got {h!r}")
+
+    def min_samples(self) -> int:
+        return (self.horizon if self.horizon is not None else 1) + 1
+
+    def bind(self, runs, times) -> "FlowMap":
+        steps = [float(ti[1] - ti[0]) for ti in times if len(ti) > 1]
+        if any(len(ti) > 2 and not is_uniform(ti) for ti in times) or (
+                steps and not np.allclose(steps, steps[0], rtol=1e-9)):
+            raise ValueError("the flow-map formulation needs uniformly spaced samples with the same step in "
+                             "every run")
+        bound = copy.copy(self)
+        bound.step_ = steps[0] if steps else 1.0
+        if self.horizon is None:
+            T = min(len(r) for r in runs)
+            bound.horizon = int(max(1, min(T // 5, round(0.25 * dominant_period(runs)))))
+        return bound
+
+    def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
+        H = self.horizon if self.horizon is not None else 1
+        return library.transform(x[:-H]), x[H:]
+
+    @property
+    def lag(self) -> float:
+        """tau = H dt in the units of t (after ``bind``)."""
+        return self.horizon * self.step_
+
+
+def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarray, dict]:
+    """[b | A] from the fitted map [c | M] over lag tau.
+
+    Returns the coefficients (K, K + 1) and ``info``: the largest
+    |eigenvalue| of M before projection, whether it was projected, how many
+    negative real eigenvalues (modes flipping sign every lag, which no real
+    flow gives) were replaced by their modulus, and the largest imaginary
+    part the real logarithm dropped (rounding level when all went well).
+    """
+    K = C.shape[0]
+    M, c = C[:, 1:], C[:, 0]
+    lam, V = np.linalg.eig(M)
+    radius = float(np.abs(lam).max())
+    # a mode that flips sign every lag (negative real eigenvalue) has no real
+    # logarithm: no real flow gives it at this lag, the lag does not resolve it;
+    # it is taken as decayed within one lag (to UNRESOLVED of its size)
+    flips = (np.abs(lam.imag) <= 1e-12 * np.abs(lam)) & (lam.real < 0)
+    new = np.where(flips, UNRESOLVED, lam)
+    projected = False
+    if stable and radius >= RADIUS:
+        r = np.abs(new)
+        new = np.where(r >= RADIUS, new / r * RADIUS, new)
+        projected = True
+    if projected or flips.any():
+        M = np.real(V @ np.diag(new) @ np.linalg.inv(V))
+    aug = np.eye(K + 1)
+    aug[:K, :K] = M
+    aug[:K, K] = c
+    with np.errstate(all="ignore"):
+        L = logm(aug)
+    imag = float(np.abs(np.imag(L)).max()) if np.iscomplexobj(L) else 0.0
+    L = np.real(L) / tau
+    coef = np.column_stack([L[:K, K], L[:K, :K]])
+    return coef, {"map_spectral_radius": radius, "projected": projected, "sign_flipping_modes": int(flips.sum()),
+                  "dropped_imaginary": imag}
+
