@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from .checks import check_int
 from .integrate import BlowUpError
 from .models import LinearODE, ODEModel
 
@@ -80,8 +81,7 @@ class BootstrapEnsemble(BaseEstimator):
         est = LinearODE() if self.estimator is None else self.estimator
         if not isinstance(est, ODEModel):
             raise TypeError(f"estimator must be an ODEModel (LinearODE, LotkaVolterra, ...), got {type(est).__name__}")
-        if isinstance(self.n_models, bool) or not isinstance(self.n_models, (int, np.integer)) or self.n_models < 2:
-            raise ValueError(f"n_models must be an int >= 2, got {self.n_models!r}")
+        check_int(self.n_models, "n_models", 2)
         if self.resample not in ("auto", "rows", "runs"):
             raise ValueError(f"resample must be 'auto', 'rows' or 'runs', got {self.resample!r}")
         c = self.confidence

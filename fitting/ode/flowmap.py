@@ -27,6 +27,7 @@ import numpy as np
 from scipy.linalg import logm
 
 from ..derivatives import is_uniform
+from .checks import check_int
 from .differentiation import Formulation
 from .library import Library
 from .weak import dominant_period
@@ -61,9 +62,7 @@ class FlowMap(Formulation):
         self.horizon = horizon
 
     def check(self) -> None:
-        h = self.horizon
-        if h is not None and (isinstance(h, bool) or not isinstance(h, (int, np.integer)) or h < 1):
-            raise ValueError(f"FlowMap horizon must be None or an int >= 1 (samples), got {h!r}")
+        check_int(self.horizon, "FlowMap horizon", 1, allow_none=True, unit=" (samples)")
 
     def min_samples(self) -> int:
         return (self.horizon if self.horizon is not None else 1) + 1

@@ -15,13 +15,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .checks import check_bool, check_int
+
 __all__ = ["Library", "PolynomialLibrary", "FourierLibrary", "CustomLibrary", "ConcatLibrary", "as_library"]
-
-
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
 
 
 class Library:
@@ -67,10 +63,8 @@ class PolynomialLibrary(Library):
     """
 
     def __init__(self, degree: int = 2, include_bias: bool = True):
-        self.degree = _check_int(degree, "degree", 1)
-        if not isinstance(include_bias, (bool, np.bool_)):
-            raise TypeError(f"include_bias must be a bool, got {include_bias!r}")
-        self.include_bias = bool(include_bias)
+        self.degree = check_int(degree, "degree", 1)
+        self.include_bias = check_bool(include_bias, "include_bias")
 
     def powers(self, K: int) -> list[tuple[int, ...]]:
         """Index tuples of the monomials (empty tuple = the constant)."""
@@ -108,7 +102,7 @@ class FourierLibrary(Library):
     """sin(f x_j) and cos(f x_j) for f = 1..n_frequencies and every column j."""
 
     def __init__(self, n_frequencies: int = 1):
-        self.n_frequencies = _check_int(n_frequencies, "n_frequencies", 1)
+        self.n_frequencies = check_int(n_frequencies, "n_frequencies", 1)
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         X = np.asarray(X, dtype=float)

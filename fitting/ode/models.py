@@ -21,6 +21,7 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
+from .checks import check_bool, check_number
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, map_to_generator
@@ -33,6 +34,14 @@ from .weak import WeakForm
 __all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation"]
 
 DERIVATIVE_METHODS = ("weak", "forward", "central", "savgol", "flowmap")
+
+
+def _store_params(estimator: BaseEstimator, params: dict) -> None:
+    """Store the constructor's arguments unchanged (scikit-learn convention: no
+    validation or conversion in ``__init__``)."""
+    for name, value in params.items():
+        if name not in ("self", "__class__"):
+            setattr(estimator, name, value)
 
 
 def as_formulation(derivative: Formulation | str) -> Formulation:
@@ -91,13 +100,7 @@ class ODEModel(BaseEstimator):
                  alpha: float | None = None, derivative: Formulation | str = "weak",
                  window: tuple[float | None, float | None] | None = None, debias: bool = False,
                  blowup_factor: float = 1e3):
-        self.library = library
-        self.regressor = regressor
-        self.alpha = alpha
-        self.derivative = derivative
-        self.window = window
-        self.debias = debias
-        self.blowup_factor = blowup_factor
+        _store_params(self, locals())
 
     # ------------------------------------------------------------ parts
     def _make_library(self) -> Library:
@@ -114,9 +117,7 @@ class ODEModel(BaseEstimator):
 
     def _check_params(self) -> tuple[Library, Regressor, Formulation]:
         library = self._make_library()
-        if self.alpha is not None and (isinstance(self.alpha, bool) or not isinstance(
-                self.alpha, (int, float, np.integer, np.floating)) or not (np.isfinite(self.alpha) and self.alpha >= 0)):
-            raise ValueError(f"alpha must be None or a finite number >= 0, got {self.alpha!r}")
+        check_number(self.alpha, "alpha", 0.0, allow_none=True)
         if self.regressor == "lasso" and self.alpha == 0:
             raise ValueError("alpha must be > 0 for regressor='lasso' (use regressor='ols' for alpha = 0)")
         regressor = as_regressor(self.regressor, self.alpha)
@@ -125,12 +126,8 @@ class ODEModel(BaseEstimator):
         formulation.check()
         if getattr(formulation, "linear_only", False) and not isinstance(self, LinearODE):
             raise ValueError(f"derivative={formulation!r} exists for LinearODE only")
-        if not isinstance(self.debias, (bool, np.bool_)):
-            raise TypeError(f"debias must be a bool, got {self.debias!r}")
-        bf = self.blowup_factor
-        if isinstance(bf, bool) or not isinstance(bf, (int, float, np.integer, np.floating)) or not (
-                np.isfinite(bf) and bf > 1):
-            raise ValueError(f"blowup_factor must be a finite number > 1, got {bf!r}")
+        check_bool(self.debias, "debias")
+        check_number(self.blowup_factor, "blowup_factor", 1.0, strict=True)
         check_window(self.window)
         return library, regressor, formulation
 
@@ -418,20 +415,13 @@ class LinearODE(ODEModel):
     def __init__(self, regressor: Regressor | str = "stlsq", alpha: float | None = None,
                  derivative: Formulation | str = "weak", window: tuple[float | None, float | None] | None = None,
                  debias: bool = False, stable: bool = False, blowup_factor: float = 1e3):
-        self.regressor = regressor
-        self.alpha = alpha
-        self.derivative = derivative
-        self.window = window
-        self.debias = debias
-        self.stable = stable
-        self.blowup_factor = blowup_factor
+        _store_params(self, locals())
 
     def _make_library(self) -> Library:
         return PolynomialLibrary(1)
 
     def _check_params(self):
-        if not isinstance(self.stable, (bool, np.bool_)):
-            raise TypeError(f"stable must be a bool, got {self.stable!r}")
+        check_bool(self.stable, "stable")
         return super()._check_params()
 
     def _solve(self, Theta, Y, library, regressor, formulation):
@@ -513,13 +503,7 @@ class LotkaVolterra(ODEModel):
     def __init__(self, form: str = "general", regressor: Regressor | str = "stlsq", alpha: float | None = None,
                  derivative: Formulation | str = "weak", window: tuple[float | None, float | None] | None = None,
                  debias: bool = False, blowup_factor: float = 1e3):
-        self.form = form
-        self.regressor = regressor
-        self.alpha = alpha
-        self.derivative = derivative
-        self.window = window
-        self.debias = debias
-        self.blowup_factor = blowup_factor
+        _store_params(self, locals())
 
     def _make_library(self) -> Library:
         return PolynomialLibrary(2)

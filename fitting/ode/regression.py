@@ -27,25 +27,11 @@ from sklearn.linear_model import Lasso as _SkLasso
 from sklearn.linear_model import LassoLarsCV
 from sklearn.model_selection import TimeSeriesSplit
 
+from .checks import check_bool, check_int, check_number
+
 __all__ = ["Regressor", "STLSQ", "OLS", "Lasso", "LassoCV", "REGRESSORS", "as_regressor"]
 
 REGRESSORS = ("stlsq", "ols", "lasso", "lasso_cv")
-
-
-def _number(value, name: str, low: float, *, strict: bool = False, allow_none: bool = False):
-    if value is None and allow_none:
-        return None
-    ok = (not isinstance(value, bool) and isinstance(value, (int, float, np.integer, np.floating))
-          and np.isfinite(value) and (value > low if strict else value >= low))
-    if not ok:
-        raise ValueError(f"{name} must be a finite number {'>' if strict else '>='} {low:g}, got {value!r}")
-    return float(value)
-
-
-def _integer(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
 
 
 def _rms(a: np.ndarray) -> np.ndarray:
@@ -122,8 +108,7 @@ class OLS(Regressor):
         self.standardize = standardize
 
     def check(self) -> None:
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise TypeError(f"standardize must be a bool, got {self.standardize!r}")
+        check_bool(self.standardize, "standardize")
 
     def solve_one(self, X, y, intercept):
         return _lstsq(X, y), 0.0
@@ -158,11 +143,10 @@ class STLSQ(Regressor):
         self.standardize = standardize
 
     def check(self) -> None:
-        _number(self.threshold, "STLSQ threshold", 0.0)
-        _number(self.ridge, "STLSQ ridge", 0.0)
-        _integer(self.max_iter, "STLSQ max_iter", 1)
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise TypeError(f"standardize must be a bool, got {self.standardize!r}")
+        check_number(self.threshold, "STLSQ threshold", 0.0)
+        check_number(self.ridge, "STLSQ ridge", 0.0)
+        check_int(self.max_iter, "STLSQ max_iter", 1)
+        check_bool(self.standardize, "standardize")
 
     def solve_one(self, X, y, intercept):
         F = X.shape[1]
@@ -201,11 +185,10 @@ class Lasso(Regressor):
         self.tol = tol
 
     def check(self) -> None:
-        _number(self.alpha, "Lasso alpha", 0.0, strict=True)
-        _integer(self.max_iter, "Lasso max_iter", 1)
-        _number(self.tol, "Lasso tol", 0.0, strict=True)
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise TypeError(f"standardize must be a bool, got {self.standardize!r}")
+        check_number(self.alpha, "Lasso alpha", 0.0, strict=True)
+        check_int(self.max_iter, "Lasso max_iter", 1)
+        check_number(self.tol, "Lasso tol", 0.0, strict=True)
+        check_bool(self.standardize, "standardize")
 
     def _model(self, has_intercept: bool):
         return _SkLasso(alpha=self.alpha, fit_intercept=has_intercept, max_iter=self.max_iter, tol=self.tol)
@@ -246,10 +229,9 @@ class LassoCV(Lasso):
         self.max_iter = max_iter
 
     def check(self) -> None:
-        _integer(self.cv, "LassoCV cv", 2)
-        _integer(self.max_iter, "LassoCV max_iter", 1)
-        if not isinstance(self.standardize, (bool, np.bool_)):
-            raise TypeError(f"standardize must be a bool, got {self.standardize!r}")
+        check_int(self.cv, "LassoCV cv", 2)
+        check_int(self.max_iter, "LassoCV max_iter", 1)
+        check_bool(self.standardize, "standardize")
 
     def _model(self, has_intercept: bool):
         return _QuietLassoLarsCV(cv=TimeSeriesSplit(n_splits=self.cv), fit_intercept=has_intercept,

@@ -26,6 +26,7 @@ import copy
 
 import numpy as np
 
+from .checks import check_int, check_number
 from .differentiation import Formulation
 from .library import Library
 
@@ -73,22 +74,11 @@ class WeakForm(Formulation):
         self.period_fraction = period_fraction
 
     def check(self) -> None:
-        o = self.order
-        if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or o < 2:
-            raise ValueError(f"WeakForm order must be an int >= 2, got {o!r}")
-        w = self.window
-        if w is not None and (isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 2 * o + 1):
-            raise ValueError(f"WeakForm window must be None or an int >= 2 * order + 1 = {2 * o + 1} samples, "
-                             f"got {w!r}")
-        s = self.stride
-        if s is not None and (isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 1):
-            raise ValueError(f"WeakForm stride must be None or an int >= 1, got {s!r}")
-        f = self.period_fraction
-        if isinstance(f, bool) or not isinstance(f, (int, float, np.floating)) or not (np.isfinite(f) and f > 0):
-            raise ValueError(f"WeakForm period_fraction must be a finite number > 0, got {f!r}")
-        m = self.min_windows
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 4:
-            raise ValueError(f"WeakForm min_windows must be an int >= 4, got {m!r}")
+        o = check_int(self.order, "WeakForm order", 2)
+        check_int(self.window, "WeakForm window", 2 * o + 1, allow_none=True, unit=" (2 * order + 1 samples)")
+        check_int(self.stride, "WeakForm stride", 1, allow_none=True)
+        check_number(self.period_fraction, "WeakForm period_fraction", 0.0, strict=True)
+        check_int(self.min_windows, "WeakForm min_windows", 4)
 
     def min_samples(self) -> int:
         return self.window if self.window is not None else 2 * self.order + 3
