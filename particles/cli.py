@@ -221,8 +221,15 @@ _OPTIONAL: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors as one line on stderr and exit code 2 (subcommands inherit it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="embdyn", description="Embedding dynamics: simulate, sweep, analyse.")
+    parser = OneLineParser(prog="embdyn", description="Embedding dynamics: simulate, sweep, analyse.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     registered = set()
     for ep in sorted(entry_points(group="embdyn.commands"), key=lambda e: e.name):

@@ -88,3 +88,14 @@ def test_plot_fit_marks_a_blow_up():
     long_x = np.exp(np.minimum(long_t, 2))[:, None] * np.array([1.0, 2.0])
     fig = plot_fit(model, long_x, long_t)
     assert any(text.get_text().strip() == "blow-up" for text in fig.axes[1].texts)
+
+
+def test_cli_fit_bad_values_are_one_line_with_exit_code_2(tmp_path, capsys):
+    path = growing_circle_trajectory().save(tmp_path / "run.npz")
+    for args in (["--derivative", "bogus"], ["--alpha", "abc"], ["--alpha", "-1"], ["--window", "5", "1"],
+                 ["--model", "lv-classic", "--stable"]):
+        with pytest.raises(SystemExit) as info:
+            raise SystemExit(main(["fit", str(path), "--out", str(tmp_path / "o"), *args]))
+        assert info.value.code == 2, args
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
