@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import savgol_filter
 
-__all__ = ["DERIVATIVES", "differentiate", "is_uniform", "sample_times"]
+__all__ = ["DERIVATIVES", "check_savgol", "differentiate", "is_uniform", "sample_times"]
 
 DERIVATIVES = ("forward", "central", "savgol")
 
@@ -64,20 +64,24 @@ def differentiate(x: np.ndarray, t: np.ndarray | float = 1.0, method: str = "for
         if T < 3:
             raise ValueError(f"central differences need at least 3 samples, got {T}")
         return x[1:-1], (x[2:] - x[:-2]) / (times[2:] - times[:-2])[:, None]
-    if isinstance(window_length, bool) or not isinstance(window_length, (int, np.integer)) \
-            or window_length < 3 or window_length % 2 == 0:
-        raise ValueError(f"window_length must be an odd int >= 3, got {window_length!r}")
+    check_savgol(window_length, polyorder)
     if window_length > T:
         raise ValueError(f"window_length ({window_length}) exceeds the number of samples ({T})")
-    if isinstance(polyorder, bool) or not isinstance(polyorder, (int, np.integer)) \
-            or not 1 <= polyorder < window_length:
-        raise ValueError(f"polyorder must be an int in [1, {window_length - 1}], got {polyorder!r}")
     if not is_uniform(times):
         raise ValueError("savgol derivatives need uniformly spaced times")
     dt = float(times[1] - times[0])
     smooth = savgol_filter(x, window_length, polyorder, axis=0)
     dxdt = savgol_filter(x, window_length, polyorder, deriv=1, delta=dt, axis=0)
     return smooth, dxdt
+
+
+def check_savgol(window_length: int, polyorder: int, prefix: str = "") -> None:
+    """Savitzky-Golay settings: an odd window >= 3 and an order in [1, window - 1]."""
+    w, o = window_length, polyorder
+    if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 3 or w % 2 == 0:
+        raise ValueError(f"{prefix}window_length must be an odd int >= 3, got {w!r}")
+    if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or not 1 <= o < w:
+        raise ValueError(f"{prefix}polyorder must be an int in [1, {w - 1}], got {o!r}")
 
 
 def sample_times(t: np.ndarray | float, T: int) -> np.ndarray:

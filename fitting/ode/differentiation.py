@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..derivatives import differentiate
+from ..derivatives import check_savgol, differentiate
 from .library import Library
 
 __all__ = ["Formulation", "FiniteDifference", "SavitzkyGolay"]
@@ -92,11 +92,7 @@ class SavitzkyGolay(Formulation):
         self.polyorder = polyorder
 
     def check(self) -> None:
-        w, o = self.window_length, self.polyorder
-        if isinstance(w, bool) or not isinstance(w, (int, np.integer)) or w < 3 or w % 2 == 0:
-            raise ValueError(f"SavitzkyGolay window_length must be an odd int >= 3, got {w!r}")
-        if isinstance(o, bool) or not isinstance(o, (int, np.integer)) or not 1 <= o < w:
-            raise ValueError(f"SavitzkyGolay polyorder must be an int in [1, {w - 1}], got {o!r}")
+        check_savgol(self.window_length, self.polyorder, prefix="SavitzkyGolay ")
 
     def min_samples(self) -> int:
         return int(self.window_length)

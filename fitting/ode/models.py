@@ -151,8 +151,11 @@ class ODEModel(BaseEstimator):
             raise ValueError(f"x has {runs[0].shape[1]} columns, the model was fitted on {self.n_features_in_}")
         times = run_times(self._time_arg(t), runs)
         win = check_window(window)
-        kept = [(i, run[in_window(ti, win)], ti[in_window(ti, win)]) for i, (run, ti) in enumerate(zip(runs, times))]
-        kept = [k for k in kept if len(k[1])]
+        kept = []
+        for i, (run, ti) in enumerate(zip(runs, times)):
+            keep = in_window(ti, win)
+            if keep.any():
+                kept.append((i, run[keep], ti[keep]))
         if not kept:
             raise ValueError(f"no samples fall inside the window {window!r}")
         formulation = formulation.bind([k[1] for k in kept], [k[2] for k in kept])
