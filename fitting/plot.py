@@ -13,7 +13,7 @@ from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
 from .derivatives import is_uniform
 from .ode.data import as_runs, run_times
 
-__all__ = ["plot_signals", "plot_fit", "plot_coefficients"]
+__all__ = ["plot_signals", "plot_fit", "plot_coefficients", "plot_phase_grid"]
 
 
 def _figure(ax, figsize) -> tuple[Figure, Any]:
@@ -132,4 +132,54 @@ def plot_coefficients(model: ODEModel, names: Sequence[str] | None = None, ax=No
     ax.set_yticks(range(len(variables)), [f"d{v}/dt" for v in variables], fontsize="x-small")
     ax.set_title(f"coefficients ({np.count_nonzero(coef)} non-zero of {coef.size})")
     fig.colorbar(im, ax=ax, shrink=0.8)
+    return fig
+
+
+PHASE_COLORS = {"comprehension": "#2a9d8f", "grokking": "#e9c46a", "memorization": "#e76f51", "confusion": "#6c757d"}
+
+
+def plot_phase_grid(records: Sequence[dict], x: str = "decoder_lr", y: str = "decoder_weight_decay",
+                    title: str | None = None, ax=None) -> Figure:
+    """Phase diagram of a grid result: one square per cell coloured by its
+    majority phase over seeds (ties to the earlier of comprehension,
+    grokking, memorization, confusion), x on a log axis when it spans a
+    factor > 10, and the step to 90 % validation accuracy written in
+    generalising cells (in thousands).
+
+    Parameters
+    ----------
+    records : list of dict
+        ``GridResult.records`` (or the ``records`` of its JSON file).
+    x, y : str
+        Record fields on the two axes.
+    """
+    phases = tuple(PHASE_COLORS)
+    xs = sorted({r[x] for r in records})
+    ys = sorted({r[y] for r in records})
+    votes: dict[tuple, list] = {}
+    for r in records:
+        votes.setdefault((r[x], r[y]), []).append(r)
+    fig, ax = _figure(ax, (7.5, 4.8))
+    from matplotlib.patches import Patch, Rectangle
+
+    for (vx, vy), rs in votes.items():
+        names = [r["phase"] for r in rs]
+        phase = max(phases, key=lambda ph: (names.count(ph), -phases.index(ph)))
+        i, j = xs.index(vx), ys.index(vy)
+        ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, color=PHASE_COLORS[phase], lw=0))
+        vals = [r["steps_val"] for r in rs if r["phase"] == phase and r["steps_val"] is not None]
+        if vals and phase in ("comprehension", "grokking"):
+            ax.text(i, j, f"{np.median(vals) / 1000:.0f}" if np.median(vals) >= 1000 else "<1", ha="center",
+                    va="center", fontsize=6)
+    ax.set_xlim(-0.5, len(xs) - 0.5)
+    ax.set_ylim(-0.5, len(ys) - 0.5)
+    step = max(1, len(xs) // 8)
+    ax.set_xticks(range(0, len(xs), step), [f"{v:.0e}" for v in xs[::step]], rotation=45)
+    ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
+    ax.set_xlabel(x.replace("_", " "))
+    ax.set_ylabel(y.replace("_", " "))
+    ax.legend(handles=[Patch(color=PHASE_COLORS[ph], label=ph) for ph in phases], loc="upper left",
+              bbox_to_anchor=(1.01, 1), fontsize=8, title="phase (number: k steps to 90 % val)", title_fontsize=7)
+    if title:
+        ax.set_title(title, fontsize=9)
     return fig

@@ -17,7 +17,7 @@ Public API::
 """
 
 from ._warmup import warmup
-from .datasets import PairDataset, addition, make_rng, modular_addition
+from .datasets import PairDataset, addition, make_rng, modular_addition, permutation_group
 from .effective import (NORMALIZATIONS, EffectiveLoss, centroid_sum, effective_loss, effective_loss_gradient,
                         effective_loss_reference, simulate_effective, spread)
 from .energy import energy, energy_and_forces, forces
@@ -36,7 +36,7 @@ __all__ = [
     "PairDataset", "Preset", "SCHEMA_VERSION", "STRUCTURES", "SweepTable", "Trajectory", "TrajectoryFormatError",
     "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
     "energy_reference", "forces", "forces_reference", "grid_defects", "make_rng", "minimize", "modular_addition",
-    "pair_sum_accuracy", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
+    "pair_sum_accuracy", "permutation_group", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
     "NORMALIZATIONS", "EffectiveLoss", "centroid_sum", "effective_loss", "effective_loss_gradient",
     "effective_loss_reference", "simulate_effective", "spread", "constraint_matrix", "label_constraints",
     "parallelograms",

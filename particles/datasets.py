@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["PairDataset", "modular_addition", "addition", "make_rng"]
+__all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng"]
 
 
 def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
@@ -146,3 +146,25 @@ def addition(p: int) -> PairDataset:
     p = _check_p(p)
     pairs = _pairs(p, False)
     return PairDataset(pairs, pairs[:, 0] + pairs[:, 1], p, "addition")
+
+
+def permutation_group(n: int = 3) -> PairDataset:
+    """The symmetric group S_n: all (n!)^2 ordered pairs, label = index of a o b.
+
+    Elements are the permutations of ``range(n)`` in lexicographic order
+    (element 0 is the identity); ``(a o b)(i) = a(b(i))``, so that the
+    permutation matrices satisfy ``P[a o b] = P[a] @ P[b]`` with
+    ``P[a][a(i), i] = 1``. S_3 (n = 3) has 6 elements and 36 pairs.
+    """
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if not 2 <= n <= 5:
+        raise ValueError(f"n must be in [2, 5] (S_n has n! elements), got {n}")
+    from itertools import permutations
+
+    elements = list(permutations(range(int(n))))
+    index = {e: i for i, e in enumerate(elements)}
+    m = len(elements)
+    pairs = _pairs(m, True)
+    labels = np.array([index[tuple(elements[a][i] for i in elements[b])] for a, b in pairs], dtype=np.int64)
+    return PairDataset(pairs, labels, m, f"permutation_group_S{n}")

@@ -11,6 +11,8 @@ Public API::
     config_for, MODEL_CONFIGS                       model configurations
     train                                           one run -> Trajectory (+ file, checkpoints)
     train_batched                                   B seeds of the survival MLP at once
+    train_grid, GridResult                          a whole toy hyper-parameter grid as one stacked model
+    toy_phase_setting, TOY_PHASE_SETTINGS           the paper's toy phase-diagram settings
     TrainingDivergedError, TorchMissingError
 """
 
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from .configs import MODEL_CONFIGS, ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, config_for
+from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig,
+                      ToyConfig, config_for, toy_phase_setting)
 
 __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "SurvivalMLPConfig", "ToyConfig",
-           "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched"]
+           "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched",
+           "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting"]
 
 INSTALL_HINT = ("the torch backend needs PyTorch: pip install 'embedding-dynamics[torch]' "
                 "(pins torch==2.13.0, the CPU build)")
@@ -61,7 +65,21 @@ def train_batched(*args: Any, **kwargs: Any):
     return _train_batched(*args, **kwargs)
 
 
+def train_grid(*args: Any, **kwargs: Any):
+    """Train a whole toy hyper-parameter grid as one stacked model; see
+    :func:`fitting.backend.grid.train_grid`."""
+    _require_torch()
+    from .grid import train_grid as _train_grid
+
+    return _train_grid(*args, **kwargs)
+
+
 def __getattr__(name: str):
+    if name == "GridResult":
+        _require_torch()
+        from .grid import GridResult
+
+        return GridResult
     if name == "TrainingDivergedError":
         _require_torch()
         from .trainer import TrainingDivergedError

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["register_train"]
+__all__ = ["register_train", "register_toy_phases"]
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -77,3 +77,69 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
+    register_toy_phases(subparsers)
+
+
+def _cmd_toy_phases(args: argparse.Namespace) -> int:
+    from particles.cli import ProgressBar
+
+    from . import INSTALL_HINT, torch_available
+    from .configs import toy_phase_setting
+
+    if not torch_available():
+        print(f"embdyn toy-phases: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    try:
+        changes = {} if args.steps is None else {"steps": args.steps}
+        if args.dtype is not None:
+            changes["dtype"] = args.dtype
+        config, grid = toy_phase_setting(args.variant, **changes)
+        if args.quick:
+            grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
+        if args.seeds < 1 or args.first_seed < 0:
+            raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
+        if args.checkpoint_every is not None and args.checkpoint_every < 1:
+            raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    except (ValueError, TypeError) as exc:
+        print(f"embdyn toy-phases: {exc}", file=sys.stderr)
+        return 2
+    from ..plot import plot_phase_grid
+    from .grid import train_grid
+
+    out = Path(args.out)
+    stem = f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    cells = len(seeds) * int(__import__("math").prod(len(v) for v in grid.values()))
+    bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
+    result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
+                        resume=args.resume, callback=bar)
+    counts = result.phase_counts()
+    title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase; "
+             f"{result.meta['seconds'] / 60:.1f} min")
+    plot_phase_grid(result.records, title=title).savefig(out / f"{stem}.png", dpi=120)
+    print(f"{cells} cells in {result.meta['seconds']:.0f} s: " + ", ".join(f"{k} {v}" for k, v in counts.items())
+          + f" -> {out / (stem + '.json')}")
+    return 0
+
+
+def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
+    from .configs import TOY_PHASE_SETTINGS
+
+    p = subparsers.add_parser("toy-phases", help="the toy's learning-phase diagram at the paper's setting "
+                                                 "(needs [torch])",
+                              description="Train the effective-theory toy over the paper's grid of decoder "
+                                          "learning rate x decoder weight decay as one stacked model "
+                                          "(fitting.backend.train_grid) and write the table (JSON, CSV) and "
+                                          "the phase diagram (PNG). Needs the torch extra.")
+    p.add_argument("variant", choices=list(TOY_PHASE_SETTINGS),
+                   help="addition regression, addition classification or S_3 regression")
+    p.add_argument("--seeds", type=int, default=1, help="seeds per cell (default 1)")
+    p.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--steps", type=int, default=None, help="step budget (default 100000, the paper's)")
+    p.add_argument("--dtype", choices=["float32", "float64"], default=None, help="default float32")
+    p.add_argument("--quick", action="store_true", help="every 4th grid value only (a 4 x 3 grid)")
+    p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
+    p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
+    p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_toy_phases)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
 
-__all__ = ["SurvivalMLPConfig", "ToyConfig", "ConstantAttentionConfig", "SparseModularConfig", "MODEL_CONFIGS",
+__all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig", "SparseModularConfig", "MODEL_CONFIGS",
            "config_for"]
 
 
@@ -108,9 +108,18 @@ class ToyConfig(_Config):
 
     ``task="regression"`` fits fixed random targets Y_label in R^target_dim
     (MSE; the prediction is the label of the nearest target);
-    ``"classification"`` uses cross-entropy over the 2p - 1 sums. Separate
+    ``"classification"`` uses cross-entropy over the labels. Separate
     AdamW optimizers for the embedding and the tanh decoder
-    d -> hidden -> hidden -> out. E ~ U(-1/2, 1/2).
+    in -> hidden -> hidden -> out. E ~ U(-1/2, 1/2).
+
+    ``group="addition"``: tokens 0..p-1, all p(p+1)/2 unordered pairs,
+    2p - 1 labels, decoder input E_a + E_b in R^d. ``group="permutation"``:
+    the 6 elements of S_3 (p must be 6), all 36 ordered pairs, each element
+    embedded as a d x d matrix and the decoder input the flattened product
+    E_a @ E_b (the paper's hard-coded matrix multiplication).
+
+    ``n_train`` (if set) is the exact number of training pairs and overrides
+    ``train_fraction``. :func:`toy_phase_setting` gives the paper's settings.
     """
 
     model: ClassVar[str] = "toy"
@@ -118,18 +127,27 @@ class ToyConfig(_Config):
     d: int = 1
     hidden: int = 200
     task: str = "regression"
+    group: str = "addition"
     target_dim: int = 10
     embedding_lr: float = 1e-3
     decoder_lr: float = 1e-4
     embedding_weight_decay: float = 0.0
     decoder_weight_decay: float = 0.0
     train_fraction: float = 0.5
+    n_train: int | None = None
     steps: int = 5000
     snapshot_every: int = 50
 
     def _validate(self) -> None:
-        _int_at_least("p", self.p, 3)
-        _choice("d", self.d, (1, 2))
+        _choice("group", self.group, ("addition", "permutation"))
+        if self.group == "permutation":
+            if self.p != 6:
+                raise ValueError(f"p must be 6 (the elements of S_3) when group='permutation', got {self.p!r}")
+        else:
+            _int_at_least("p", self.p, 3)
+        _int_at_least("d", self.d, 1)
+        if self.d > 8:
+            raise ValueError(f"d must be an int in [1, 8], got {self.d!r}")
         _int_at_least("hidden", self.hidden, 1)
         _choice("task", self.task, ("regression", "classification"))
         _int_at_least("target_dim", self.target_dim, 1)
@@ -138,6 +156,67 @@ class ToyConfig(_Config):
         _positive("embedding_weight_decay", self.embedding_weight_decay, allow_zero=True)
         _positive("decoder_weight_decay", self.decoder_weight_decay, allow_zero=True)
         _fraction("train_fraction", self.train_fraction)
+        if self.n_train is not None:
+            _int_at_least("n_train", self.n_train, 1)
+            n_pairs = self.n_pairs
+            if self.n_train >= n_pairs:
+                raise ValueError(f"n_train must be in [1, {n_pairs - 1}] (the dataset has {n_pairs} pairs), "
+                                 f"got {self.n_train}")
+
+    @property
+    def n_pairs(self) -> int:
+        """Number of pairs in the full dataset."""
+        return 36 if self.group == "permutation" else self.p * (self.p + 1) // 2
+
+    @property
+    def n_labels(self) -> int:
+        """Number of labels (2p - 1 sums, or the 6 elements of S_3)."""
+        return 6 if self.group == "permutation" else 2 * self.p - 1
+
+    @property
+    def input_dim(self) -> int:
+        """Width of the decoder input (d, or d * d for matrices)."""
+        return self.d * self.d if self.group == "permutation" else self.d
+
+
+def _logspace(lo: float, hi: float, n: int) -> list[float]:
+    import math
+
+    return [float(10 ** (math.log10(lo) + (math.log10(hi) - math.log10(lo)) * i / (n - 1))) for i in range(n)]
+
+
+#: The paper's phase-diagram settings of the toy (Liu et al. 2022, section 5 and
+#: appendix H; facts from the GS code): each entry is (config, grid).
+TOY_PHASE_SETTINGS: dict[str, tuple[dict[str, Any], dict[str, list[float]]]] = {
+    "regression": (dict(p=10, d=1, hidden=200, task="regression", target_dim=30, embedding_lr=1e-3,
+                        n_train=45, steps=100_000, snapshot_every=1000, dtype="float32"),
+                   {"decoder_lr": _logspace(1e-5, 1e-2, 16), "decoder_weight_decay": [float(w) for w in range(11)]}),
+    "classification": (dict(p=10, d=1, hidden=200, task="classification", target_dim=30, embedding_lr=1e-3,
+                            n_train=45, steps=100_000, snapshot_every=1000, dtype="float32"),
+                       {"decoder_lr": _logspace(1e-5, 1e-2, 16),
+                        "decoder_weight_decay": [float(w) for w in range(0, 21, 2)]}),
+    "permutation": (dict(p=6, d=3, hidden=200, task="regression", group="permutation", target_dim=30,
+                         embedding_lr=1e-3, n_train=24, steps=100_000, snapshot_every=1000, dtype="float32"),
+                    {"decoder_lr": _logspace(1e-5, 1e-2, 16),
+                     "decoder_weight_decay": [float(w) for w in range(0, 201, 20)]}),
+}
+
+
+def toy_phase_setting(name: str, **changes: Any) -> tuple["ToyConfig", dict[str, list[float]]]:
+    """(config, grid) of one of the paper's toy phase diagrams.
+
+    Parameters
+    ----------
+    name : {"regression", "classification", "permutation"}
+        Addition with MSE onto 30-d random targets, addition with
+        cross-entropy, or S_3 with 3 x 3 matrix embeddings (regression).
+    **changes
+        Config fields to change (for example ``steps`` for a quick run).
+    """
+    if name not in TOY_PHASE_SETTINGS:
+        raise ValueError(f"name must be one of {tuple(TOY_PHASE_SETTINGS)}, got {name!r}")
+    fields_, grid = TOY_PHASE_SETTINGS[name]
+    return ToyConfig(**fields_).replace(**changes), {k: list(v) for k, v in grid.items()}
 
 
 @dataclass(frozen=True)

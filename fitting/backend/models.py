@@ -20,7 +20,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from particles.datasets import addition, modular_addition
+from particles.datasets import addition, modular_addition, permutation_group
 
 from .configs import ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, _Config
 
@@ -92,17 +92,36 @@ class SurvivalMLP(nn.Module):
 
 
 class ToyModel(nn.Module):
-    """decoder(E_a + E_b), decoder d -> hidden -> hidden -> out with tanh."""
+    """decoder(E_a + E_b) (or decoder(flatten(E_a @ E_b)) for matrix
+    embeddings), decoder input -> hidden -> hidden -> out with tanh."""
 
     def __init__(self, cfg: ToyConfig, gen: torch.Generator, out: int, dtype):
         super().__init__()
-        self.embedding = nn.Parameter(torch.rand(cfg.p, cfg.d, generator=gen, dtype=dtype) - 0.5)
-        self.decoder = nn.Sequential(_linear(gen, cfg.d, cfg.hidden, dtype), nn.Tanh(),
+        self.group = cfg.group
+        self.d = cfg.d
+        width = cfg.d * cfg.d if cfg.group == "permutation" else cfg.d
+        self.embedding = nn.Parameter(torch.rand(cfg.p, width, generator=gen, dtype=dtype) - 0.5)
+        self.decoder = nn.Sequential(_linear(gen, cfg.input_dim, cfg.hidden, dtype), nn.Tanh(),
                                      _linear(gen, cfg.hidden, cfg.hidden, dtype), nn.Tanh(),
                                      _linear(gen, cfg.hidden, out, dtype))
 
     def forward(self, pairs: torch.Tensor) -> torch.Tensor:
-        return self.decoder(self.embedding[pairs[:, 0]] + self.embedding[pairs[:, 1]])
+        return self.decoder(toy_decoder_input(self.embedding, pairs, self.group, self.d))
+
+
+def toy_decoder_input(embedding: torch.Tensor, pairs: torch.Tensor, group: str, d: int) -> torch.Tensor:
+    """Decoder input of the toy for ``pairs`` (..., n, 2) of ``embedding``
+    (..., p, width): E_a + E_b, or flatten(E_a @ E_b) for d x d matrices.
+    Leading axes (a stack of models) are gathered row by row."""
+    if embedding.dim() == 2:
+        ea, eb = embedding[pairs[..., 0]], embedding[pairs[..., 1]]
+    else:
+        rows = torch.arange(embedding.shape[0])[:, None]
+        ea, eb = embedding[rows, pairs[..., 0]], embedding[rows, pairs[..., 1]]
+    if group == "permutation":
+        shape = ea.shape[:-1] + (d, d)
+        return (ea.reshape(shape) @ eb.reshape(shape)).flatten(-2)
+    return ea + eb
 
 
 class ConstantAttentionNet(nn.Module):
@@ -273,14 +292,23 @@ class SurvivalTask(_PairTask):
                              **{f"layer{i + 1}": [f"layers.{i}.weight", f"layers.{i}.bias"] for i in range(3)}}
 
 
+def toy_dataset(cfg: ToyConfig):
+    """The pair dataset of a toy config (addition or S_3)."""
+    return permutation_group(3) if cfg.group == "permutation" else addition(cfg.p)
+
+
+def toy_train_fraction(cfg: ToyConfig) -> float:
+    """The split fraction that gives exactly ``cfg.n_train`` pairs, if set."""
+    return cfg.train_fraction if cfg.n_train is None else cfg.n_train / cfg.n_pairs
+
+
 class ToyTask(_PairTask):
     def __init__(self, cfg: ToyConfig, seed: int):
         self.config = cfg
         dtype = DTYPES[cfg.dtype]
         split_ss, init_ss, target_ss = _seeds(seed, 3)
-        data = addition(cfg.p)
-        n_labels = 2 * cfg.p - 1
-        self._setup_pairs(data, cfg.train_fraction, split_ss)
+        n_labels = cfg.n_labels
+        self._setup_pairs(toy_dataset(cfg), toy_train_fraction(cfg), split_ss)
         out = cfg.target_dim if cfg.task == "regression" else n_labels
         self.targets = torch.randn(n_labels, cfg.target_dim, generator=_torch_generator(target_ss), dtype=dtype)
         self.model = ToyModel(cfg, _torch_generator(init_ss), out, dtype)

@@ -1,0 +1,433 @@
+"""Train a whole hyper-parameter grid of the toy model as one stacked model
+(needs torch).
+
+Every cell (grid point x seed) keeps its own parameters, data split,
+targets and AdamW state; they are stacked along a leading axis, every layer
+is one batched matrix product, and the loss is the sum of the per-cell
+losses, so each cell receives exactly its own gradient. AdamW is applied
+element-wise with per-cell learning rates and weight decays (the formulas of
+``torch.optim.AdamW``), fused into one compiled kernel where
+``torch.compile`` works and in plain torch otherwise. A cell stops once its
+outcome is decided (both accuracies reached the threshold), diverges, or
+the budget ends; stopped cells are removed from the stack, so the rest of
+the grid runs faster.
+
+Each cell starts from the parameters, split and targets of the single run
+``train(config.replace(**cell), seed)``, and records the first step at which
+its training and validation accuracy (measured before the update of that
+step, as ``train`` records them) reach ``threshold``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from effective_theory.metrics import PHASES, classify_phase
+from particles.trajectory import atomic_write
+
+from .configs import ToyConfig
+from .models import DTYPES, ToyTask, toy_decoder_input
+from .trainer import checkpoint_path
+
+__all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError"]
+
+#: Config fields a grid may vary (the four optimiser settings).
+GRID_FIELDS = ("decoder_lr", "decoder_weight_decay", "embedding_lr", "embedding_weight_decay")
+BETAS = (0.9, 0.999)
+EPS = 1e-8
+RECORD_KEYS = ("seed", "steps_train", "steps_val", "phase", "steps_run", "train_acc", "val_acc", "train_loss",
+               "diverged")
+
+
+class GridFormatError(ValueError):
+    """A grid result file is malformed; the message names the field."""
+
+
+# ------------------------------------------------------------------ results
+@dataclass
+class GridResult:
+    """One record per cell and seed, plus how the grid was run.
+
+    Attributes
+    ----------
+    records : list of dict
+        Grid fields of the cell (e.g. ``decoder_lr``, ``decoder_weight_decay``),
+        ``seed``, ``steps_train`` and ``steps_val`` (first step with accuracy
+        >= threshold, None if never), ``phase`` (``effective_theory.classify_phase``
+        with the run's budget and gap), ``steps_run`` (steps trained before
+        the cell stopped), ``train_acc``/``val_acc``/``train_loss`` at the
+        last step measured, ``diverged`` (loss became non-finite).
+    meta : dict
+        ``config``, ``grid``, ``seeds``, ``steps``, ``threshold``, ``gap``,
+        ``stop_when``, ``seconds``, ``cell_steps`` (sum of steps over cells),
+        ``compiled``, ``torch_version``.
+    """
+
+    records: list[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def phase_counts(self) -> dict[str, int]:
+        """Number of records in each phase."""
+        return {ph: sum(r["phase"] == ph for r in self.records) for ph in PHASES}
+
+    def majority(self, keys: Sequence[str] = ("decoder_lr", "decoder_weight_decay")) -> dict[tuple, str]:
+        """Majority phase per cell over seeds (ties go to the earlier phase of
+        ``PHASES``)."""
+        votes: dict[tuple, list[str]] = {}
+        for r in self.records:
+            votes.setdefault(tuple(r[k] for k in keys), []).append(r["phase"])
+        return {cell: max(PHASES, key=lambda ph: (v.count(ph), -PHASES.index(ph))) for cell, v in votes.items()}
+
+    # files
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write atomically as JSON (``.json``: records and meta) or CSV
+        (``.csv``: the records)."""
+        path = Path(path)
+        if path.suffix == ".json":
+            text = json.dumps({"meta": self.meta, "records": self.records}, indent=1)
+        elif path.suffix == ".csv":
+            buf = io.StringIO()
+            keys = list(self.records[0]) if self.records else list(RECORD_KEYS)
+            writer = csv.DictWriter(buf, fieldnames=keys, lineterminator="\n")
+            writer.writeheader()
+            for r in self.records:
+                writer.writerow({k: "" if r[k] is None else r[k] for k in keys})
+            text = buf.getvalue()
+        else:
+            raise ValueError(f"path must end in .json or .csv, got {str(path)!r}")
+        return atomic_write(path, lambda fh: fh.write(text.encode()))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "GridResult":
+        """Read a ``.json`` file written by :meth:`save`."""
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise GridFormatError(f"{str(path)!r} is not a JSON grid result: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+            raise GridFormatError(f"{str(path)!r}: field 'records' must be a list")
+        for i, r in enumerate(data["records"]):
+            if not isinstance(r, dict):
+                raise GridFormatError(f"{str(path)!r}: field 'records[{i}]' must be an object")
+            for key in ("seed", "steps_train", "steps_val", "phase"):
+                if key not in r:
+                    raise GridFormatError(f"{str(path)!r}: field 'records[{i}].{key}' is missing")
+            if r["phase"] not in PHASES:
+                raise GridFormatError(f"{str(path)!r}: field 'records[{i}].phase' must be one of {PHASES}, "
+                                      f"got {r['phase']!r}")
+        return cls(records=data["records"], meta=data.get("meta", {}))
+
+
+# ------------------------------------------------------------------ checks
+def _check_grid(grid: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
+    if not isinstance(grid, Mapping) or not grid:
+        raise TypeError(f"grid must be a non-empty dict of field -> values, got {type(grid).__name__}")
+    out = {}
+    for key, values in grid.items():
+        if key not in GRID_FIELDS:
+            raise ValueError(f"grid keys must be among {GRID_FIELDS}, got {key!r}")
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+            raise ValueError(f"grid[{key!r}] must be a non-empty list of numbers, got {values!r}")
+        vals = []
+        for v in values:
+            if isinstance(v, bool) or not isinstance(v, (int, float, np.integer, np.floating)) or not math.isfinite(v):
+                raise ValueError(f"grid[{key!r}] must hold finite numbers, got {v!r}")
+            vals.append(float(v))
+        out[key] = vals
+    return out
+
+
+def _check_seeds(seeds: Sequence[int]) -> list[int]:
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
+        raise ValueError(f"seeds must be a non-empty list of ints >= 0, got {seeds!r}")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise ValueError(f"seeds must be ints >= 0, got {s!r}")
+    if len(set(int(s) for s in seeds)) != len(seeds):
+        raise ValueError("seeds must be distinct")
+    return [int(s) for s in seeds]
+
+
+# ------------------------------------------------------------------ AdamW
+def _adamw(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
+           exp_avg_sqs: list[torch.Tensor], lrs: list[torch.Tensor], wds: list[torch.Tensor],
+           bias_correction1: torch.Tensor, bias_correction2_sqrt: torch.Tensor) -> None:
+    """torch.optim.AdamW's update (single-tensor form, amsgrad off) with a
+    learning rate and weight decay per cell (leading axis)."""
+    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, wds):
+        shape = (p.shape[0],) + (1,) * (p.dim() - 1)
+        lr = lr.view(shape)
+        p.mul_(1 - lr * wd.view(shape))
+        m.lerp_(g, 1 - BETAS[0])
+        v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
+        denom = (v.sqrt() / bias_correction2_sqrt).add_(EPS)
+        p.sub_((lr / bias_correction1) * m / denom)
+
+
+_COMPILED: dict[str, Any] = {}
+
+
+def _compiled(compile_: str) -> tuple[Callable, Callable, bool]:
+    """(forward, AdamW update, compiled?): fused by ``torch.compile`` (shapes
+    dynamic, so removing stopped cells does not recompile) unless
+    ``compile_ == "never"`` or compilation is unavailable."""
+    if compile_ == "never":
+        return _forward, _adamw, False
+    if "fns" not in _COMPILED:
+        try:
+            _COMPILED["fns"] = (torch.compile(_forward, dynamic=True), torch.compile(_adamw, dynamic=True))
+        except Exception:  # pragma: no cover - torch without a working compiler
+            _COMPILED["fns"] = None
+    if _COMPILED["fns"] is None:  # pragma: no cover
+        return _forward, _adamw, False
+    return (*_COMPILED["fns"], True)
+
+
+# ------------------------------------------------------------------ the stack
+class _Stack:
+    """Parameters, optimiser state and data of the active cells."""
+
+    NAMES = ("embedding", "w1", "b1", "w2", "b2", "w3", "b3")
+
+    def __init__(self, config: ToyConfig, cells: list[dict[str, float]], seeds: list[int]):
+        self.config = config
+        dtype = DTYPES[config.dtype]
+        tasks = [ToyTask(config.replace(**cell), seed) for cell, seed in zip(cells, seeds)]
+        self.tensors: dict[str, torch.Tensor] = {}
+        emb = torch.stack([t.model.embedding.detach() for t in tasks])
+        lin = [[t.model.decoder[i] for t in tasks] for i in (0, 2, 4)]
+        self.tensors["embedding"] = emb.clone()
+        for k, layers in enumerate(lin, start=1):
+            self.tensors[f"w{k}"] = torch.stack([layer.weight.detach().T for layer in layers]).contiguous()
+            self.tensors[f"b{k}"] = torch.stack([layer.bias.detach() for layer in layers]).clone()
+        for name in self.NAMES:
+            self.tensors[f"m_{name}"] = torch.zeros_like(self.tensors[name])
+            self.tensors[f"v_{name}"] = torch.zeros_like(self.tensors[name])
+        self.tensors["train_pairs"] = torch.stack([t.train_pairs for t in tasks])
+        self.tensors["train_labels"] = torch.stack([t.train_labels for t in tasks])
+        self.tensors["val_pairs"] = torch.stack([t.val_pairs for t in tasks])
+        self.tensors["val_labels"] = torch.stack([t.val_labels for t in tasks])
+        self.tensors["targets"] = torch.stack([t.targets for t in tasks])
+        for key in GRID_FIELDS:
+            self.tensors[key] = torch.tensor([getattr(t.config, key) for t in tasks], dtype=dtype)
+        self.tensors["index"] = torch.arange(len(tasks))
+
+    def select(self, keep: torch.Tensor) -> None:
+        self.tensors = {k: v[keep].contiguous() for k, v in self.tensors.items()}
+
+    def __len__(self) -> int:
+        return int(self.tensors["index"].shape[0])
+
+    def loss_and_accuracy(self, forward: Callable, params: list[torch.Tensor], pairs: torch.Tensor,
+                          labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per-cell mean loss (C,) and accuracy (C,) on ``pairs``."""
+        cfg = self.config
+        classification = cfg.task == "classification"
+        loss, out = forward(*params, pairs, labels, self.tensors["targets"], classification, cfg.group, cfg.d)
+        out = out.detach()
+        if classification:
+            pred = out.argmax(dim=2)
+        else:
+            pred = torch.cdist(out, self.tensors["targets"]).argmin(dim=2)
+        return loss, (pred == labels).to(torch.float64).mean(dim=1)
+
+
+def _forward(embedding: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
+             w3: torch.Tensor, b3: torch.Tensor, pairs: torch.Tensor, labels: torch.Tensor, targets: torch.Tensor,
+             classification: bool, group: str, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-cell loss (C,) and decoder output (C, n, out) of the stacked toy."""
+    x = toy_decoder_input(embedding, pairs, group, d)
+    h = torch.tanh(torch.baddbmm(b1[:, None, :], x, w1))
+    h = torch.tanh(torch.baddbmm(b2[:, None, :], h, w2))
+    out = torch.baddbmm(b3[:, None, :], h, w3)
+    if classification:
+        return F.cross_entropy(out.transpose(1, 2), labels, reduction="none").mean(dim=1), out
+    rows = torch.arange(out.shape[0])[:, None]
+    return (out - targets[rows, labels]).pow(2).mean(dim=(1, 2)), out
+
+
+def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Sequence[int] = (0,), *,
+               steps: int | None = None, threshold: float = 0.9, gap: float = 1000.0, stop_when: str = "decided",
+               out: str | os.PathLike | None = None, checkpoint_every: int | None = None, resume: bool = False,
+               callback: Callable[[int, int], None] | None = None, compile: str = "auto") -> GridResult:
+    """Train every cell of ``grid`` (and every seed) of the toy model at once.
+
+    Parameters
+    ----------
+    config : ToyConfig
+        The fields that do not vary (for example from
+        :func:`fitting.backend.toy_phase_setting`); its ``dtype`` (float32 or
+        float64) is used.
+    grid : dict of field -> list of numbers
+        Fields among ``GRID_FIELDS``; every combination is a cell.
+    seeds : list of distinct ints >= 0
+        Every cell runs once per seed (split, initialisation and targets as
+        ``train(config, seed)``).
+    steps : int >= 1, optional
+        Step budget; ``config.steps`` by default.
+    threshold : float in (0, 1]
+        Accuracy that counts as reached (0.9 in the paper).
+    gap : float > 0
+        Grokking gap passed to ``effective_theory.classify_phase`` (1e3 in
+        the paper).
+    stop_when : {"decided", "never"}
+        ``"decided"`` stops a cell once both accuracies reached the
+        threshold (its phase can no longer change); ``"never"`` trains every
+        cell for the whole budget.
+    out : path ending in .json, optional
+        Where the result is written (atomically), with a CSV beside it.
+        Needed for checkpoints.
+    checkpoint_every : int >= 1, optional
+        Write ``<out stem>.ckpt.pt`` every this many steps (removed when the
+        grid completes); ``resume=True`` continues from it bit-identically.
+    callback : callable(done, total), optional
+        Called after every step.
+    compile : {"auto", "never"}
+        ``"auto"`` fuses the AdamW update with ``torch.compile`` when it
+        works (about 5x less time in the update on 2 cores); ``"never"`` uses
+        plain torch (same formulas).
+
+    Returns
+    -------
+    GridResult
+        One record per cell and seed, in the order of
+        ``itertools.product(*grid.values())`` then ``seeds``.
+    """
+    if not isinstance(config, ToyConfig):
+        raise TypeError(f"config must be a ToyConfig, got {type(config).__name__}")
+    grid = _check_grid(grid)
+    seeds = _check_seeds(seeds)
+    steps = config.steps if steps is None else steps
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    steps = int(steps)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold <= 1:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold!r}")
+    if isinstance(gap, bool) or not isinstance(gap, (int, float)) or not (math.isfinite(gap) and gap > 0):
+        raise ValueError(f"gap must be a finite number > 0, got {gap!r}")
+    if stop_when not in ("decided", "never"):
+        raise ValueError(f"stop_when must be 'decided' or 'never', got {stop_when!r}")
+    if compile not in ("auto", "never"):
+        raise ValueError(f"compile must be 'auto' or 'never', got {compile!r}")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
+    if out is not None and Path(out).suffix != ".json":
+        raise ValueError(f"out must end in .json, got {str(out)!r}")
+    if (checkpoint_every or resume) and out is None:
+        raise ValueError("checkpoint_every and resume need an output path (out=...)")
+
+    keys = list(grid)
+    points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())]
+    cells = [pt for pt in points for _ in seeds]
+    cell_seeds = [s for _ in points for s in seeds]
+    n = len(cells)
+    identity = {"config": config.to_dict(), "grid": grid, "seeds": seeds, "steps": steps,
+                "threshold": float(threshold), "stop_when": stop_when}
+    stack = _Stack(config, cells, cell_seeds)
+    steps_train = np.full(n, -1, dtype=np.int64)
+    steps_val = np.full(n, -1, dtype=np.int64)
+    steps_run = np.zeros(n, dtype=np.int64)
+    last = np.full((n, 3), np.nan)  # train_acc, val_acc, train_loss
+    diverged = np.zeros(n, dtype=bool)
+    start, elapsed, cell_steps = 0, 0.0, 0
+    ckpt = checkpoint_path(Path(out)) if out is not None else None
+    if resume and ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, weights_only=True)
+        if state["identity"] != identity:
+            raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another grid run")
+        stack.tensors = state["tensors"]
+        steps_train, steps_val, steps_run = (state[k].numpy().copy() for k in ("steps_train", "steps_val",
+                                                                               "steps_run"))
+        last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
+        start, elapsed, cell_steps = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
+    forward, update, compiled = _compiled(compile)
+    tensors = stack.tensors
+    names = _Stack.NAMES
+    decoder = set(names[1:])
+
+    def save_checkpoint(step: int) -> None:
+        state = {"identity": identity, "tensors": stack.tensors, "step": step, "elapsed": elapsed + time.perf_counter()
+                 - t0, "cell_steps": cell_steps, "steps_train": torch.from_numpy(steps_train),
+                 "steps_val": torch.from_numpy(steps_val), "steps_run": torch.from_numpy(steps_run),
+                 "last": torch.from_numpy(last), "diverged": torch.from_numpy(diverged)}
+        atomic_write(ckpt, lambda fh: torch.save(state, fh))
+
+    t0 = time.perf_counter()
+    step = start
+    while step < steps and len(stack) > 0:
+        tensors = stack.tensors
+        params = [tensors[k].requires_grad_() for k in names]
+        loss, train_acc = stack.loss_and_accuracy(forward, params, tensors["train_pairs"], tensors["train_labels"])
+        grads = torch.autograd.grad(loss.sum(), params)
+        with torch.no_grad():
+            _, val_acc = stack.loss_and_accuracy(forward, params, tensors["val_pairs"], tensors["val_labels"])
+        idx = tensors["index"].numpy()
+        loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
+        last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
+        steps_run[idx] = step
+        bad = ~np.isfinite(loss_np)
+        diverged[idx[bad]] = True
+        new_train = (steps_train[idx] < 0) & (tr_np >= threshold) & ~bad
+        new_val = (steps_val[idx] < 0) & (va_np >= threshold) & ~bad
+        steps_train[idx[new_train]] = step
+        steps_val[idx[new_val]] = step
+        stop = bad.copy()
+        if stop_when == "decided":
+            stop |= (steps_train[idx] >= 0) & (steps_val[idx] >= 0)
+        cell_steps += len(idx)
+        with torch.no_grad():
+            for k in names:
+                tensors[k].requires_grad_(False)
+            t = step + 1
+            bc1 = torch.tensor(1 - BETAS[0] ** t, dtype=torch.float64)
+            bc2s = torch.tensor(math.sqrt(1 - BETAS[1] ** t), dtype=torch.float64)
+            lrs = [tensors["decoder_lr" if k in decoder else "embedding_lr"] for k in names]
+            wds = [tensors["decoder_weight_decay" if k in decoder else "embedding_weight_decay"] for k in names]
+            update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
+                   [tensors[f"v_{k}"] for k in names], lrs, wds, bc1, bc2s)
+        step += 1
+        steps_run[idx[~stop]] = step
+        if stop.any():
+            stack.select(torch.as_tensor(~stop))
+        if checkpoint_every and step % checkpoint_every == 0 and step < steps and len(stack) > 0:
+            save_checkpoint(step)
+        if callback is not None:
+            callback(step, steps)
+    seconds = elapsed + time.perf_counter() - t0
+    records = []
+    for i in range(n):
+        t_tr = int(steps_train[i]) if steps_train[i] >= 0 else None
+        t_va = int(steps_val[i]) if steps_val[i] >= 0 else None
+        records.append({**cells[i], "seed": cell_seeds[i], "steps_train": t_tr, "steps_val": t_va,
+                        "phase": classify_phase(t_tr, t_va, budget=float(steps), gap=float(gap)),
+                        "steps_run": int(steps_run[i]),
+                        "train_acc": _num(last[i, 0]), "val_acc": _num(last[i, 1]), "train_loss": _num(last[i, 2]),
+                        "diverged": bool(diverged[i])})
+    meta = {**identity, "gap": float(gap), "seconds": seconds, "cell_steps": int(cell_steps), "compiled": compiled,
+            "torch_version": torch.__version__, "threads": torch.get_num_threads()}
+    result = GridResult(records, meta)
+    if out is not None:
+        result.save(out)
+        result.save(Path(out).with_suffix(".csv"))
+        if ckpt is not None and ckpt.exists():
+            ckpt.unlink()
+    return result
+
+
+def _num(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
