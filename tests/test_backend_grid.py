@@ -1,0 +1,190 @@
+"""fitting.backend.train_grid: a grid as one stacked model agrees with the
+single-cell runs, stopped cells stay stopped, resume is bit-identical."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from fitting.backend import ToyConfig, toy_phase_setting, train, train_grid  # noqa: E402
+from fitting.backend.grid import GridFormatError, GridResult  # noqa: E402
+from particles import permutation_group  # noqa: E402
+
+SMALL = ToyConfig(p=6, d=2, hidden=32, task="regression", group="permutation", target_dim=8, embedding_lr=1e-2,
+                  n_train=20, steps=200, snapshot_every=1000)
+GRID = {"decoder_lr": [1e-2, 3e-2], "decoder_weight_decay": [0.0, 3.0]}
+
+
+def first_reach(series: np.ndarray, threshold: float = 0.9):
+    hits = np.flatnonzero(series >= threshold)
+    return int(hits[0]) if hits.size else None
+
+
+@pytest.fixture(scope="module")
+def full_run():
+    return train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never")
+
+
+@pytest.mark.parametrize("task,group,d", [("regression", "addition", 1), ("classification", "addition", 1),
+                                          ("regression", "permutation", 2)])
+def test_grid_matches_single_runs(task, group, d):
+    cfg = SMALL.replace(task=task, group=group, d=d, n_train=15 if group == "addition" else 20)
+    result = train_grid(cfg, GRID, seeds=[0, 1], stop_when="never", compile="never")
+    assert len(result.records) == 8
+    reached = 0
+    for rec in result.records:
+        cell = cfg.replace(decoder_lr=rec["decoder_lr"], decoder_weight_decay=rec["decoder_weight_decay"])
+        traj = train(cell, rec["seed"])
+        s = traj.scalars
+        assert rec["steps_train"] == first_reach(s["train_acc"])
+        assert rec["steps_val"] == first_reach(s["val_acc"])
+        assert rec["train_loss"] == pytest.approx(s["train_loss"][-1], rel=1e-9, abs=1e-12)
+        assert rec["train_acc"] == s["train_acc"][-1] and rec["val_acc"] == s["val_acc"][-1]
+        reached += rec["steps_train"] is not None
+    assert reached >= 1  # the comparison covers a crossing
+
+
+def test_stopped_cells_stay_stopped(full_run):
+    stopped = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="decided", compile="never")
+    n_decided = 0
+    for a, b in zip(full_run.records, stopped.records):
+        assert (a["steps_train"], a["steps_val"], a["phase"]) == (b["steps_train"], b["steps_val"], b["phase"])
+        if a["steps_train"] is not None and a["steps_val"] is not None:
+            n_decided += 1
+            assert b["steps_run"] == max(a["steps_train"], a["steps_val"])  # stopped at the deciding step
+        else:
+            assert b["steps_run"] == SMALL.steps
+            assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-12)  # the rest kept running
+    assert n_decided >= 1
+    assert stopped.meta["cell_steps"] < full_run.meta["cell_steps"]
+
+
+def test_resume_is_bit_identical(tmp_path, full_run):
+    out = tmp_path / "grid.json"
+
+    def interrupt(done, total):
+        if done == 110:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out, checkpoint_every=50,
+                   callback=interrupt)
+    assert (tmp_path / "grid.ckpt.pt").exists() and not out.exists()
+    resumed = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out,
+                         checkpoint_every=50, resume=True)
+    assert resumed.records == full_run.records
+    assert not (tmp_path / "grid.ckpt.pt").exists()
+    assert GridResult.load(out).records == full_run.records
+
+
+def test_checkpoint_of_another_grid_is_refused(tmp_path):
+    out = tmp_path / "grid.json"
+
+    def interrupt(done, total):
+        if done == 60:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_grid(SMALL, GRID, seeds=[0], compile="never", out=out, checkpoint_every=50, callback=interrupt)
+    with pytest.raises(ValueError, match="another grid run"):
+        train_grid(SMALL, GRID, seeds=[1], compile="never", out=out, resume=True)
+
+
+def test_result_files_round_trip(tmp_path, full_run):
+    full_run.save(tmp_path / "r.json")
+    full_run.save(tmp_path / "r.csv")
+    back = GridResult.load(tmp_path / "r.json")
+    assert back.records == full_run.records
+    assert back.meta["grid"] == GRID
+    lines = (tmp_path / "r.csv").read_text().splitlines()
+    assert lines[0].startswith("decoder_lr,decoder_weight_decay,seed,steps_train,steps_val,phase")
+    assert len(lines) == 1 + len(full_run.records)
+    assert sum(full_run.phase_counts().values()) == len(full_run.records)
+    assert set(full_run.majority()) == {(lr, wd) for lr in GRID["decoder_lr"] for wd in GRID["decoder_weight_decay"]}
+
+
+@pytest.mark.parametrize("content,field", [("not json", "JSON"), (json.dumps({"records": 3}), "records"),
+                                           (json.dumps({"records": [{"seed": 0}]}), "records[0].steps_train"),
+                                           (json.dumps({"records": [{"seed": 0, "steps_train": 1, "steps_val": 2,
+                                                                     "phase": "x"}]}), "records[0].phase")])
+def test_damaged_result_file_names_the_field(tmp_path, content, field):
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(GridFormatError, match=field.replace("[", r"\[").replace("]", r"\]")):
+        GridResult.load(path)
+
+
+@pytest.mark.parametrize("kwargs,name", [
+    (dict(grid={"lr": [1.0]}), "grid keys"), (dict(grid={"decoder_lr": []}), "decoder_lr"),
+    (dict(grid={"decoder_lr": [float("nan")]}), "decoder_lr"), (dict(grid={"decoder_lr": "0.1"}), "decoder_lr"),
+    (dict(seeds="5"), "seeds"), (dict(seeds=[0, 0]), "seeds"), (dict(steps=0), "steps"),
+    (dict(threshold=1.5), "threshold"), (dict(gap=-1), "gap"), (dict(stop_when="soon"), "stop_when"),
+    (dict(compile="yes"), "compile"), (dict(out="x.npz"), "out"), (dict(checkpoint_every=5), "out"),
+])
+def test_bad_arguments_name_the_parameter(kwargs, name):
+    args = {"grid": GRID, **kwargs}
+    grid = args.pop("grid")
+    with pytest.raises(ValueError, match=name):
+        train_grid(SMALL, grid, **args)
+
+
+def test_config_type_is_checked():
+    from fitting.backend import config_for
+
+    with pytest.raises(TypeError, match="ToyConfig"):
+        train_grid(config_for("survival-mlp"), GRID)
+
+
+def test_float32_grid_matches_float32_single_runs():
+    cfg = SMALL.replace(dtype="float32", steps=40)
+    r32 = train_grid(cfg, GRID, seeds=[0], stop_when="never", compile="never")
+    for rec in r32.records:
+        traj = train(cfg.replace(decoder_lr=rec["decoder_lr"], decoder_weight_decay=rec["decoder_weight_decay"]), 0)
+        assert rec["train_loss"] == pytest.approx(traj.scalars["train_loss"][-1], rel=1e-4)
+
+
+def test_paper_settings():
+    cfg, grid = toy_phase_setting("regression")
+    assert (cfg.p, cfg.d, cfg.hidden, cfg.target_dim, cfg.n_train, cfg.steps) == (10, 1, 200, 30, 45, 100_000)
+    assert len(grid["decoder_lr"]) == 16 and grid["decoder_lr"][0] == pytest.approx(1e-5)
+    assert grid["decoder_lr"][-1] == pytest.approx(1e-2) and grid["decoder_weight_decay"] == list(map(float, range(11)))
+    cfg, grid = toy_phase_setting("permutation")
+    assert (cfg.group, cfg.p, cfg.n_pairs, cfg.n_labels, cfg.input_dim, cfg.n_train) == ("permutation", 6, 36, 6, 9, 24)
+    with pytest.raises(ValueError, match="name"):
+        toy_phase_setting("modular")
+    with pytest.raises(ValueError, match="n_train"):
+        ToyConfig(n_train=55)
+    with pytest.raises(ValueError, match="p must be 6"):
+        ToyConfig(group="permutation", p=7)
+
+
+def test_permutation_group_is_s3():
+    data = permutation_group(3)
+    assert len(data) == 36 and data.p == 6
+    table = data.labels.reshape(6, 6)
+    assert np.array_equal(table[0], np.arange(6)) and np.array_equal(table[:, 0], np.arange(6))  # identity
+    for row in table:
+        assert sorted(row) == list(range(6))  # Latin square
+    from itertools import permutations
+
+    perms = list(permutations(range(3)))
+    P = np.zeros((6, 3, 3))
+    for k, perm in enumerate(perms):
+        P[k, list(perm), range(3)] = 1
+    for (a, b), c in zip(data.pairs, data.labels):
+        assert np.array_equal(P[a] @ P[b], P[c])
+    assert (table != table.T).any()  # not abelian
+    with pytest.raises(ValueError, match="n must be"):
+        permutation_group(1)
+
+
+@pytest.mark.slow
+def test_compiled_grid_agrees_with_plain(full_run):
+    compiled = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="auto")
+    for a, b in zip(full_run.records, compiled.records):
+        assert (a["steps_train"], a["steps_val"]) == (b["steps_train"], b["steps_val"])
+        assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-9)
