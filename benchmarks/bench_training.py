@@ -1,22 +1,34 @@
-"""Time the torch backend (needs the [torch] extra).
+"""Time the torch backend (needs the [torch] extra); every rate is measured in
+this run, next to its baseline, and printed as a ratio.
 
-1. Survival MLP (p = 59, d = 128, float64, full batch): B seeds one after
-   another against the same B seeds as one batched computation; seed-steps
-   per second of each and their ratio (target >= 4x at B = 32).
-2. Steps per second of each model at its default configuration, with the
-   per-step recording (signals, gradient norms, validation) included.
+1. Grid trainer (``train_grid``) on the paper's toy regression grid
+   (16 x 11 cells, float32): cell-steps per second of the stacked grid
+   against a sequential loop of single-cell runs over cells of the same grid,
+   (a) with ``train`` (the per-run recorder) and (b) a bare loop (forward,
+   backward, two AdamW steps, accuracies; nothing else). Target >= 10x.
+2. Survival MLP (p = 59, d = 128, full batch): B seeds one after another
+   against the same B seeds in ``train_batched``, float64 and float32.
+   Target >= 2x at B = 32.
+3. Steps per second of each model at its defaults (recording included).
 
-    python benchmarks/bench_training.py [--quick]
+    python benchmarks/bench_training.py [--quick] [--busy] [--json FILE]
+
+``--busy`` keeps one other process spinning on a core during the run (a
+shared machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing as mp
 import time
 
+import numpy as np
 import torch
 
-from fitting.backend import MODEL_CONFIGS, config_for, train, train_batched
+from fitting.backend import MODEL_CONFIGS, config_for, toy_phase_setting, train, train_batched, train_grid
+from fitting.backend.models import make_task
 
 
 def timed(fn) -> float:
@@ -25,33 +37,106 @@ def timed(fn) -> float:
     return time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="B = 4, few steps (CI smoke run)")
-    parser.add_argument("--seeds", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=30)
-    args = parser.parse_args()
+def _spin(stop) -> None:  # pragma: no cover - a busy neighbour
+    x = 0
+    while not stop.is_set():
+        x += 1
+
+
+def bare_loop(cfg, seed: int, steps: int) -> None:
+    """One toy cell trained with nothing but what the phase needs."""
+    task = make_task(cfg, seed)
+    for _ in range(steps):
+        task.step()
+        task.evaluate()
+        task.apply_update()
+
+
+def grid_section(args, out: dict) -> None:
+    cfg, grid = toy_phase_setting("regression")
+    steps = 20 if args.quick else args.grid_steps
+    if args.quick:
+        grid = {k: v[::4] for k, v in grid.items()}
+    cells = [(lr, wd) for lr in grid["decoder_lr"] for wd in grid["decoder_weight_decay"]]
+    train_grid(cfg, grid, steps=2)  # compile the fused kernels once
+    t_grid = train_grid(cfg, grid, steps=steps, stop_when="never").meta["seconds"]
+    rate_grid = len(cells) * steps / t_grid
+    rng = np.random.default_rng(0)
+    sample = [cells[i] for i in rng.choice(len(cells), size=min(len(cells), args.sample), replace=False)]
+    seq_steps = 10 if args.quick else args.sequential_steps
+    t_train = timed(lambda: [train(cfg.replace(decoder_lr=lr, decoder_weight_decay=wd, steps=seq_steps), 0)
+                             for lr, wd in sample])
+    t_bare = timed(lambda: [bare_loop(cfg.replace(decoder_lr=lr, decoder_weight_decay=wd), 0, seq_steps)
+                            for lr, wd in sample])
+    rate_train, rate_bare = len(sample) * seq_steps / t_train, len(sample) * seq_steps / t_bare
+    print(f"grid trainer, toy regression (p = 10, hidden 200, float32), {len(cells)} cells x {steps} steps")
+    print(f"  stacked grid:              {rate_grid:9.0f} cell-steps/s ({1e3 * t_grid / steps:.1f} ms a grid step)")
+    print(f"  sequential train():        {rate_train:9.0f} cell-steps/s   ratio {rate_grid / rate_train:6.1f}x")
+    print(f"  sequential bare loop:      {rate_bare:9.0f} cell-steps/s   ratio {rate_grid / rate_bare:6.1f}x"
+          f"   (target >= 10x)")
+    out["grid"] = {"cells": len(cells), "steps": steps, "rate_grid": rate_grid, "rate_train": rate_train,
+                   "rate_bare": rate_bare, "ratio_train": rate_grid / rate_train, "ratio_bare": rate_grid / rate_bare}
+
+
+def survival_section(args, out: dict) -> None:
     B = 4 if args.quick else args.seeds
     steps = 5 if args.quick else args.steps
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads")
-    cfg = config_for("survival-mlp", steps=steps)
-    train(cfg.replace(steps=2), 0)  # warm up allocator and kernels
-    t_seq = timed(lambda: [train(cfg, s) for s in range(B)])
-    t_bat = timed(lambda: train_batched(cfg, list(range(B))))
-    seq_rate, bat_rate = B * steps / t_seq, B * steps / t_bat
-    print(f"survival MLP p = 59, d = 128, float64, {B} seeds x {steps} steps")
-    print(f"  sequential: {seq_rate:8.1f} seed-steps/s")
-    print(f"  batched:    {bat_rate:8.1f} seed-steps/s")
-    print(f"  ratio batched / sequential: {bat_rate / seq_rate:.2f}x (target 4x at B = 32)")
-    for B_small in ((2,) if args.quick else (2, 8)):
-        t = timed(lambda: train_batched(cfg, list(range(B_small))))
-        print(f"  batched at B = {B_small}: {B_small * steps / t:8.1f} seed-steps/s")
-    print("steps per second at each model's defaults (recording included):")
-    for model in MODEL_CONFIGS:
-        n = 5 if args.quick else 100
-        mcfg = config_for(model, steps=n)
-        t = timed(lambda: train(mcfg, 0))
-        print(f"  {model:20s} {n / t:8.1f} steps/s")
+    out["survival"] = {}
+    for dtype in ("float64", "float32"):
+        cfg = config_for("survival-mlp", steps=steps, dtype=dtype)
+        train(cfg.replace(steps=2), 0)
+        train_batched(cfg.replace(steps=2), [0, 1])
+        t_seq = timed(lambda: [train(cfg, s) for s in range(B)])
+        t_bat = timed(lambda: train_batched(cfg, list(range(B))))
+        seq_rate, bat_rate = B * steps / t_seq, B * steps / t_bat
+        print(f"survival MLP p = 59, d = 128, {dtype}, {B} seeds x {steps} steps")
+        print(f"  sequential: {seq_rate:8.1f} seed-steps/s")
+        print(f"  batched:    {bat_rate:8.1f} seed-steps/s   ratio {bat_rate / seq_rate:.2f}x (target >= 2x)")
+        out["survival"][dtype] = {"seeds": B, "steps": steps, "rate_sequential": seq_rate, "rate_batched": bat_rate,
+                                  "ratio": bat_rate / seq_rate}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes, few steps (CI smoke run)")
+    parser.add_argument("--seeds", type=int, default=32, help="survival seeds (default 32)")
+    parser.add_argument("--steps", type=int, default=30, help="survival steps (default 30)")
+    parser.add_argument("--grid-steps", type=int, default=300, help="grid steps (default 300)")
+    parser.add_argument("--sequential-steps", type=int, default=300, help="steps of each sequential cell")
+    parser.add_argument("--sample", type=int, default=12, help="cells timed sequentially (default 12)")
+    parser.add_argument("--busy", action="store_true", help="keep one other process spinning meanwhile")
+    parser.add_argument("--only", choices=["grid", "survival", "models"], default=None)
+    parser.add_argument("--json", default=None, help="write the rates to this file")
+    args = parser.parse_args()
+    stop = mp.Event()
+    neighbour = None
+    if args.busy:
+        neighbour = mp.Process(target=_spin, args=(stop,), daemon=True)
+        neighbour.start()
+    out: dict = {"torch": torch.__version__, "threads": torch.get_num_threads(), "busy_neighbour": args.busy}
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads"
+          + (", one busy neighbour process" if args.busy else ""))
+    try:
+        if args.only in (None, "grid"):
+            grid_section(args, out)
+        if args.only in (None, "survival"):
+            survival_section(args, out)
+        if args.only in (None, "models"):
+            print("steps per second at each model's defaults (recording included):")
+            out["models"] = {}
+            for model in MODEL_CONFIGS:
+                n = 5 if args.quick else 100
+                mcfg = config_for(model, steps=n)
+                t = timed(lambda: train(mcfg, 0))
+                out["models"][model] = n / t
+                print(f"  {model:20s} {n / t:8.1f} steps/s")
+    finally:
+        stop.set()
+        if neighbour is not None:
+            neighbour.join(timeout=5)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(out, fh, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,7 @@
-"""The four training experiments of the torch backend (needs the [torch] extra).
+"""Three training experiments of the torch backend (needs the [torch] extra).
 
     python docs/examples/training_experiments.py survival --out docs/figures/training
     python docs/examples/training_experiments.py weight-decay --out docs/figures/training
-    python docs/examples/training_experiments.py toy-phases --out docs/figures/training
     python docs/examples/training_experiments.py clustering-heads --out docs/figures/training
 
 Each writes ``<name>.json`` (all measured numbers) and figures into --out;
@@ -131,42 +130,6 @@ def weight_decay(args) -> dict:
     return {"steps": steps, "seeds": len(seeds), "by_weight_decay": table}
 
 
-# ---------------------------------------------------------------- toy phases
-def toy_phases(args) -> dict:
-    from effective_theory import classify_phase
-    from fitting.backend import config_for
-
-    lrs = np.logspace(-4, -2, 2 if args.quick else 5)
-    wds = np.array([0.0, 10.0]) if args.quick else np.array([0.0, 0.1, 1.0, 3.0, 10.0])
-    steps = 200 if args.quick else 3000
-    gap = steps / 10
-    grid = {}
-    for lr in lrs:
-        for wd in wds:
-            cfg = config_for("toy", decoder_lr=float(lr), decoder_weight_decay=float(wd), embedding_lr=1e-3,
-                             steps=steps, snapshot_every=steps)
-            t = _runs(cfg, [0], args.out / "toy_runs" / f"lr{lr:.0e}_wd{wd}", 1)[0]
-            t_train = _first_reach(t.scalars["train_acc"], 0.9)
-            t_val = _first_reach(t.scalars["val_acc"], 0.9)
-            grid[f"{lr:.1e},{wd}"] = {"phase": classify_phase(t_train, t_val, budget=steps, gap=gap),
-                                      "t_train": t_train, "t_val": t_val}
-    phases = ("comprehension", "grokking", "memorization", "confusion")
-    fig = Figure(figsize=(5.5, 4.5), layout="constrained")
-    ax = fig.add_subplot()
-    codes = np.array([[phases.index(grid[f"{lr:.1e},{wd}"]["phase"]) for lr in lrs] for wd in wds])
-    im = ax.imshow(codes, origin="lower", cmap="viridis", vmin=0, vmax=3)
-    ax.set_xticks(range(len(lrs)), [f"{v:.0e}" for v in lrs])
-    ax.set_yticks(range(len(wds)), [f"{v:g}" for v in wds])
-    ax.set_xlabel("decoder learning rate")
-    ax.set_ylabel("decoder weight decay")
-    cbar = fig.colorbar(im, ax=ax, ticks=range(4))
-    cbar.ax.set_yticklabels(phases)
-    ax.set_title(f"toy model phases ({steps} steps, gap {gap:g})")
-    fig.savefig(args.out / "toy_phases.png", dpi=110)
-    return {"steps": steps, "gap": gap, "threshold": 0.9, "grid": grid,
-            "counts": {ph: sum(v["phase"] == ph for v in grid.values()) for ph in phases}}
-
-
 # ---------------------------------------------------------------- clustering heads
 def _within_class_share(frame: np.ndarray, labels: np.ndarray) -> float:
     """Within-class variance of the normalised vectors over their total variance."""
@@ -210,7 +173,7 @@ def clustering_heads(args) -> dict:
             "success_rate": float(np.mean([r["success"] for r in rows])), "runs": rows}
 
 
-EXPERIMENTS = {"survival": survival, "weight-decay": weight_decay, "toy-phases": toy_phases,
+EXPERIMENTS = {"survival": survival, "weight-decay": weight_decay,
                "clustering-heads": clustering_heads}
 
 

@@ -45,8 +45,39 @@ def _check_seeds(seeds: Sequence[int]) -> list[int]:
     return [int(s) for s in seeds]
 
 
+def _forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
+             w3: torch.Tensor, b3: torch.Tensor, pairs: torch.Tensor, labels: torch.Tensor,
+             d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-run mean cross-entropy (B,) and logits (B, n, p) of B stacked MLPs
+    (the sequential model's factored first layer, one batched product per half)."""
+    rows = torch.arange(E.shape[0])[:, None]
+    proj_a = torch.bmm(E, w1[:, :, :d].transpose(1, 2))  # (B, p, hidden)
+    proj_b = torch.bmm(E, w1[:, :, d:].transpose(1, 2))
+    x = F.silu(proj_a[rows, pairs[..., 0]] + proj_b[rows, pairs[..., 1]] + b1[:, None, :])
+    x = F.silu(torch.baddbmm(b2[:, None, :], x, w2.transpose(1, 2)))
+    logits = torch.baddbmm(b3[:, None, :], x, w3.transpose(1, 2))
+    losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none").mean(dim=1)
+    return losses, logits
+
+
+_COMPILED: dict[str, object] = {}
+
+
+def _forward_fn(compile_: str):
+    """The stacked forward, fused by ``torch.compile`` (``"auto"``, when it
+    works) or plain (``"never"``)."""
+    if compile_ == "never":
+        return _forward
+    if "fn" not in _COMPILED:
+        try:
+            _COMPILED["fn"] = torch.compile(_forward, dynamic=True)
+        except Exception:  # pragma: no cover - torch without a working compiler
+            _COMPILED["fn"] = _forward
+    return _COMPILED["fn"]
+
+
 def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
-                  callback: Callable[[int, int], None] | None = None) -> list[Trajectory]:
+                  callback: Callable[[int, int], None] | None = None, compile: str = "never") -> list[Trajectory]:
     """Train the survival MLP for every seed at once.
 
     Parameters
@@ -58,6 +89,9 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         (written atomically, also when interrupted, with
         ``meta["completed"] = False``).
     callback : callable(done, total), optional
+    compile : {"never", "auto"}
+        ``"auto"`` fuses the forward (and its backward) with
+        ``torch.compile`` where it works; same formulas.
 
     Returns
     -------
@@ -66,6 +100,8 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     if not isinstance(config, SurvivalMLPConfig):
         raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
     seeds = _check_seeds(seeds)
+    if compile not in ("auto", "never"):
+        raise ValueError(f"compile must be 'auto' or 'never', got {compile!r}")
     B, cfg = len(seeds), config
     data = modular_addition(cfg.p, ordered=True)
     inits = [survival_initial_parameters(cfg, s) for s in seeds]
@@ -79,24 +115,12 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     biases = [torch.stack([layers[i][1] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
     params = [E, *[t for pair in zip(weights, biases) for t in pair]]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    rows = torch.arange(B)[:, None]
+    forward = _forward_fn(compile)
 
-    d = cfg.d
-
-    def logits_of(pairs: torch.Tensor) -> torch.Tensor:
-        # the sequential model's factored first layer, one batched product per half
-        proj_a = torch.bmm(E, weights[0][:, :, :d].transpose(1, 2))  # (B, p, hidden)
-        proj_b = torch.bmm(E, weights[0][:, :, d:].transpose(1, 2))
-        x = F.silu(proj_a[rows, pairs[..., 0]] + proj_b[rows, pairs[..., 1]] + biases[0][:, None, :])
-        for i in (1, 2):
-            x = torch.baddbmm(biases[i][:, None, :], x, weights[i].transpose(1, 2))
-            if i < 2:
-                x = F.silu(x)
-        return x
-
-    def per_run(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
-        losses = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none").mean(dim=1)  # (B,)
-        acc = (logits.argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
+    def per_run(pairs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+        losses, logits = forward(E, weights[0], biases[0], weights[1], biases[1], weights[2], biases[2], pairs,
+                                 labels, cfg.d)
+        acc = (logits.detach().argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
         return losses, acc.numpy()
 
     K = n_frequencies(cfg.p)
@@ -113,10 +137,10 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     try:
         for t in range(cfg.steps):
             optimizer.zero_grad(set_to_none=False)
-            losses, train_acc = per_run(logits_of(tr_pairs), tr_labels)
+            losses, train_acc = per_run(tr_pairs, tr_labels)
             losses.sum().backward()
             with torch.no_grad():
-                val_losses, val_acc = per_run(logits_of(va_pairs), va_labels)
+                val_losses, val_acc = per_run(va_pairs, va_labels)
             train_loss = losses.detach().numpy()
             val_loss = val_losses.numpy()
             if not (np.all(np.isfinite(train_loss)) and np.all(np.isfinite(val_loss))):
