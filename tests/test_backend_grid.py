@@ -78,6 +78,7 @@ def test_resume_is_bit_identical(tmp_path, full_run):
         train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out, checkpoint_every=50,
                    callback=interrupt)
     assert (tmp_path / "grid.ckpt.pt").exists() and not out.exists()
+    assert torch.load(tmp_path / "grid.ckpt.pt", weights_only=True)["step"] == 110  # saved at the interruption
     resumed = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out,
                          checkpoint_every=50, resume=True)
     assert resumed.records == full_run.records
@@ -120,6 +121,11 @@ def test_damaged_result_file_names_the_field(tmp_path, content, field):
     path.write_text(content)
     with pytest.raises(GridFormatError, match=field.replace("[", r"\[").replace("]", r"\]")):
         GridResult.load(path)
+
+
+def test_numpy_grid_values_and_seeds_are_accepted():
+    r = train_grid(SMALL, {"decoder_lr": np.array([1e-2])}, seeds=np.arange(2), steps=3, compile="never")
+    assert [rec["seed"] for rec in r.records] == [0, 1]
 
 
 @pytest.mark.parametrize("kwargs,name", [

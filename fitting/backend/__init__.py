@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig,
-                      ToyConfig, config_for, toy_phase_setting)
+from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig, SparseModularConfig,
+                      SurvivalMLPConfig, ToyConfig, config_for, toy_phase_setting)
 
 __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "SurvivalMLPConfig", "ToyConfig",
            "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched",

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
 
-__all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig", "SparseModularConfig", "MODEL_CONFIGS",
-           "config_for"]
+__all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
+           "SparseModularConfig", "MODEL_CONFIGS", "config_for"]
 
 
 def _int_at_least(name: str, value: Any, low: int) -> None:

@@ -140,7 +140,8 @@ def _check_grid(grid: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
     for key, values in grid.items():
         if key not in GRID_FIELDS:
             raise ValueError(f"grid keys must be among {GRID_FIELDS}, got {key!r}")
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence) or len(values) == 0:
+        if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)) or np.ndim(values) != 1 \
+                or len(values) == 0:
             raise ValueError(f"grid[{key!r}] must be a non-empty list of numbers, got {values!r}")
         vals = []
         for v in values:
@@ -152,7 +153,8 @@ def _check_grid(grid: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
 
 
 def _check_seeds(seeds: Sequence[int]) -> list[int]:
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence) or len(seeds) == 0:
+    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (Sequence, np.ndarray)) or np.ndim(seeds) != 1 \
+            or len(seeds) == 0:
         raise ValueError(f"seeds must be a non-empty list of ints >= 0, got {seeds!r}")
     for s in seeds:
         if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
@@ -369,45 +371,53 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
 
     t0 = time.perf_counter()
     step = start
-    while step < steps and len(stack) > 0:
-        tensors = stack.tensors
-        params = [tensors[k].requires_grad_() for k in names]
-        loss, train_acc = stack.loss_and_accuracy(forward, params, tensors["train_pairs"], tensors["train_labels"])
-        grads = torch.autograd.grad(loss.sum(), params)
-        with torch.no_grad():
-            _, val_acc = stack.loss_and_accuracy(forward, params, tensors["val_pairs"], tensors["val_labels"])
-        idx = tensors["index"].numpy()
-        loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
-        last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
-        steps_run[idx] = step
-        bad = ~np.isfinite(loss_np)
-        diverged[idx[bad]] = True
-        new_train = (steps_train[idx] < 0) & (tr_np >= threshold) & ~bad
-        new_val = (steps_val[idx] < 0) & (va_np >= threshold) & ~bad
-        steps_train[idx[new_train]] = step
-        steps_val[idx[new_val]] = step
-        stop = bad.copy()
-        if stop_when == "decided":
-            stop |= (steps_train[idx] >= 0) & (steps_val[idx] >= 0)
-        cell_steps += len(idx)
-        with torch.no_grad():
-            for k in names:
-                tensors[k].requires_grad_(False)
-            t = step + 1
-            bc1 = torch.tensor(1 - BETAS[0] ** t, dtype=torch.float64)
-            bc2s = torch.tensor(math.sqrt(1 - BETAS[1] ** t), dtype=torch.float64)
-            lrs = [tensors["decoder_lr" if k in decoder else "embedding_lr"] for k in names]
-            wds = [tensors["decoder_weight_decay" if k in decoder else "embedding_weight_decay"] for k in names]
-            update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
-                   [tensors[f"v_{k}"] for k in names], lrs, wds, bc1, bc2s)
-        step += 1
-        steps_run[idx[~stop]] = step
-        if stop.any():
-            stack.select(torch.as_tensor(~stop))
-        if checkpoint_every and step % checkpoint_every == 0 and step < steps and len(stack) > 0:
-            save_checkpoint(step)
-        if callback is not None:
-            callback(step, steps)
+    consistent = True
+    try:
+        while step < steps and len(stack) > 0:
+            tensors = stack.tensors
+            params = [tensors[k].requires_grad_() for k in names]
+            loss, train_acc = stack.loss_and_accuracy(forward, params, tensors["train_pairs"], tensors["train_labels"])
+            grads = torch.autograd.grad(loss.sum(), params)
+            with torch.no_grad():
+                _, val_acc = stack.loss_and_accuracy(forward, params, tensors["val_pairs"], tensors["val_labels"])
+            idx = tensors["index"].numpy()
+            loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
+            last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
+            steps_run[idx] = step
+            bad = ~np.isfinite(loss_np)
+            diverged[idx[bad]] = True
+            new_train = (steps_train[idx] < 0) & (tr_np >= threshold) & ~bad
+            new_val = (steps_val[idx] < 0) & (va_np >= threshold) & ~bad
+            steps_train[idx[new_train]] = step
+            steps_val[idx[new_val]] = step
+            stop = bad.copy()
+            if stop_when == "decided":
+                stop |= (steps_train[idx] >= 0) & (steps_val[idx] >= 0)
+            cell_steps += len(idx)
+            with torch.no_grad():
+                for k in names:
+                    tensors[k].requires_grad_(False)
+                t = step + 1
+                bc1 = torch.tensor(1 - BETAS[0] ** t, dtype=torch.float64)
+                bc2s = torch.tensor(math.sqrt(1 - BETAS[1] ** t), dtype=torch.float64)
+                lrs = [tensors["decoder_lr" if k in decoder else "embedding_lr"] for k in names]
+                wds = [tensors["decoder_weight_decay" if k in decoder else "embedding_weight_decay"] for k in names]
+                consistent = False
+                update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
+                       [tensors[f"v_{k}"] for k in names], lrs, wds, bc1, bc2s)
+            step += 1
+            steps_run[idx[~stop]] = step
+            if stop.any():
+                stack.select(torch.as_tensor(~stop))
+            consistent = True
+            if checkpoint_every and step % checkpoint_every == 0 and step < steps and len(stack) > 0:
+                save_checkpoint(step)
+            if callback is not None:
+                callback(step, steps)
+    except BaseException:
+        if checkpoint_every and consistent and step > start:
+            save_checkpoint(step)  # an interruption between steps keeps its progress
+        raise
     seconds = elapsed + time.perf_counter() - t0
     records = []
     for i in range(n):
