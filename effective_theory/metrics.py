@@ -130,14 +130,21 @@ def _reached(t, budget: float) -> bool:
     return t is not None and math.isfinite(t) and t <= budget
 
 
-def classify_phase(t_train: float | None, t_val: float | None, budget: float = 1e5, gap: float = 1e3) -> str:
+def classify_phase(t_train: float | None, t_val: float | None, budget: float = 1e5, gap: float = 1e3,
+                   val_without_train: str = "comprehension") -> str:
     """Phase of a run from the steps at which train and validation accuracy
     first reached the threshold (None or inf: never within the budget).
 
     comprehension: both reached and t_val - t_train < gap; grokking: both,
     gap >= gap; memorization: only train; confusion: neither. Validation
-    without training (not in the paper's table) counts as comprehension.
+    without training is not in the paper's table: ``val_without_train`` says
+    what it counts as (``"comprehension"`` or ``"confusion"``; with few
+    validation pairs a momentary hit by chance is likely, and a run that never
+    fits its training data has comprehended nothing, so the phase-diagram
+    trainer uses ``"confusion"``).
     """
+    if val_without_train not in ("comprehension", "confusion"):
+        raise ValueError(f"val_without_train must be 'comprehension' or 'confusion', got {val_without_train!r}")
     for name, value in (("budget", budget), ("gap", gap)):
         if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
             raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
@@ -151,5 +158,5 @@ def classify_phase(t_train: float | None, t_val: float | None, budget: float = 1
     if train_ok:
         return "memorization"
     if val_ok:
-        return "comprehension"
+        return val_without_train
     return "confusion"

@@ -123,6 +123,16 @@ def test_damaged_result_file_names_the_field(tmp_path, content, field):
         GridResult.load(path)
 
 
+def test_reclassify_recomputes_phases(full_run):
+    back = full_run.reclassify(gap=1.0)
+    for a, b in zip(full_run.records, back.records):
+        if a["steps_train"] is not None and a["steps_val"] is not None and a["steps_val"] - a["steps_train"] >= 1:
+            assert b["phase"] == "grokking"
+        else:
+            assert b["phase"] == a["phase"]
+    assert back.meta["gap"] == 1.0
+
+
 def test_numpy_grid_values_and_seeds_are_accepted():
     r = train_grid(SMALL, {"decoder_lr": np.array([1e-2])}, seeds=np.arange(2), steps=3, compile="never")
     assert [rec["seed"] for rec in r.records] == [0, 1]

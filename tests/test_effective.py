@@ -170,6 +170,13 @@ def test_classify_phase(t_train, t_val, phase):
     assert et.classify_phase(t_train, t_val) == phase
 
 
+def test_classify_phase_validation_without_training():
+    assert et.classify_phase(None, 300, val_without_train="confusion") == "confusion"
+    assert et.classify_phase(100, 300, val_without_train="confusion") == "comprehension"
+    with pytest.raises(ValueError, match="val_without_train"):
+        et.classify_phase(None, 300, val_without_train="grokking")
+
+
 def test_probability_curve_p10():
     r = et.unique_structure_probability(10, samples=2000, seed=0, bootstrap=50)
     assert r.sizes.shape == (55,) and r.probability[0] == 0 and r.probability[-1] == 1

@@ -67,7 +67,8 @@ class GridResult:
         Grid fields of the cell (e.g. ``decoder_lr``, ``decoder_weight_decay``),
         ``seed``, ``steps_train`` and ``steps_val`` (first step with accuracy
         >= threshold, None if never), ``phase`` (``effective_theory.classify_phase``
-        with the run's budget and gap), ``steps_run`` (steps trained before
+        with the run's budget and gap; validation reached without training
+        counts as confusion), ``steps_run`` (steps trained before
         the cell stopped), ``train_acc``/``val_acc``/``train_loss`` at the
         last step measured, ``diverged`` (loss became non-finite).
     meta : dict
@@ -78,6 +79,16 @@ class GridResult:
 
     records: list[dict[str, Any]]
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def reclassify(self, gap: float | None = None, val_without_train: str = "confusion") -> "GridResult":
+        """The same records with phases recomputed from ``steps_train`` and
+        ``steps_val`` (for another grokking gap or another treatment of
+        validation reached without training)."""
+        gap = self.meta.get("gap", 1000.0) if gap is None else gap
+        budget = float(self.meta.get("steps", 1e5))
+        records = [{**r, "phase": classify_phase(r["steps_train"], r["steps_val"], budget=budget, gap=gap,
+                                                 val_without_train=val_without_train)} for r in self.records]
+        return GridResult(records, {**self.meta, "gap": float(gap), "val_without_train": val_without_train})
 
     def phase_counts(self) -> dict[str, int]:
         """Number of records in each phase."""
@@ -424,11 +435,12 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         t_tr = int(steps_train[i]) if steps_train[i] >= 0 else None
         t_va = int(steps_val[i]) if steps_val[i] >= 0 else None
         records.append({**cells[i], "seed": cell_seeds[i], "steps_train": t_tr, "steps_val": t_va,
-                        "phase": classify_phase(t_tr, t_va, budget=float(steps), gap=float(gap)),
+                        "phase": classify_phase(t_tr, t_va, budget=float(steps), gap=float(gap),
+                                                val_without_train="confusion"),
                         "steps_run": int(steps_run[i]),
                         "train_acc": _num(last[i, 0]), "val_acc": _num(last[i, 1]), "train_loss": _num(last[i, 2]),
                         "diverged": bool(diverged[i])})
-    meta = {**identity, "gap": float(gap), "seconds": seconds, "cell_steps": int(cell_steps), "compiled": compiled,
+    meta = {**identity, "gap": float(gap), "val_without_train": "confusion", "seconds": seconds, "cell_steps": int(cell_steps), "compiled": compiled,
             "torch_version": torch.__version__, "threads": torch.get_num_threads()}
     result = GridResult(records, meta)
     if out is not None:
