@@ -133,6 +133,17 @@ def test_reclassify_recomputes_phases(full_run):
     assert back.meta["gap"] == 1.0
 
 
+def test_merge_of_seed_runs_equals_one_run(full_run):
+    a = train_grid(SMALL, GRID, seeds=[1], stop_when="never", compile="never")
+    b = train_grid(SMALL, GRID, seeds=[0], stop_when="never", compile="never")
+    merged = GridResult.merge([a, b])
+    assert merged.records == full_run.records and merged.meta["seeds"] == [0, 1]
+    with pytest.raises(ValueError, match="share seeds"):
+        GridResult.merge([a, a])
+    with pytest.raises(ValueError, match="steps"):
+        GridResult.merge([a, train_grid(SMALL, GRID, seeds=[2], steps=5, compile="never")])
+
+
 def test_numpy_grid_values_and_seeds_are_accepted():
     r = train_grid(SMALL, {"decoder_lr": np.array([1e-2])}, seeds=np.arange(2), steps=3, compile="never")
     assert [rec["seed"] for rec in r.records] == [0, 1]

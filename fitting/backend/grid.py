@@ -80,6 +80,30 @@ class GridResult:
     records: list[dict[str, Any]]
     meta: dict[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def merge(cls, results: Sequence["GridResult"]) -> "GridResult":
+        """One result from runs of the same grid with different seeds (for
+        example ``--first-seed 1 --seeds 2`` after a one-seed run). Records
+        are ordered by cell, then seed; ``seconds`` and ``cell_steps`` add up."""
+        results = list(results)
+        if not results:
+            raise ValueError("results must hold at least one GridResult")
+        first = results[0].meta
+        for r in results[1:]:
+            for key in ("config", "grid", "steps", "threshold", "gap", "stop_when"):
+                if r.meta.get(key) != first.get(key):
+                    raise ValueError(f"results differ in meta[{key!r}]: {first.get(key)!r} vs {r.meta.get(key)!r}")
+        seeds = [s for r in results for s in r.meta.get("seeds", [])]
+        if len(set(seeds)) != len(seeds):
+            raise ValueError(f"results share seeds: {sorted(seeds)}")
+        keys = list(first.get("grid", {}))
+        order = {tuple(v): i for i, v in enumerate(itertools.product(*first["grid"].values()))} if keys else {}
+        records = sorted((rec for r in results for rec in r.records),
+                         key=lambda rec: (order.get(tuple(rec[k] for k in keys), 0), rec["seed"]))
+        meta = {**first, "seeds": sorted(seeds), "seconds": sum(r.meta.get("seconds", 0.0) for r in results),
+                "cell_steps": sum(r.meta.get("cell_steps", 0) for r in results)}
+        return cls(records, meta)
+
     def reclassify(self, gap: float | None = None, val_without_train: str = "confusion") -> "GridResult":
         """The same records with phases recomputed from ``steps_train`` and
         ``steps_val`` (for another grokking gap or another treatment of

@@ -1,0 +1,35 @@
+"""Merge toy phase-grid results of the same grid run with different seeds,
+and redraw the majority-phase diagram (needs the [torch] extra).
+
+    python docs/examples/merge_phase_grids.py A.json B.json --out merged.json
+
+Writes merged.json, merged.csv and merged.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from fitting.backend.grid import GridResult
+from fitting.plot import plot_phase_grid
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("results", nargs="+", type=Path, help="GridResult JSON files")
+    parser.add_argument("--out", type=Path, required=True, help="merged JSON file")
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args()
+    merged = GridResult.merge([GridResult.load(p) for p in args.results])
+    merged.save(args.out)
+    merged.save(args.out.with_suffix(".csv"))
+    m = merged.meta
+    title = args.title or (f"{args.out.stem}: {m['steps']} steps, {len(m['seeds'])} seeds, majority phase; "
+                           f"{m['seconds'] / 60:.0f} min in all")
+    plot_phase_grid(merged.records, title=title).savefig(args.out.with_suffix(".png"), dpi=120)
+    print(", ".join(f"{k} {v}" for k, v in merged.phase_counts().items()) + f" -> {args.out}")
+
+
+if __name__ == "__main__":
+    main()
