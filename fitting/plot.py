@@ -142,9 +142,9 @@ def plot_phase_grid(records: Sequence[dict], x: str = "decoder_lr", y: str = "de
                     title: str | None = None, ax=None) -> Figure:
     """Phase diagram of a grid result: one square per cell coloured by its
     majority phase over seeds (ties to the earlier of comprehension,
-    grokking, memorization, confusion), x on a log axis when it spans a
-    factor > 10, and the step to 90 % validation accuracy written in
-    generalising cells (in thousands).
+    grokking, memorization, confusion), the grid values as equally spaced
+    categories, and the median step to 90 % validation accuracy of the
+    majority's seeds written in generalising cells (in thousands).
 
     Parameters
     ----------

@@ -52,6 +52,28 @@ def test_grid_matches_single_runs(task, group, d):
     assert reached >= 1  # the comparison covers a crossing
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_per_cell_adamw_is_torch_adamw_bit_for_bit(dtype):
+    from fitting.backend.grid import _adamw
+
+    gen = torch.Generator().manual_seed(0)
+    lrs, wds = [1.5848931924611134e-05, 1e-3, 6.309573444801929e-3], [3.0, 0.0, 10.0]
+    stacked = torch.randn(3, 7, 5, generator=gen, dtype=dtype)
+    singles = [torch.nn.Parameter(stacked[c].clone()) for c in range(3)]
+    opts = [torch.optim.AdamW([w], lr=lr, weight_decay=wd) for w, lr, wd in zip(singles, lrs, wds)]
+    m, v = torch.zeros_like(stacked), torch.zeros_like(stacked)
+    lr64, wd64 = torch.tensor(lrs, dtype=torch.float64), torch.tensor(wds, dtype=torch.float64)
+    for t in range(1, 1301):  # past t = 1270, where sqrt(x) and x ** 0.5 first differ in float64
+        grad = torch.randn(3, 7, 5, generator=gen, dtype=dtype)
+        for c, (w, opt) in enumerate(zip(singles, opts)):
+            w.grad = grad[c].clone()
+            opt.step()
+        _adamw([stacked], [grad], [m], [v], [(1 - lr64 * wd64).to(dtype)], [(lr64 / (1 - 0.9 ** t)).to(dtype)],
+               torch.tensor((1 - 0.999 ** t) ** 0.5, dtype=torch.float64))
+    for c, w in enumerate(singles):
+        assert torch.equal(stacked[c], w.detach())
+
+
 def test_stopped_cells_stay_stopped(full_run):
     stopped = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="decided", compile="never")
     n_decided = 0
@@ -219,3 +241,13 @@ def test_compiled_grid_agrees_with_plain(full_run):
     for a, b in zip(full_run.records, compiled.records):
         assert (a["steps_train"], a["steps_val"]) == (b["steps_train"], b["steps_val"])
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-9)
+
+
+@pytest.mark.parametrize("argv,name", [(["--seeds", "0"], "--seeds"), (["--checkpoint-every", "0"], "--checkpoint-every"),
+                                       (["--steps", "0"], "steps")])
+def test_toy_phases_cli_bad_values_are_one_line(capsys, argv, name):
+    from particles.cli import main
+
+    assert main(["toy-phases", "regression", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and name in err

@@ -107,12 +107,17 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     from .grid import train_grid
 
     out = Path(args.out)
-    stem = f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
+            + ("" if seeds == [0] else f"_seeds{seeds[0]}-{seeds[-1]}"))
     cells = len(seeds) * int(__import__("math").prod(len(v) for v in grid.values()))
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
-    result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
-                        resume=args.resume, callback=bar)
+    try:
+        result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
+                            resume=args.resume, callback=bar)
+    except ValueError as exc:  # e.g. a checkpoint of another grid in --out
+        print(f"embdyn toy-phases: {exc}", file=sys.stderr)
+        return 2
     counts = result.phase_counts()
     title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase; "
              f"{result.meta['seconds'] / 60:.1f} min")
@@ -137,7 +142,7 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--steps", type=int, default=None, help="step budget (default 100000, the paper's)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None, help="default float32")
-    p.add_argument("--quick", action="store_true", help="every 4th grid value only (a 4 x 3 grid)")
+    p.add_argument("--quick", action="store_true", help="every 4th learning rate and every 2nd weight decay (4 x 6)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")

@@ -90,7 +90,7 @@ class GridResult:
             raise ValueError("results must hold at least one GridResult")
         first = results[0].meta
         for r in results[1:]:
-            for key in ("config", "grid", "steps", "threshold", "gap", "stop_when"):
+            for key in ("config", "grid", "steps", "threshold", "gap", "stop_when", "val_without_train"):
                 if r.meta.get(key) != first.get(key):
                     raise ValueError(f"results differ in meta[{key!r}]: {first.get(key)!r} vs {r.meta.get(key)!r}")
         seeds = [s for r in results for s in r.meta.get("seeds", [])]
@@ -98,8 +98,11 @@ class GridResult:
             raise ValueError(f"results share seeds: {sorted(seeds)}")
         keys = list(first.get("grid", {}))
         order = {tuple(v): i for i, v in enumerate(itertools.product(*first["grid"].values()))} if keys else {}
-        records = sorted((rec for r in results for rec in r.records),
-                         key=lambda rec: (order.get(tuple(rec[k] for k in keys), 0), rec["seed"]))
+        records = [rec for r in results for rec in r.records]
+        for rec in records:
+            if tuple(rec[k] for k in keys) not in order:
+                raise ValueError(f"a record's cell {[rec[k] for k in keys]} is not in the grid {first['grid']}")
+        records.sort(key=lambda rec: (order[tuple(rec[k] for k in keys)], rec["seed"]))
         meta = {**first, "seeds": sorted(seeds), "seconds": sum(r.meta.get("seconds", 0.0) for r in results),
                 "cell_steps": sum(r.meta.get("cell_steps", 0) for r in results)}
         return cls(records, meta)
@@ -118,9 +121,11 @@ class GridResult:
         """Number of records in each phase."""
         return {ph: sum(r["phase"] == ph for r in self.records) for ph in PHASES}
 
-    def majority(self, keys: Sequence[str] = ("decoder_lr", "decoder_weight_decay")) -> dict[tuple, str]:
+    def majority(self, keys: Sequence[str] | None = None) -> dict[tuple, str]:
         """Majority phase per cell over seeds (ties go to the earlier phase of
-        ``PHASES``)."""
+        ``PHASES``); cells are keyed by the values of ``keys`` (the grid's
+        fields by default)."""
+        keys = list(self.meta.get("grid", {})) if keys is None else list(keys)
         votes: dict[tuple, list[str]] = {}
         for r in self.records:
             votes.setdefault(tuple(r[k] for k in keys), []).append(r["phase"])
@@ -201,37 +206,63 @@ def _check_seeds(seeds: Sequence[int]) -> list[int]:
 
 # ------------------------------------------------------------------ AdamW
 def _adamw(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
-           exp_avg_sqs: list[torch.Tensor], lrs: list[torch.Tensor], wds: list[torch.Tensor],
-           bias_correction1: torch.Tensor, bias_correction2_sqrt: torch.Tensor) -> None:
+           exp_avg_sqs: list[torch.Tensor], decays: list[torch.Tensor], step_sizes: list[torch.Tensor],
+           bias_correction2_sqrt: torch.Tensor) -> None:
     """torch.optim.AdamW's update (single-tensor form, amsgrad off) with a
-    learning rate and weight decay per cell (leading axis)."""
-    for p, g, m, v, lr, wd in zip(params, grads, exp_avgs, exp_avg_sqs, lrs, wds):
+    learning rate and weight decay per cell (leading axis).
+
+    ``decays`` = 1 - lr * weight_decay and ``step_sizes`` = lr / (1 - beta1^t),
+    one per cell, are computed in float64 and rounded once to the parameter
+    dtype, as torch rounds its Python-float scalars."""
+    for p, g, m, v, decay, step in zip(params, grads, exp_avgs, exp_avg_sqs, decays, step_sizes):
         shape = (p.shape[0],) + (1,) * (p.dim() - 1)
-        lr = lr.view(shape)
-        p.mul_(1 - lr * wd.view(shape))
+        p.mul_(decay.view(shape))
         m.lerp_(g, 1 - BETAS[0])
         v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
         denom = (v.sqrt() / bias_correction2_sqrt).add_(EPS)
-        p.sub_((lr / bias_correction1) * m / denom)
+        p.sub_(step.view(shape) * m / denom)
+
+
+class _FirstCallFallback:
+    """A compiled function that falls back to its plain version for good if
+    the first call fails (``torch.compile`` compiles lazily, at that call)."""
+
+    def __init__(self, compiled: Callable, plain: Callable):
+        self.compiled, self.plain = compiled, plain
+        self.fn: Callable | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self.fn is not None:
+            return self.fn(*args)
+        try:
+            out = self.compiled(*args)
+        except Exception:  # a missing or broken compiler: the plain function (same formulas)
+            self.fn = self.plain
+            return self.plain(*args)
+        self.fn = self.compiled
+        return out
+
+    @property
+    def is_compiled(self) -> bool:
+        return self.fn is not self.plain
 
 
 _COMPILED: dict[str, Any] = {}
 
 
-def _compiled(compile_: str) -> tuple[Callable, Callable, bool]:
-    """(forward, AdamW update, compiled?): fused by ``torch.compile`` (shapes
-    dynamic, so removing stopped cells does not recompile) unless
-    ``compile_ == "never"`` or compilation is unavailable."""
+def _compiled(compile_: str) -> tuple[Callable, Callable]:
+    """(forward, AdamW update): fused by ``torch.compile`` (shapes dynamic,
+    so removing stopped cells does not recompile) unless ``compile_ ==
+    "never"``; plain torch if compiling fails."""
     if compile_ == "never":
-        return _forward, _adamw, False
+        return _forward, _adamw
     if "fns" not in _COMPILED:
         try:
-            _COMPILED["fns"] = (torch.compile(_forward, dynamic=True), torch.compile(_adamw, dynamic=True))
-        except Exception:  # pragma: no cover - torch without a working compiler
-            _COMPILED["fns"] = None
-    if _COMPILED["fns"] is None:  # pragma: no cover
-        return _forward, _adamw, False
-    return (*_COMPILED["fns"], True)
+            _COMPILED["fns"] = (_FirstCallFallback(torch.compile(_forward, dynamic=True), _forward),
+                                _FirstCallFallback(torch.compile(_adamw, dynamic=True), _adamw))
+        except Exception:  # pragma: no cover - torch without torch.compile
+            _COMPILED["fns"] = (_forward, _adamw)
+    return _COMPILED["fns"]
 
 
 # ------------------------------------------------------------------ the stack
@@ -242,7 +273,6 @@ class _Stack:
 
     def __init__(self, config: ToyConfig, cells: list[dict[str, float]], seeds: list[int]):
         self.config = config
-        dtype = DTYPES[config.dtype]
         tasks = [ToyTask(config.replace(**cell), seed) for cell, seed in zip(cells, seeds)]
         self.tensors: dict[str, torch.Tensor] = {}
         emb = torch.stack([t.model.embedding.detach() for t in tasks])
@@ -259,8 +289,8 @@ class _Stack:
         self.tensors["val_pairs"] = torch.stack([t.val_pairs for t in tasks])
         self.tensors["val_labels"] = torch.stack([t.val_labels for t in tasks])
         self.tensors["targets"] = torch.stack([t.targets for t in tasks])
-        for key in GRID_FIELDS:
-            self.tensors[key] = torch.tensor([getattr(t.config, key) for t in tasks], dtype=dtype)
+        for key in GRID_FIELDS:  # float64: per-cell scalars are rounded once, as torch rounds Python floats
+            self.tensors[key] = torch.tensor([getattr(t.config, key) for t in tasks], dtype=torch.float64)
         self.tensors["index"] = torch.arange(len(tasks))
 
     def select(self, keep: torch.Tensor) -> None:
@@ -374,7 +404,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     cell_seeds = [s for _ in points for s in seeds]
     n = len(cells)
     identity = {"config": config.to_dict(), "grid": grid, "seeds": seeds, "steps": steps,
-                "threshold": float(threshold), "stop_when": stop_when}
+                "threshold": float(threshold), "stop_when": stop_when, "compile": compile,
+                "torch_version": str(torch.__version__)}
     stack = _Stack(config, cells, cell_seeds)
     steps_train = np.full(n, -1, dtype=np.int64)
     steps_val = np.full(n, -1, dtype=np.int64)
@@ -392,7 +423,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                                                                                "steps_run"))
         last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
         start, elapsed, cell_steps = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
-    forward, update, compiled = _compiled(compile)
+    forward, update = _compiled(compile)
+    dtype = DTYPES[config.dtype]
     tensors = stack.tensors
     names = _Stack.NAMES
     decoder = set(names[1:])
@@ -415,6 +447,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
             grads = torch.autograd.grad(loss.sum(), params)
             with torch.no_grad():
                 _, val_acc = stack.loss_and_accuracy(forward, params, tensors["val_pairs"], tensors["val_labels"])
+            consistent = False  # from here until the next step starts, the state is mid-update
             idx = tensors["index"].numpy()
             loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
             last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
@@ -433,13 +466,17 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                 for k in names:
                     tensors[k].requires_grad_(False)
                 t = step + 1
-                bc1 = torch.tensor(1 - BETAS[0] ** t, dtype=torch.float64)
-                bc2s = torch.tensor(math.sqrt(1 - BETAS[1] ** t), dtype=torch.float64)
-                lrs = [tensors["decoder_lr" if k in decoder else "embedding_lr"] for k in names]
-                wds = [tensors["decoder_weight_decay" if k in decoder else "embedding_weight_decay"] for k in names]
-                consistent = False
+                bias_correction1 = 1 - BETAS[0] ** t
+                bc2s = torch.tensor((1 - BETAS[1] ** t) ** 0.5, dtype=torch.float64)
+                decays, step_sizes = {}, {}
+                for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
+                                                ("emb", ("embedding_lr", "embedding_weight_decay"))):
+                    decays[group] = (1 - tensors[lr_key] * tensors[wd_key]).to(dtype)
+                    step_sizes[group] = (tensors[lr_key] / bias_correction1).to(dtype)
+                groups = ["dec" if k in decoder else "emb" for k in names]
                 update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
-                       [tensors[f"v_{k}"] for k in names], lrs, wds, bc1, bc2s)
+                       [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups],
+                       [step_sizes[g] for g in groups], bc2s)
             step += 1
             steps_run[idx[~stop]] = step
             if stop.any():
@@ -449,6 +486,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                 save_checkpoint(step)
             if callback is not None:
                 callback(step, steps)
+        if callback is not None and step < steps:
+            callback(steps, steps)  # every cell stopped early: the work is done
     except BaseException:
         if checkpoint_every and consistent and step > start:
             save_checkpoint(step)  # an interruption between steps keeps its progress
@@ -464,8 +503,9 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                         "steps_run": int(steps_run[i]),
                         "train_acc": _num(last[i, 0]), "val_acc": _num(last[i, 1]), "train_loss": _num(last[i, 2]),
                         "diverged": bool(diverged[i])})
-    meta = {**identity, "gap": float(gap), "val_without_train": "confusion", "seconds": seconds, "cell_steps": int(cell_steps), "compiled": compiled,
-            "torch_version": torch.__version__, "threads": torch.get_num_threads()}
+    meta = {**identity, "gap": float(gap), "val_without_train": "confusion", "seconds": seconds,
+            "cell_steps": int(cell_steps), "compiled": bool(getattr(update, "is_compiled", False)),
+            "torch_version": str(torch.__version__), "threads": torch.get_num_threads()}
     result = GridResult(records, meta)
     if out is not None:
         result.save(out)
