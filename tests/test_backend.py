@@ -93,6 +93,29 @@ def test_batched_training_equals_sequential_runs(tmp_path):
         train_batched(small("toy"), [0])
 
 
+def test_batched_resume_is_bit_identical(tmp_path):
+    from fitting.backend.batched import batched_checkpoint_path
+
+    cfg = small("survival-mlp")
+    seeds = [2, 5]
+    whole = train_batched(cfg, seeds)
+    with pytest.raises(KeyboardInterrupt):
+        train_batched(cfg, seeds, tmp_path, checkpoint_every=10, callback=Interrupt(25))
+    ckpt = batched_checkpoint_path(cfg, seeds, tmp_path)
+    assert ckpt.exists()
+    assert Trajectory.load(tmp_path / "survival-mlp_seed2.npz").meta["completed"] is False
+    with pytest.raises(ValueError, match="another batched run"):
+        train_batched(cfg, seeds, tmp_path, resume=True, compile="auto")
+    resumed = train_batched(cfg, seeds, tmp_path, checkpoint_every=10, resume=True)
+    assert not ckpt.exists()
+    for a, b in zip(whole, resumed):
+        assert np.array_equal(a.embeddings, b.embeddings) and np.array_equal(a.signals, b.signals)
+        for name in a.scalars:
+            assert np.array_equal(a.scalars[name], b.scalars[name]), name
+    with pytest.raises(ValueError, match="out_dir"):
+        train_batched(cfg, seeds, checkpoint_every=5)
+
+
 class Interrupt:
     def __init__(self, at):
         self.at = at

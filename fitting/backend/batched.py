@@ -21,14 +21,15 @@ from torch.nn import functional as F
 
 from particles.datasets import modular_addition
 from particles.simulate import _package_version
-from particles.trajectory import Trajectory
+from particles.trajectory import Trajectory, atomic_write
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
+from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
 from .models import survival_initial_parameters
 from .trainer import TrainingDivergedError, _Recorder
 
-__all__ = ["train_batched"]
+__all__ = ["train_batched", "batched_checkpoint_path"]
 
 LAYERS = ("layer1", "layer2", "layer3")
 
@@ -60,24 +61,15 @@ def _forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tens
     return losses, logits
 
 
-_COMPILED: dict[str, object] = {}
-
-
-def _forward_fn(compile_: str):
-    """The stacked forward, fused by ``torch.compile`` (``"auto"``, when it
-    works) or plain (``"never"``)."""
-    if compile_ == "never":
-        return _forward
-    if "fn" not in _COMPILED:
-        try:
-            _COMPILED["fn"] = torch.compile(_forward, dynamic=True)
-        except Exception:  # pragma: no cover - torch without a working compiler
-            _COMPILED["fn"] = _forward
-    return _COMPILED["fn"]
+def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike) -> Path:
+    """Checkpoint file of a batched run in ``out_dir``."""
+    seeds = list(seeds)
+    return Path(out_dir) / f"{config.model}_batched_seed{seeds[0]}-{seeds[-1]}_n{len(seeds)}.ckpt.pt"
 
 
 def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
-                  callback: Callable[[int, int], None] | None = None, compile: str = "never") -> list[Trajectory]:
+                  callback: Callable[[int, int], None] | None = None, compile: str = "never",
+                  checkpoint_every: int | None = None, resume: bool = False) -> list[Trajectory]:
     """Train the survival MLP for every seed at once.
 
     Parameters
@@ -92,6 +84,14 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     compile : {"never", "auto"}
         ``"auto"`` fuses the forward (and its backward) with
         ``torch.compile`` where it works; same formulas.
+    checkpoint_every : int >= 1, optional
+        Write a checkpoint of all seeds (:func:`batched_checkpoint_path`)
+        every this many steps and at an interruption between steps; needs
+        ``out_dir``; removed when the run completes.
+    resume : bool
+        Continue from that checkpoint if there is one (bit-identical to an
+        uninterrupted run); a checkpoint of another config, seed list or
+        compile mode is refused.
 
     Returns
     -------
@@ -102,6 +102,11 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     seeds = _check_seeds(seeds)
     if compile not in ("auto", "never"):
         raise ValueError(f"compile must be 'auto' or 'never', got {compile!r}")
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
+    if (checkpoint_every or resume) and out_dir is None:
+        raise ValueError("checkpoint_every and resume need an output folder (out_dir=...)")
     B, cfg = len(seeds), config
     data = modular_addition(cfg.p, ordered=True)
     inits = [survival_initial_parameters(cfg, s) for s in seeds]
@@ -115,7 +120,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     biases = [torch.stack([layers[i][1] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
     params = [E, *[t for pair in zip(weights, biases) for t in pair]]
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    forward = _forward_fn(compile)
+    forward = compiled_or_plain(_forward, compile)
 
     def per_run(pairs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
         losses, logits = forward(E, weights[0], biases[0], weights[1], biases[1], weights[2], biases[2], pairs,
@@ -133,9 +138,30 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     metas = [{**base_meta, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
              for s, (t, v) in zip(seeds, splits)]
     paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
-    n_done = 0
+    ckpt = None if out_dir is None else batched_checkpoint_path(cfg, seeds, out_dir)
+    identity = {"config": cfg.to_dict(), "seeds": seeds, "compile": compile, "torch_version": str(torch.__version__)}
+    start = 0
+    if resume and ckpt is not None and ckpt.exists():
+        state = torch.load(ckpt, weights_only=True)
+        if state["identity"] != identity:
+            raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another batched run: {state['identity']} "
+                             f"instead of {identity}")
+        with torch.no_grad():
+            for param, saved in zip(params, state["params"]):
+                param.copy_(saved)
+        optimizer.load_state_dict(state["optimizer"])
+        for rec, rec_state in zip(recorders, state["recorders"]):
+            start = rec.load_state(rec_state)
+    n_done = start
+    consistent = True
+
+    def save_checkpoint() -> None:
+        state = {"identity": identity, "params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
+                 "recorders": [rec.to_state(n_done) for rec in recorders]}
+        atomic_write(ckpt, lambda fh: torch.save(state, fh))
+
     try:
-        for t in range(cfg.steps):
+        for t in range(start, cfg.steps):
             optimizer.zero_grad(set_to_none=False)
             losses, train_acc = per_run(tr_pairs, tr_labels)
             losses.sum().backward()
@@ -152,6 +178,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
             norms = {k: v.sqrt().numpy() for k, v in norms.items()}
             emb = E.detach().numpy().copy()
             signals = fourier_signals(emb, dc=True)  # (B, K + 1)
+            consistent = False
             for b, rec in enumerate(recorders):
                 values = {"train_loss": train_loss[b], "train_acc": train_acc[b], "val_loss": val_loss[b],
                           "val_acc": val_acc[b], DC_SCALAR: signals[b, 0], **{k: v[b] for k, v in norms.items()}}
@@ -160,6 +187,9 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
                 rec.record(t, values, signals[b, 1:])
             optimizer.step()
             n_done = t + 1
+            consistent = True
+            if checkpoint_every and n_done % checkpoint_every == 0 and n_done < cfg.steps:
+                save_checkpoint()
             if callback is not None:
                 callback(n_done, cfg.steps)
         final = E.detach().numpy().copy()
@@ -170,10 +200,14 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
             for rec, meta, path in zip(recorders, metas, paths):
                 rec.trajectory(n_done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": n_done,
                                                       "stopped_by": type(exc).__name__}).save(path)
+            if checkpoint_every and consistent and n_done > start:
+                save_checkpoint()
         raise
     trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
                     for rec, meta in zip(recorders, metas)]
     for traj, path in zip(trajectories, paths):
         if path is not None:
             traj.save(path)
+    if ckpt is not None and ckpt.exists():
+        ckpt.unlink()
     return trajectories

@@ -28,6 +28,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
             raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
         if args.batched and args.model != "survival-mlp":
             raise ValueError("--batched exists for survival-mlp only")
+        if args.compile and not args.batched:
+            raise ValueError("--compile exists with --batched only")
+        if args.checkpoint_every is not None and args.checkpoint_every < 1:
+            raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
     except (ValueError, TypeError) as exc:
         print(f"embdyn train: {exc}", file=sys.stderr)
         return 2
@@ -39,7 +43,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.batched:
         bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
-        trajectories = train_batched(config, seeds, out, callback=bar)
+        trajectories = train_batched(config, seeds, out, callback=bar, compile="auto" if args.compile else "never",
+                                     checkpoint_every=args.checkpoint_every, resume=args.resume)
         paths = [out / f"{config.model}_seed{s}.npz" for s in seeds]
     else:
         trajectories, paths = [], []
@@ -72,7 +77,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                    help="override a config field (repeatable), e.g. --set weight_decay=0.6")
     p.add_argument("--batched", action="store_true", help="train all seeds as one batched computation "
                                                           "(survival-mlp)")
-    p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps (sequential runs)")
+    p.add_argument("--compile", action="store_true", help="with --batched: fuse the stacked forward with "
+                                                          "torch.compile")
+    p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from checkpoints in --out")
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -38,6 +38,7 @@ from torch.nn import functional as F
 from effective_theory.metrics import PHASES, classify_phase
 from particles.trajectory import atomic_write
 
+from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .models import DTYPES, ToyTask, toy_decoder_input
 from .trainer import checkpoint_path
@@ -223,48 +224,6 @@ def _adamw(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list
         p.sub_(step.view(shape) * m / denom)
 
 
-class _FirstCallFallback:
-    """A compiled function that falls back to its plain version for good if
-    the first call fails (``torch.compile`` compiles lazily, at that call)."""
-
-    def __init__(self, compiled: Callable, plain: Callable):
-        self.compiled, self.plain = compiled, plain
-        self.fn: Callable | None = None
-
-    def __call__(self, *args: Any) -> Any:
-        if self.fn is not None:
-            return self.fn(*args)
-        try:
-            out = self.compiled(*args)
-        except Exception:  # a missing or broken compiler: the plain function (same formulas)
-            self.fn = self.plain
-            return self.plain(*args)
-        self.fn = self.compiled
-        return out
-
-    @property
-    def is_compiled(self) -> bool:
-        return self.fn is not self.plain
-
-
-_COMPILED: dict[str, Any] = {}
-
-
-def _compiled(compile_: str) -> tuple[Callable, Callable]:
-    """(forward, AdamW update): fused by ``torch.compile`` (shapes dynamic,
-    so removing stopped cells does not recompile) unless ``compile_ ==
-    "never"``; plain torch if compiling fails."""
-    if compile_ == "never":
-        return _forward, _adamw
-    if "fns" not in _COMPILED:
-        try:
-            _COMPILED["fns"] = (_FirstCallFallback(torch.compile(_forward, dynamic=True), _forward),
-                                _FirstCallFallback(torch.compile(_adamw, dynamic=True), _adamw))
-        except Exception:  # pragma: no cover - torch without torch.compile
-            _COMPILED["fns"] = (_forward, _adamw)
-    return _COMPILED["fns"]
-
-
 # ------------------------------------------------------------------ the stack
 class _Stack:
     """Parameters, optimiser state and data of the active cells."""
@@ -423,7 +382,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                                                                                "steps_run"))
         last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
         start, elapsed, cell_steps = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
-    forward, update = _compiled(compile)
+    forward, update = compiled_or_plain(_forward, compile), compiled_or_plain(_adamw, compile)
     dtype = DTYPES[config.dtype]
     tensors = stack.tensors
     names = _Stack.NAMES
