@@ -93,6 +93,18 @@ def test_batched_training_equals_sequential_runs(tmp_path):
         train_batched(small("toy"), [0])
 
 
+def test_batched_in_two_processes_matches_one_stack():
+    cfg = small("survival-mlp", steps=15)
+    seeds = [0, 3, 7]
+    one = train_batched(cfg, seeds)
+    two = train_batched(cfg, seeds, n_jobs=2)
+    for a, b in zip(one, two):
+        assert a.meta["seed"] == b.meta["seed"]
+        np.testing.assert_allclose(a.signals, b.signals, rtol=0, atol=1e-10)
+    with pytest.raises(ValueError, match="n_jobs"):
+        train_batched(cfg, seeds, n_jobs=4)
+
+
 def test_batched_resume_is_bit_identical(tmp_path):
     from fitting.backend.batched import batched_checkpoint_path
 

@@ -61,6 +61,29 @@ def _forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tens
     return losses, logits
 
 
+def _group_worker(threads: int, *args, **kwargs) -> list[Trajectory]:
+    torch.set_num_threads(threads)
+    return train_batched(*args, **kwargs)
+
+
+def _train_in_groups(config: SurvivalMLPConfig, seeds: list[int], out_dir, *, callback, compile: str,
+                     checkpoint_every: int | None, resume: bool, n_jobs: int) -> list[Trajectory]:
+    from joblib import Parallel, delayed
+
+    groups = [list(g) for g in np.array_split(np.array(seeds), n_jobs)]
+    threads = max(1, torch.get_num_threads() // n_jobs)
+    jobs = (delayed(_group_worker)(threads, config, [int(s) for s in g], out_dir, compile=compile,
+                                   checkpoint_every=checkpoint_every, resume=resume) for g in groups)
+    out: list[Trajectory] = []
+    done = 0
+    for trajs in Parallel(n_jobs=n_jobs, backend="loky", return_as="generator")(jobs):
+        out.extend(trajs)
+        done += len(trajs)
+        if callback is not None:
+            callback(done * config.steps, len(seeds) * config.steps)
+    return out
+
+
 def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike) -> Path:
     """Checkpoint file of a batched run in ``out_dir``."""
     seeds = list(seeds)
@@ -69,7 +92,7 @@ def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out
 
 def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
                   callback: Callable[[int, int], None] | None = None, compile: str = "never",
-                  checkpoint_every: int | None = None, resume: bool = False) -> list[Trajectory]:
+                  checkpoint_every: int | None = None, resume: bool = False, n_jobs: int = 1) -> list[Trajectory]:
     """Train the survival MLP for every seed at once.
 
     Parameters
@@ -92,6 +115,11 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         Continue from that checkpoint if there is one (bit-identical to an
         uninterrupted run); a checkpoint of another config, seed list or
         compile mode is refused.
+    n_jobs : int >= 1
+        Split the seeds into ``n_jobs`` contiguous groups, each trained as
+        one stack in its own process (joblib) with ``cores // n_jobs`` torch
+        threads; checkpoints are per group. ``callback`` then reports as
+        groups finish.
 
     Returns
     -------
@@ -107,6 +135,11 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
     if (checkpoint_every or resume) and out_dir is None:
         raise ValueError("checkpoint_every and resume need an output folder (out_dir=...)")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= len(seeds):
+        raise ValueError(f"n_jobs must be an int in [1, {len(seeds)}] (at most one job per seed), got {n_jobs!r}")
+    if n_jobs > 1:
+        return _train_in_groups(config, seeds, out_dir, callback=callback, compile=compile,
+                                checkpoint_every=checkpoint_every, resume=resume, n_jobs=n_jobs)
     B, cfg = len(seeds), config
     data = modular_addition(cfg.p, ordered=True)
     inits = [survival_initial_parameters(cfg, s) for s in seeds]

@@ -28,8 +28,10 @@ def _cmd_train(args: argparse.Namespace) -> int:
             raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
         if args.batched and args.model != "survival-mlp":
             raise ValueError("--batched exists for survival-mlp only")
-        if args.compile and not args.batched:
-            raise ValueError("--compile exists with --batched only")
+        if (args.compile or args.jobs != 1) and not args.batched:
+            raise ValueError("--compile and --jobs exist with --batched only")
+        if not 1 <= args.jobs <= args.seeds:
+            raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
         if args.checkpoint_every is not None and args.checkpoint_every < 1:
             raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
     except (ValueError, TypeError) as exc:
@@ -44,7 +46,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.batched:
         bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
         trajectories = train_batched(config, seeds, out, callback=bar, compile="auto" if args.compile else "never",
-                                     checkpoint_every=args.checkpoint_every, resume=args.resume)
+                                     checkpoint_every=args.checkpoint_every, resume=args.resume, n_jobs=args.jobs)
         paths = [out / f"{config.model}_seed{s}.npz" for s in seeds]
     else:
         trajectories, paths = [], []
@@ -79,6 +81,8 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                                                           "(survival-mlp)")
     p.add_argument("--compile", action="store_true", help="with --batched: fuse the stacked forward with "
                                                           "torch.compile")
+    p.add_argument("--jobs", type=int, default=1, help="with --batched: split the seeds over this many processes "
+                                                       "(default 1)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from checkpoints in --out")
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
@@ -150,6 +154,8 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=None, help="step budget (default 100000, the paper's)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None, help="default float32")
     p.add_argument("--quick", action="store_true", help="every 4th learning rate and every 2nd weight decay (4 x 6)")
+    p.add_argument("--jobs", type=int, default=1, help="with --batched: split the seeds over this many processes "
+                                                       "(default 1)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")
