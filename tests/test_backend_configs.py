@@ -21,8 +21,10 @@ def test_configs_validate_without_torch():
         SurvivalMLPConfig(train_fraction=1.5)
     with pytest.raises(ValueError, match="task must be one of"):
         ToyConfig(task="ranking")
-    with pytest.raises(ValueError, match="d must be one of"):
-        ToyConfig(d=3)
+    with pytest.raises(ValueError, match=r"d must be an int in \[1, 8\]"):
+        ToyConfig(d=9)
+    with pytest.raises(ValueError, match="group must be one of"):
+        ToyConfig(group="cyclic")
     with pytest.raises(ValueError, match="k must be in"):
         config_for("sparse-modular", k=20)
     with pytest.raises(ValueError, match="batch_size must be <= n_train"):
