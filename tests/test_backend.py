@@ -218,5 +218,5 @@ def test_cli_train_writes_one_file_per_seed(tmp_path, capsys):
                  "--batched", "--out", str(tmp_path / "b"), "--quiet"])
     assert code == 0 and len(list((tmp_path / "b").glob("*.npz"))) == 2
     assert main(["train", "toy", "--batched", "--out", str(tmp_path), "--quiet"]) == 2
-    assert main(["train", "toy", "--set", "d=5", "--out", str(tmp_path), "--quiet"]) == 2
-    assert "d must be one of" in capsys.readouterr().err
+    assert main(["train", "toy", "--set", "d=9", "--out", str(tmp_path), "--quiet"]) == 2
+    assert "d must be an int in [1, 8]" in capsys.readouterr().err
