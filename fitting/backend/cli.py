@@ -3,10 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 
 __all__ = ["register_train", "register_toy_phases"]
+
+
+def _seeds_of(args: argparse.Namespace) -> list[int]:
+    """The seeds of ``--seeds``/``--first-seed``, after checking those and
+    ``--checkpoint-every`` (ValueError naming the flag)."""
+    if args.seeds < 1 or args.first_seed < 0:
+        raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
+    if args.checkpoint_every is not None and args.checkpoint_every < 1:
+        raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+    return list(range(args.first_seed, args.first_seed + args.seeds))
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -24,16 +35,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
         if args.snapshot_every is not None:
             changes["snapshot_every"] = args.snapshot_every
         config = config_for(args.model, **changes)
-        if args.seeds < 1 or args.first_seed < 0:
-            raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
+        seeds = _seeds_of(args)
         if args.batched and args.model != "survival-mlp":
             raise ValueError("--batched exists for survival-mlp only")
         if (args.compile or args.jobs != 1) and not args.batched:
             raise ValueError("--compile and --jobs exist with --batched only")
         if not 1 <= args.jobs <= args.seeds:
             raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
-        if args.checkpoint_every is not None and args.checkpoint_every < 1:
-            raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
     except (ValueError, TypeError) as exc:
         print(f"embdyn train: {exc}", file=sys.stderr)
         return 2
@@ -42,7 +50,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     if args.batched:
         bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
         trajectories = train_batched(config, seeds, out, callback=bar, compile="auto" if args.compile else "never",
@@ -107,10 +114,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
         config, grid = toy_phase_setting(args.variant, **changes)
         if args.quick:
             grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
-        if args.seeds < 1 or args.first_seed < 0:
-            raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
-        if args.checkpoint_every is not None and args.checkpoint_every < 1:
-            raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
+        seeds = _seeds_of(args)
     except (ValueError, TypeError) as exc:
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
@@ -118,10 +122,9 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     from .grid import train_grid
 
     out = Path(args.out)
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
     stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
             + ("" if seeds == [0] else f"_seeds{seeds[0]}-{seeds[-1]}"))
-    cells = len(seeds) * int(__import__("math").prod(len(v) for v in grid.values()))
+    cells = len(seeds) * math.prod(len(v) for v in grid.values())
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
     try:
         result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
