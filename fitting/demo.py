@@ -27,6 +27,8 @@ import numpy as np
 
 __all__ = ["run_demo", "DemoError", "STAGES"]
 
+from particles.metrics import STRUCTURES
+
 STAGES = ("particles", "theory", "fitting")
 Progress = Callable[[str, int, int], None]
 
@@ -157,12 +159,11 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
         p = st["particles"]
         lines += ["## 1. Particle model (clustering and alignment forces)", "",
                   f"Structure of the final embedding over {p['seeds']} seeds per preset:", "",
-                  "| preset | " + " | ".join(("circle", "grid", "imperfect grid", "unstructured")) + " |",
-                  "|---|---|---|---|---|"]
+                  "| preset | " + " | ".join(STRUCTURES) + " |",
+                  "|---" * (len(STRUCTURES) + 1) + "|"]
         for name in ("circles", "grids"):
             counts = p[name]
-            lines.append(f"| {name} | " + " | ".join(str(counts.get(c, 0)) for c in
-                                                     ("circle", "grid", "imperfect grid", "unstructured")) + " |")
+            lines.append(f"| {name} | " + " | ".join(str(counts.get(c, 0)) for c in STRUCTURES) + " |")
         lines += [""] + [f"![{f}]({f})" for f in p["figures"]] + [""]
     if "theory" in st:
         t = st["theory"]

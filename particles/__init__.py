@@ -21,10 +21,10 @@ from .datasets import PairDataset, addition, make_rng, modular_addition, permuta
 from .effective import (NORMALIZATIONS, EffectiveLoss, centroid_sum, effective_loss, effective_loss_gradient,
                         effective_loss_reference, simulate_effective, spread)
 from .energy import energy, energy_and_forces, forces
-from .metrics import (STRUCTURES, best_circularity, circularity, classify_structure, grid_defects,
+from .metrics import (STRUCTURES, best_circularity, circularity, classify_structure, grid_defects, line_ratio,
                       pair_sum_accuracy, structure_metrics)
 from .parallelograms import constraint_matrix, label_constraints, parallelograms
-from .params import ALIGNMENT_FORMS, ALIGNMENTS, ForceParams
+from .params import ALIGNMENT_FORMS, ALIGNMENTS, WD_TARGETS, ForceParams
 from .presets import PRESETS, Preset, preset, preset_names
 from .reference import energy_reference, forces_reference
 from .simulate import MinimizeResult, NonFiniteStateError, minimize, simulate
@@ -32,10 +32,10 @@ from .sweep import SweepTable, sweep
 from .trajectory import SCHEMA_VERSION, Trajectory, TrajectoryFormatError
 
 __all__ = [
-    "ALIGNMENTS", "ALIGNMENT_FORMS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "PRESETS",
+    "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "PRESETS",
     "PairDataset", "Preset", "SCHEMA_VERSION", "STRUCTURES", "SweepTable", "Trajectory", "TrajectoryFormatError",
     "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
-    "energy_reference", "forces", "forces_reference", "grid_defects", "make_rng", "minimize", "modular_addition",
+    "energy_reference", "forces", "forces_reference", "grid_defects", "line_ratio", "make_rng", "minimize", "modular_addition",
     "pair_sum_accuracy", "permutation_group", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
     "NORMALIZATIONS", "EffectiveLoss", "centroid_sum", "effective_loss", "effective_loss_gradient",
     "effective_loss_reference", "simulate_effective", "spread", "constraint_matrix", "label_constraints",

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-__all__ = ["ForceParams", "ALIGNMENTS", "ALIGNMENT_FORMS"]
+__all__ = ["ForceParams", "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS"]
 
 #: How the alignment force moves a pair sum: ``"gradient"`` is the exact
 #: -dU_ali/ds; ``"polar"`` keeps only the turning part and makes the angular
@@ -16,6 +16,11 @@ ALIGNMENTS = ("gradient", "polar")
 #: uses c**2, so a class is aligned when its pair sums lie on one line
 #: through the origin (either sign), as they do in a perfect circle.
 ALIGNMENT_FORMS = ("cosine", "axial")
+#: What ``wd`` decays: ``"particles"`` is SPEC's term (wd/2) sum |x|^2;
+#: ``"classifier"`` reads wd as the network classifier's weight decay, which
+#: bounds its biases, so the alignment's softening length is the bias scale
+#: bias_scale / wd (see docs/particles.md, "Weight decay on the classifier").
+WD_TARGETS = ("particles", "classifier")
 
 
 @dataclass(frozen=True)
@@ -39,7 +44,20 @@ class ForceParams:
         Softening (> 0) of the norm in the cosine, rho(s) = sqrt(|s|^2 + eps^2);
         pair sums much shorter than eps carry little direction.
     wd : float
-        Weight decay (>= 0): a force -wd x on every particle.
+        Weight decay (>= 0). With ``wd_target="particles"`` a force -wd x on
+        every particle (SPEC). With ``"classifier"`` the classifier's weight
+        decay: the alignment's softening becomes
+        sqrt(eps^2 + (bias_scale / wd)^2), so alignment is off at wd = 0 and
+        reaches full strength as wd grows; particles then decay with
+        ``particle_decay``.
+    wd_target : {"particles", "classifier"}
+        What ``wd`` acts on (default SPEC's "particles").
+    bias_scale : float
+        Classifier variant: the boundary offset (> 0) at wd = 1; offsets
+        scale as 1 / wd.
+    particle_decay : float
+        Classifier variant: decay (>= 0) on the particles, a force
+        -particle_decay x (the embedding's own weight decay).
     alignment : {"gradient", "polar"}
         Exact gradient of U_ali, or the torque-driven variant (not a gradient).
     alignment_form : {"cosine", "axial"}
@@ -59,30 +77,57 @@ class ForceParams:
     wd: float = 0.1
     alignment: str = "gradient"
     alignment_form: str = "cosine"
+    wd_target: str = "particles"
+    bias_scale: float = 1.0
+    particle_decay: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("k_a", "sig_a", "k_r", "sig_r", "lam", "sig_t", "eps", "wd"):
+        for name in ("k_a", "sig_a", "k_r", "sig_r", "lam", "sig_t", "eps", "wd", "bias_scale", "particle_decay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"ForceParams.{name} must be a real number, got {type(value).__name__}")
             if not math.isfinite(value):
                 raise ValueError(f"ForceParams.{name} must be finite, got {value}")
             object.__setattr__(self, name, float(value))
-        for name in ("k_a", "k_r", "lam", "wd"):
+        for name in ("k_a", "k_r", "lam", "wd", "particle_decay"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ForceParams.{name} must be >= 0, got {getattr(self, name)}")
-        for name in ("sig_a", "sig_r", "sig_t", "eps"):
+        for name in ("sig_a", "sig_r", "sig_t", "eps", "bias_scale"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"ForceParams.{name} must be > 0, got {getattr(self, name)}")
         if self.alignment not in ALIGNMENTS:
             raise ValueError(f"ForceParams.alignment must be one of {ALIGNMENTS}, got {self.alignment!r}")
         if self.alignment_form not in ALIGNMENT_FORMS:
             raise ValueError(f"ForceParams.alignment_form must be one of {ALIGNMENT_FORMS}, got {self.alignment_form!r}")
+        if self.wd_target not in WD_TARGETS:
+            raise ValueError(f"ForceParams.wd_target must be one of {WD_TARGETS}, got {self.wd_target!r}")
+
+    @property
+    def effective_lam(self) -> float:
+        """The alignment weight the forces use: ``lam``, or 0 when the
+        classifier variant has wd = 0 (infinite bias scale: no alignment)."""
+        if self.wd_target == "classifier" and self.wd == 0.0:
+            return 0.0
+        return self.lam
+
+    @property
+    def effective_eps(self) -> float:
+        """The alignment's softening length: ``eps``, or
+        sqrt(eps^2 + (bias_scale / wd)^2) in the classifier variant."""
+        if self.wd_target == "classifier" and self.wd > 0.0:
+            return math.hypot(self.eps, self.bias_scale / self.wd)
+        return self.eps
+
+    @property
+    def particle_wd(self) -> float:
+        """The decay acting on the particles: ``wd``, or ``particle_decay`` in
+        the classifier variant."""
+        return self.particle_decay if self.wd_target == "classifier" else self.wd
 
     @property
     def is_gradient(self) -> bool:
         """True when the forces are -grad U (so U decreases along the flow)."""
-        return self.alignment == "gradient" or self.lam == 0.0
+        return self.alignment == "gradient" or self.effective_lam == 0.0
 
     def replace(self, **changes: Any) -> "ForceParams":
         """A copy with some fields changed (validated again)."""
@@ -95,8 +140,11 @@ class ForceParams:
         return asdict(self)
 
     def as_array(self):
-        """The numeric parameters in the order the compiled kernels expect."""
+        """The numeric parameters in the order the compiled kernels expect
+        (alignment weight, softening and particle decay as the forces use
+        them: :attr:`effective_lam`, :attr:`effective_eps`, :attr:`particle_wd`)."""
         import numpy as np
 
-        return np.array([self.k_a, self.sig_a, self.k_r, self.sig_r, self.lam, self.sig_t, self.eps, self.wd,
+        return np.array([self.k_a, self.sig_a, self.k_r, self.sig_r, self.effective_lam, self.sig_t,
+                         self.effective_eps, self.particle_wd,
                          float(ALIGNMENTS.index(self.alignment)), float(ALIGNMENT_FORMS.index(self.alignment_form))])

@@ -1,4 +1,5 @@
-"""Named, runnable parameter sets (``preset("grids")``, ``preset("circles")``).
+"""Named, runnable parameter sets (``preset("grids")``, ``preset("circles")``,
+``preset("clustering-alignment")``).
 
 A preset fixes the dataset (modular addition, p tokens, training fraction),
 the initial distribution x0 ~ N(0, init_scale^2), the force parameters and the
@@ -102,14 +103,23 @@ class Preset:
         return out
 
 
+#: clustering shared by ``grids`` and ``clustering-alignment``: a same-class
+#: attraction a little longer-ranged than the different-class repulsion and
+#: strong enough to hold a 2-D lattice together, and a decay of 4 on the
+#: particles that keeps the lattice compact (a weak decay lets it open into
+#: a 1-D chain)
+_CLUSTERING = dict(k_a=8.0, sig_a=3.0, k_r=1.0, sig_r=2.0)
+_PARTICLE_DECAY = 4.0
+
 PRESETS: dict[str, Preset] = {
     "grids": Preset(
         name="grids",
-        params=ForceParams(k_a=3.0, sig_a=3.0, k_r=1.0, sig_r=1.0, lam=0.0, wd=0.1),
-        steps=5000,
+        params=ForceParams(**_CLUSTERING, lam=0.0, wd=_PARTICLE_DECAY),
+        steps=10000,
         dt=0.01,
-        description="Clustering only (SPEC section 1 prototype setting): same-class pair sums attract over a "
-                    "long range, different classes repel over a short one; tokens settle on lattices.",
+        description="Clustering only, the grid extreme (clustering-alignment at wd = 0): same-class pair sums "
+                    "attract over a range of 3, different classes repel over 2, and a decay of 4 on the particles "
+                    "keeps the lattice compact; tokens settle on 2-D lattices (grids) and imperfect grids.",
     ),
     "circles": Preset(
         name="circles",
@@ -117,9 +127,21 @@ PRESETS: dict[str, Preset] = {
                            alignment_form="axial"),
         steps=5000,
         dt=0.01,
-        description="Axial alignment only (exact gradient): each class's pair sums line up on one line through "
-                    "the origin and different classes' lines repel in angle; weight decay sets the radius. "
-                    "Tokens settle on a circle ordered by a frequency coprime to p.",
+        description="Axial alignment only (exact gradient), the circle extreme: each class's pair sums line up on "
+                    "one line through the origin and different classes' lines repel in angle; the particle decay "
+                    "and the softening eps together set the radius (about eps / 2). Tokens settle on a circle "
+                    "ordered by a frequency coprime to p.",
+    ),
+    "clustering-alignment": Preset(
+        name="clustering-alignment",
+        params=ForceParams(**_CLUSTERING, lam=3.0, sig_t=0.5, eps=0.1, wd=0.3, alignment="gradient",
+                           alignment_form="axial", wd_target="classifier", bias_scale=1.0,
+                           particle_decay=_PARTICLE_DECAY),
+        steps=10000,
+        dt=0.01,
+        description="Both forces, with wd the classifier's weight decay (Musat's mechanism): the classifier's "
+                    "bias scale 1 / wd softens the alignment, so at wd = 0 only clustering acts (grids) and as wd "
+                    "grows alignment takes over (circles). Vary it with .replace(wd=...).",
     ),
 }
 
@@ -129,7 +151,7 @@ def preset_names() -> list[str]:
 
 
 def preset(name: str) -> Preset:
-    """The named preset (``"grids"`` or ``"circles"``)."""
+    """The named preset: ``"grids"``, ``"circles"`` or ``"clustering-alignment"``."""
     if not isinstance(name, str):
         raise TypeError(f"preset name must be a str, got {type(name).__name__}")
     try:

@@ -57,21 +57,22 @@ def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams
     f = np.einsum("uv,uvk->uk", coef, delta)
     energy = 0.5 * np.sum(np.where(same, -att, rep) * off)
 
-    if params.lam > 0:
+    lam, eps = params.effective_lam, params.effective_eps
+    if lam > 0:
         if s.shape[1] < 2:
             raise ValueError("alignment (lam > 0) needs dimension d >= 2")
-        rho = np.sqrt(np.sum(s**2, axis=1) + params.eps**2)
+        rho = np.sqrt(np.sum(s**2, axis=1) + eps**2)
         unit = s / rho[:, None]
         c = unit @ unit.T
         h, dh = _alignment_terms(c, same, params)
         dh = dh * off
         # dc_uv/ds_u = (unit_v - c_uv unit_u) / rho_u
         grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
-        f_ali = -params.lam * grad
+        f_ali = -lam * grad
         if params.alignment == "polar":
             f_ali = np.sum(s**2, axis=1)[:, None] * f_ali - np.sum(s * f_ali, axis=1)[:, None] * s
         f = f + f_ali
-        energy += params.lam * 0.5 * np.sum(h * off)
+        energy += lam * 0.5 * np.sum(h * off)
     return f, float(energy)
 
 
@@ -85,10 +86,10 @@ def _scatter(f_pairs: np.ndarray, pairs: np.ndarray, p: int) -> np.ndarray:
 def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams) -> float:
     """U(x) of SPEC section 1."""
     _, u = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
-    return u + 0.5 * params.wd * float(np.sum(x**2))
+    return u + 0.5 * params.particle_wd * float(np.sum(x**2))
 
 
 def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams) -> np.ndarray:
-    """F_a = sum over pairs u containing a of f_u (twice for u = (a, a)), minus wd x_a."""
+    """F_a = sum over pairs u containing a of f_u (twice for u = (a, a)), minus the particle decay times x_a."""
     f_pairs, _ = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
-    return _scatter(f_pairs, pairs, x.shape[0]) - params.wd * x
+    return _scatter(f_pairs, pairs, x.shape[0]) - params.particle_wd * x

@@ -54,7 +54,7 @@ def test_grid_matches_single_runs(task, group, d):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_per_cell_adamw_is_torch_adamw_bit_for_bit(dtype):
-    from fitting.backend.grid import _adamw
+    from fitting.backend.adamw import adamw_scalars, adamw_update
 
     gen = torch.Generator().manual_seed(0)
     lrs, wds = [1.5848931924611134e-05, 1e-3, 6.309573444801929e-3], [3.0, 0.0, 10.0]
@@ -68,8 +68,8 @@ def test_per_cell_adamw_is_torch_adamw_bit_for_bit(dtype):
         for c, (w, opt) in enumerate(zip(singles, opts)):
             w.grad = grad[c].clone()
             opt.step()
-        _adamw([stacked], [grad], [m], [v], [(1 - lr64 * wd64).to(dtype)], [(lr64 / (1 - 0.9 ** t)).to(dtype)],
-               torch.tensor((1 - 0.999 ** t) ** 0.5, dtype=torch.float64))
+        decay, step_size, bc2s = adamw_scalars(lr64, wd64, t, dtype)
+        adamw_update([stacked], [grad], [m], [v], [decay], [step_size], bc2s)
     for c, w in enumerate(singles):
         assert torch.equal(stacked[c], w.detach())
 

@@ -21,12 +21,19 @@ def setups(draw, d_min=1, d_max=4, lam=True, wd=True, gradient_only=False):
     fraction = draw(st.floats(0.3, 1.0))
     train = modular_addition(p).split(fraction, seed=rng)[0]
     x = rng.normal(scale=draw(st.floats(0.3, 2.0)), size=(p, d))
+    # wd=False: nothing decays the particles. The classifier variant's wd
+    # (a softening of the alignment) keeps every invariant, so it is drawn freely.
+    target = draw(st.sampled_from(["particles", "classifier"]))
+    if target == "particles":
+        variant = dict(wd=draw(st.floats(0.0, 0.5)) if wd else 0.0)
+    else:
+        variant = dict(wd=draw(st.floats(0.0, 2.0)), bias_scale=draw(st.floats(0.1, 3.0)),
+                       particle_decay=draw(st.floats(0.0, 1.0)) if wd else 0.0)
     params = ForceParams(
         k_a=draw(strength), sig_a=draw(positive), k_r=draw(strength), sig_r=draw(positive),
         lam=draw(st.floats(0.1, 3.0)) if lam else 0.0, sig_t=draw(st.floats(0.2, 1.0)), eps=draw(st.floats(0.3, 1.5)),
-        wd=draw(st.floats(0.0, 0.5)) if wd else 0.0,
         alignment="gradient" if gradient_only else draw(st.sampled_from(["gradient", "polar"])),
-        alignment_form=draw(st.sampled_from(["cosine", "axial"])))
+        alignment_form=draw(st.sampled_from(["cosine", "axial"])), wd_target=target, **variant)
     return x, train, params
 
 

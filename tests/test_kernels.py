@@ -1,10 +1,13 @@
 """Compiled kernels against the NumPy reference, and the kernels' bodies
 through .py_func (so coverage sees them)."""
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from particles import ForceParams, addition, energy_and_forces, energy_reference, forces_reference, modular_addition
+from particles import (ForceParams, addition, energy_and_forces, energy_reference, forces, forces_reference,
+                       modular_addition)
 from particles import _kernels
 from particles.energy import same_class_partners
 
@@ -14,6 +17,9 @@ PARAM_CASES = [
     ForceParams(lam=1.5, alignment="polar", k_a=0.5, sig_a=1.2),
     ForceParams(lam=3.0, alignment_form="axial", k_a=0.0, k_r=0.0, sig_t=0.5, wd=0.3),
     ForceParams(lam=1.0, alignment="polar", alignment_form="axial", wd=0.0),
+    ForceParams(k_a=6.0, sig_a=3.0, sig_r=2.0, lam=3.0, alignment_form="axial", sig_t=0.5, eps=0.1, wd=0.6,
+                wd_target="classifier", bias_scale=1.0, particle_decay=1.0),
+    ForceParams(lam=3.0, alignment_form="axial", wd=0.0, wd_target="classifier", particle_decay=0.5),
 ]
 
 
@@ -84,14 +90,14 @@ def test_helper_py_funcs(params):
     n, d = len(train), 3
     ptr, idx = same_class_partners(train.labels)
     S, U, rho = np.empty((d, n)), np.empty((d, n)), np.empty(n)
-    _kernels._prepare.py_func(x, train.pairs, params.eps, S, U, rho)
+    _kernels._prepare.py_func(x, train.pairs, params.effective_eps, S, U, rho)
     F, A, B = np.zeros((d, n)), np.zeros((d, n)), np.zeros(n)
     scratch, bits = [np.empty(n) for _ in range(6)], np.empty(n, dtype=np.int64)
     e = sum(_kernels._rows_upper.py_func(t, 2, S, U, ptr, idx, prm, F, A, B, *scratch, bits) for t in range(2))
     force = np.empty_like(x)
     _kernels._finish.py_func(x, train.pairs, S, U, rho, prm, F, A, B, force)
     assert _rel_err(force, forces_reference(x, train.pairs, train.labels, params)) < 1e-10
-    e += _kernels._weight_decay_energy.py_func(x, params.wd)
+    e += _kernels._weight_decay_energy.py_func(x, params.particle_wd)
     assert abs(e - energy_reference(x, train.pairs, train.labels, params)) < 1e-10 * max(1, abs(e))
 
 
@@ -151,3 +157,33 @@ def test_minimize_py_func_matches_compiled():
     (r1, x1), (r2, x2) = results
     assert r1[0] == r2[0] and r1[1] == r2[1]
     np.testing.assert_allclose(x1, x2, rtol=1e-9, atol=1e-12)
+
+
+def test_classifier_weight_decay_is_a_softened_alignment():
+    """wd_target="classifier": the forces are those of the SPEC energy with
+    eps -> sqrt(eps^2 + (bias_scale / wd)^2) and particle decay particle_decay."""
+    rng = np.random.default_rng(3)
+    train = modular_addition(11).split(0.8, seed=4)[0]
+    x = rng.standard_normal((11, 2))
+    base = dict(k_a=6.0, sig_a=3.0, sig_r=2.0, lam=3.0, alignment_form="axial", sig_t=0.5, eps=0.1)
+    for wd in (0.3, 1.0, 5.0):
+        variant = ForceParams(**base, wd=wd, wd_target="classifier", bias_scale=1.5, particle_decay=0.7)
+        plain = ForceParams(**{**base, "eps": math.hypot(0.1, 1.5 / wd)}, wd=0.7)
+        u1, f1 = energy_and_forces(x, train, variant)
+        u2, f2 = energy_and_forces(x, train, plain)
+        assert u1 == u2 and np.array_equal(f1, f2)
+
+
+def test_classifier_weight_decay_switches_alignment_on_continuously():
+    """At wd = 0 alignment is off (lam has no effect); as wd -> 0 the forces
+    tend to the clustering-only forces, as wd grows the softening tends to eps."""
+    rng = np.random.default_rng(4)
+    train = modular_addition(13).split(0.8, seed=5)[0]
+    x = rng.standard_normal((13, 2))
+    base = dict(k_a=6.0, sig_a=3.0, sig_r=2.0, alignment_form="axial", sig_t=0.5, eps=0.1,
+                wd_target="classifier", particle_decay=1.0)
+    clustering = forces(x, train, ForceParams(**base, lam=0.0, wd=0.0))
+    assert np.array_equal(forces(x, train, ForceParams(**base, lam=3.0, wd=0.0)), clustering)
+    gaps = [np.abs(forces(x, train, ForceParams(**base, lam=3.0, wd=w)) - clustering).max() for w in (1e-3, 1e-2, 1e-1)]
+    assert gaps[0] < gaps[1] < gaps[2] and gaps[0] < 1e-4
+    assert ForceParams(**base, lam=3.0, wd=1e6).effective_eps == pytest.approx(0.1)

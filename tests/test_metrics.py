@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from particles import (best_circularity, circularity, classify_structure, grid_defects, modular_addition,
-                       pair_sum_accuracy, structure_metrics)
+from particles import (best_circularity, circularity, classify_structure, grid_defects, line_ratio,
+                       modular_addition, pair_sum_accuracy, structure_metrics)
+from particles.metrics import GRID_THRESHOLD, LINE_THRESHOLD
 
 
 def _circle(p, k, radius=1.0, phase=0.0, centre=(0.0, 0.0), d=2, rng=None):
@@ -93,3 +94,37 @@ def test_bad_metric_and_dataset():
         pair_sum_accuracy(E, modular_addition(5))
     with pytest.raises(ValueError, match="frequency must be"):
         circularity(E, 7)
+
+
+@pytest.mark.parametrize("p, g", [(17, 1), (17, 3), (13, 5), (59, 2)])
+def test_line_of_residues_is_line(p, g):
+    """Tokens on a line stepping by the residue g: position t with a = g t mod p."""
+    t = (np.arange(p) * pow(g, -1, p)) % p
+    E = np.outer(t, [0.6, 0.8]) + 2.0
+    assert line_ratio(E) < 1e-12
+    assert pair_sum_accuracy(E) >= GRID_THRESHOLD
+    assert classify_structure(E) == "line"
+
+
+def test_slightly_bent_line_is_still_line():
+    rng = np.random.default_rng(0)
+    t = np.arange(17.0)
+    E = np.c_[t, 0.02 * rng.standard_normal(17)]
+    assert classify_structure(E) == "line"
+
+
+@pytest.mark.parametrize("m", range(2, 8))
+def test_every_ideal_lattice_block_of_17_tokens_is_grid(m):
+    """a = i + m j on an m-column block: 2-D, and above GRID_THRESHOLD (the
+    lowest of these ideal lattices scores 0.889, see LINE/GRID thresholds)."""
+    a = np.arange(17)
+    E = np.c_[a % m, a // m].astype(float) @ np.array([[1.0, 0.0], [0.4, 1.2]])
+    assert line_ratio(E) >= LINE_THRESHOLD
+    assert pair_sum_accuracy(E) >= 0.88
+    assert classify_structure(E) == "grid"
+
+
+def test_line_ratio_of_isotropic_cloud_and_1d():
+    t = np.linspace(0, 2 * np.pi, 16, endpoint=False)
+    assert line_ratio(np.c_[np.cos(t), np.sin(t)]) == pytest.approx(1.0)
+    assert line_ratio(np.arange(5.0)[:, None]) == 0.0

@@ -8,7 +8,7 @@ from particles.cli import main
 
 
 def test_preset_lookup_and_errors():
-    assert set(PRESETS) == {"grids", "circles"}
+    assert set(PRESETS) == {"grids", "circles", "clustering-alignment"}
     assert isinstance(preset("grids"), Preset)
     with pytest.raises(ValueError, match="unknown preset 'spirals'"):
         preset("spirals")
@@ -91,3 +91,20 @@ def test_sweep_table_csv_round_trip(tmp_path):
     assert back.parameters == ["lam"]
     assert back.rates() == table.rates()
     assert list(back.column("circularity")) == pytest.approx(list(table.column("circularity")))
+
+
+def test_grids_is_the_wd_zero_end_of_clustering_alignment():
+    """At classifier weight decay 0 the alignment is off and the particles
+    decay as in `grids`: the two presets give the same run."""
+    a = preset("grids").replace(steps=300).run(3)
+    b = preset("clustering-alignment").replace(wd=0.0, steps=300).run(3)
+    assert np.array_equal(a.embeddings, b.embeddings)
+
+
+def test_clustering_alignment_wd_is_the_classifier_decay():
+    p = preset("clustering-alignment")
+    assert p.params.wd_target == "classifier"
+    assert p.replace(wd=0.0).params.effective_lam == 0.0
+    eps = [p.replace(wd=w).params.effective_eps for w in (0.3, 0.6, 1.0, 3.0)]
+    assert eps == sorted(eps, reverse=True) and eps[-1] > p.params.eps
+    assert p.replace(wd=1.0).params.particle_wd == p.params.particle_decay

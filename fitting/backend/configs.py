@@ -223,7 +223,11 @@ def toy_phase_setting(name: str, **changes: Any) -> tuple["ToyConfig", dict[str,
 class ConstantAttentionConfig(_Config):
     """The particle model's network: E in R^{N x 2}, s = E_a + E_b, ReLU hidden
     layer, linear output over N classes, cross-entropy, full batch, AdamW.
-    Unordered pairs of Z_N, split as the particle presets."""
+    Unordered pairs of Z_N, split as the particle presets.
+
+    ``weight_decay`` acts on every parameter unless ``embedding_weight_decay``
+    is set: then that is the embedding's and ``weight_decay`` the
+    classifier's (hidden and output layers)."""
 
     model: ClassVar[str] = "constant-attention"
     p: int = 17
@@ -234,9 +238,18 @@ class ConstantAttentionConfig(_Config):
     train_fraction: float = 0.8
     steps: int = 3000
     snapshot_every: int = 50
+    embedding_weight_decay: float | None = None
 
     def _validate(self) -> None:
         _check_full_batch_mlp(self)
+        if self.embedding_weight_decay is not None:
+            _positive("embedding_weight_decay", self.embedding_weight_decay, allow_zero=True)
+
+    @property
+    def embedding_decay(self) -> float:
+        """The embedding's weight decay: ``embedding_weight_decay``, or
+        ``weight_decay`` when that is None (AdamW on all parameters)."""
+        return self.weight_decay if self.embedding_weight_decay is None else self.embedding_weight_decay
 
 
 @dataclass(frozen=True)

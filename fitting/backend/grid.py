@@ -38,6 +38,7 @@ from torch.nn import functional as F
 from effective_theory.metrics import PHASES, classify_phase
 from particles.trajectory import atomic_write
 
+from .adamw import adamw_scalars, adamw_update
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .models import DTYPES, ToyTask, toy_decoder_input
@@ -47,8 +48,6 @@ __all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError"]
 
 #: Config fields a grid may vary (the four optimiser settings).
 GRID_FIELDS = ("decoder_lr", "decoder_weight_decay", "embedding_lr", "embedding_weight_decay")
-BETAS = (0.9, 0.999)
-EPS = 1e-8
 RECORD_KEYS = ("seed", "steps_train", "steps_val", "phase", "steps_run", "train_acc", "val_acc", "train_loss",
                "diverged")
 
@@ -203,25 +202,6 @@ def _check_seeds(seeds: Sequence[int]) -> list[int]:
     if len(set(int(s) for s in seeds)) != len(seeds):
         raise ValueError("seeds must be distinct")
     return [int(s) for s in seeds]
-
-
-# ------------------------------------------------------------------ AdamW
-def _adamw(params: list[torch.Tensor], grads: list[torch.Tensor], exp_avgs: list[torch.Tensor],
-           exp_avg_sqs: list[torch.Tensor], decays: list[torch.Tensor], step_sizes: list[torch.Tensor],
-           bias_correction2_sqrt: torch.Tensor) -> None:
-    """torch.optim.AdamW's update (single-tensor form, amsgrad off) with a
-    learning rate and weight decay per cell (leading axis).
-
-    ``decays`` = 1 - lr * weight_decay and ``step_sizes`` = lr / (1 - beta1^t),
-    one per cell, are computed in float64 and rounded once to the parameter
-    dtype, as torch rounds its Python-float scalars."""
-    for p, g, m, v, decay, step in zip(params, grads, exp_avgs, exp_avg_sqs, decays, step_sizes):
-        shape = (p.shape[0],) + (1,) * (p.dim() - 1)
-        p.mul_(decay.view(shape))
-        m.lerp_(g, 1 - BETAS[0])
-        v.mul_(BETAS[1]).addcmul_(g, g, value=1 - BETAS[1])
-        denom = (v.sqrt() / bias_correction2_sqrt).add_(EPS)
-        p.sub_(step.view(shape) * m / denom)
 
 
 # ------------------------------------------------------------------ the stack
@@ -382,7 +362,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                                                                                "steps_run"))
         last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
         start, elapsed, cell_steps = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
-    forward, update = compiled_or_plain(_forward, compile), compiled_or_plain(_adamw, compile)
+    forward, update = compiled_or_plain(_forward, compile), compiled_or_plain(adamw_update, compile)
     dtype = DTYPES[config.dtype]
     tensors = stack.tensors
     names = _Stack.NAMES
@@ -424,14 +404,11 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
             with torch.no_grad():
                 for k in names:
                     tensors[k].requires_grad_(False)
-                t = step + 1
-                bias_correction1 = 1 - BETAS[0] ** t
-                bc2s = torch.tensor((1 - BETAS[1] ** t) ** 0.5, dtype=torch.float64)
                 decays, step_sizes = {}, {}
                 for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
                                                 ("emb", ("embedding_lr", "embedding_weight_decay"))):
-                    decays[group] = (1 - tensors[lr_key] * tensors[wd_key]).to(dtype)
-                    step_sizes[group] = (tensors[lr_key] / bias_correction1).to(dtype)
+                    decays[group], step_sizes[group], bc2s = adamw_scalars(tensors[lr_key], tensors[wd_key],
+                                                                           step + 1, dtype)
                 groups = ["dec" if k in decoder else "emb" for k in names]
                 update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
                        [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups],

@@ -334,7 +334,12 @@ class ConstantAttentionTask(_PairTask):
         split_ss, init_ss = _seeds(seed, 2)
         self._setup_pairs(modular_addition(cfg.p), cfg.train_fraction, split_ss)
         self.model = ConstantAttentionNet(cfg, _torch_generator(init_ss), DTYPES[cfg.dtype])
-        self.optimizers = [torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)]
+        if cfg.embedding_weight_decay is None:
+            self.optimizers = [torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)]
+        else:
+            classifier = [p for n, p in self.model.named_parameters() if n != "embedding"]
+            self.optimizers = [torch.optim.AdamW([{"params": [self.model.embedding], "weight_decay": cfg.embedding_decay},
+                                                  {"params": classifier, "weight_decay": cfg.weight_decay}], lr=cfg.lr)]
         self.layer_groups = _layer_groups(self.model)
 
 

@@ -1,0 +1,273 @@
+"""Train the constant-attention network over weight decays and seeds as one
+stacked model, each run until its validation accuracy has stopped changing
+(needs torch).
+
+Every run (weight decay x seed) keeps its own parameters, split and AdamW
+state, stacked along a leading axis; each layer is one batched product and
+the loss is the sum of the per-run losses, so each run receives exactly its
+own gradient and update (the single-run ``train(config, seed)`` gives the
+same numbers; tested). A run stops when it has *converged*: its validation
+accuracy, measured every ``check_every`` steps, has stayed within
+``tolerance`` validation pairs (max - min) at every check of the last
+``window`` steps. With weight decay a run's last validation pair can flicker
+for tens of thousands of steps while nothing else changes, so the default
+tolerance is one pair. Runs that never converge stop at ``max_steps`` and are
+flagged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+from torch.nn import functional as F
+
+from particles.trajectory import atomic_write
+
+from .adamw import adamw_scalars, adamw_update
+from .configs import ConstantAttentionConfig
+from .models import ConstantAttentionTask
+
+__all__ = ["train_network_sweep", "NetworkSweep", "NetworkSweepFormatError"]
+
+RECORD_KEYS = ("weight_decay", "seed", "steps_run", "converged", "train_acc", "val_acc", "train_loss", "embedding")
+
+
+class NetworkSweepFormatError(ValueError):
+    """A network-sweep file is damaged; the message names the field."""
+
+
+@dataclass
+class NetworkSweep:
+    """Final state of every run of :func:`train_network_sweep`.
+
+    ``records``: one dict per run with ``weight_decay``, ``seed``,
+    ``steps_run``, ``converged`` (validation accuracy stopped changing before
+    ``max_steps``), ``train_acc``, ``val_acc``, ``train_loss`` and
+    ``embedding`` (the final p x d token embedding, nested lists).
+    ``meta``: the config and the stopping rule.
+    """
+
+    records: list[dict[str, Any]]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def embeddings(self) -> np.ndarray:
+        """Final token embeddings, shape (runs, p, d)."""
+        return np.array([r["embedding"] for r in self.records], dtype=float)
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write JSON atomically."""
+        text = json.dumps({"meta": self.meta, "records": self.records})
+        return atomic_write(Path(path), lambda f: f.write(text.encode()))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "NetworkSweep":
+        """Read a file written by :meth:`save`; a damaged file raises
+        :class:`NetworkSweepFormatError` naming the field."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise NetworkSweepFormatError(f"{path}: not a readable JSON network sweep ({exc})") from None
+        if not isinstance(data, dict) or not isinstance(data.get("records"), list):
+            raise NetworkSweepFormatError(f"{path}: field 'records' is missing or not a list")
+        if not isinstance(data.get("meta", {}), dict):
+            raise NetworkSweepFormatError(f"{path}: field 'meta' must be an object")
+        for i, rec in enumerate(data["records"]):
+            if not isinstance(rec, dict):
+                raise NetworkSweepFormatError(f"{path}: records[{i}] is not an object")
+            for key in RECORD_KEYS:
+                if key not in rec:
+                    raise NetworkSweepFormatError(f"{path}: records[{i}] has no field {key!r}")
+            try:
+                emb = np.asarray(rec["embedding"], dtype=float)
+            except (TypeError, ValueError):
+                emb = None
+            if emb is None or emb.ndim != 2 or not np.all(np.isfinite(emb)):
+                raise NetworkSweepFormatError(f"{path}: records[{i}].embedding must be a finite p x d array")
+        return cls(data["records"], data.get("meta", {}))
+
+
+def _check_weight_decays(weight_decays: Sequence[float]) -> list[float]:
+    if isinstance(weight_decays, (str, bytes)) or not hasattr(weight_decays, "__len__") or len(weight_decays) == 0:
+        raise ValueError("weight_decays must be a non-empty sequence of numbers >= 0")
+    out = []
+    for w in weight_decays:
+        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) or not np.isfinite(w) or w < 0:
+            raise ValueError(f"weight_decays must be finite numbers >= 0, got {w!r}")
+        out.append(float(w))
+    if len(set(out)) != len(out):
+        raise ValueError("weight_decays must be distinct")
+    return out
+
+
+def _check_seeds(seeds: Sequence[int]) -> list[int]:
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__len__") or len(seeds) == 0:
+        raise ValueError("seeds must be a non-empty sequence of ints >= 0")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
+            raise ValueError(f"seeds must be ints >= 0, got {s!r}")
+    if len(set(int(s) for s in seeds)) != len(seeds):
+        raise ValueError("seeds must be distinct")
+    return [int(s) for s in seeds]
+
+
+def _int_at_least(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+NAMES = ("embedding", "w1", "b1", "w2", "b2")
+
+
+def _forward(embedding: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
+             pairs: torch.Tensor) -> torch.Tensor:
+    """Logits (runs, n, p) of the stacked network on ``pairs`` (runs, n, 2)."""
+    rows = torch.arange(embedding.shape[0])[:, None]
+    s = embedding[rows, pairs[..., 0]] + embedding[rows, pairs[..., 1]]
+    h = F.relu(torch.baddbmm(b1[:, None, :], s, w1))
+    return torch.baddbmm(b2[:, None, :], h, w2)
+
+
+def _loss_acc(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    loss = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none").mean(dim=1)
+    acc = (logits.detach().argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
+    return loss, acc
+
+
+def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0),
+                        seeds: Sequence[int] = tuple(range(100)), *, max_steps: int = 50_000,
+                        check_every: int = 250, window: int = 5000, tolerance: int = 1,
+                        callback: Callable[[int, int, int], None] | None = None) -> NetworkSweep:
+    """Train the constant-attention network for every weight decay and seed.
+
+    Parameters
+    ----------
+    config : ConstantAttentionConfig, optional
+        Everything but the weight decay (default ``ConstantAttentionConfig()``:
+        N = 17, 80/20 split, hidden ReLU 64, AdamW lr 0.01, full batch,
+        float64); ``steps`` is ignored (see ``max_steps``).
+    weight_decays : sequence of float >= 0
+        AdamW weight decay of each group of runs: on all parameters, or on
+        the classifier only when ``config.embedding_weight_decay`` is set.
+    seeds : sequence of distinct ints >= 0
+        Run seeds; run (w, s) starts from ``train(config.replace(weight_decay=w), s)``'s
+        parameters and split.
+    max_steps : int >= 1
+        Budget of full-batch steps per run.
+    check_every : int >= 1
+        Validation accuracy is measured every this many steps.
+    window : int >= check_every
+        A run has converged once its validation accuracy stayed within
+        ``tolerance`` validation pairs over the checks of the last ``window``
+        steps; it then stops.
+    tolerance : int >= 0
+        Validation pairs the accuracy may move within the window (0: exactly
+        constant).
+    callback : callable(step, max_steps, active_runs), optional
+        Called after every check.
+
+    Returns
+    -------
+    NetworkSweep
+    """
+    config = ConstantAttentionConfig() if config is None else config
+    if not isinstance(config, ConstantAttentionConfig):
+        raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
+    wds = _check_weight_decays(weight_decays)
+    seeds = _check_seeds(seeds)
+    max_steps = _int_at_least("max_steps", max_steps, 1)
+    check_every = _int_at_least("check_every", check_every, 1)
+    window = _int_at_least("window", window, check_every)
+    tolerance = _int_at_least("tolerance", tolerance, 0)
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable")
+
+    runs = [(w, s) for w in wds for s in seeds]
+    tasks = [ConstantAttentionTask(config.replace(weight_decay=w), s) for w, s in runs]
+    dtype = tasks[0].model.embedding.dtype
+    t: dict[str, torch.Tensor] = {
+        "embedding": torch.stack([k.model.embedding.detach() for k in tasks]).clone(),
+        "w1": torch.stack([k.model.hidden.weight.detach().T for k in tasks]).contiguous(),
+        "b1": torch.stack([k.model.hidden.bias.detach() for k in tasks]).clone(),
+        "w2": torch.stack([k.model.output.weight.detach().T for k in tasks]).contiguous(),
+        "b2": torch.stack([k.model.output.bias.detach() for k in tasks]).clone(),
+    }
+    for name in NAMES:
+        t[f"m_{name}"] = torch.zeros_like(t[name])
+        t[f"v_{name}"] = torch.zeros_like(t[name])
+    t["train_pairs"] = torch.stack([k.train_pairs for k in tasks])
+    t["train_labels"] = torch.stack([k.train_labels for k in tasks])
+    t["val_pairs"] = torch.stack([k.val_pairs for k in tasks])
+    t["val_labels"] = torch.stack([k.val_labels for k in tasks])
+    t["lr"] = torch.full((len(runs),), float(config.lr), dtype=torch.float64)
+    t["wd"] = torch.tensor([w for w, _ in runs], dtype=torch.float64)
+    t["emb_wd"] = torch.tensor([k.config.embedding_decay for k in tasks], dtype=torch.float64)
+    t["index"] = torch.arange(len(runs))
+    history: list[list[float]] = [[] for _ in runs]
+    n_checks = window // check_every
+    n_val = int(t["val_labels"].shape[1])
+    final: list[dict[str, Any] | None] = [None] * len(runs)
+
+    def finish(rows: np.ndarray, step: int, converged: bool, tr_acc, va_acc, tr_loss) -> None:
+        for j in rows:
+            i = int(t["index"][j])
+            w, s = runs[i]
+            final[i] = {"weight_decay": w, "seed": s, "steps_run": step, "converged": converged,
+                        "train_acc": float(tr_acc[j]), "val_acc": float(va_acc[j]), "train_loss": float(tr_loss[j]),
+                        "embedding": t["embedding"][j].detach().to(torch.float64).tolist()}
+
+    t0 = time.perf_counter()
+    step = 0
+    while True:
+        params = [t[k].requires_grad_() for k in NAMES]
+        loss, train_acc = _loss_acc(_forward(*params, t["train_pairs"]), t["train_labels"])
+        if step % check_every == 0 or step == max_steps:
+            with torch.no_grad():
+                _, val_acc = _loss_acc(_forward(*params, t["val_pairs"]), t["val_labels"])
+            va, tr, lo = val_acc.numpy(), train_acc.numpy(), loss.detach().to(torch.float64).numpy()
+            done = np.zeros(len(va), dtype=bool)
+            conv = np.zeros(len(va), dtype=bool)
+            for j, i in enumerate(t["index"].tolist()):
+                history[i].append(float(va[j]))
+                recent = history[i][-(n_checks + 1):]
+                if step >= window and len(recent) == n_checks + 1 and \
+                        (max(recent) - min(recent)) * n_val <= tolerance + 1e-9:
+                    done[j] = conv[j] = True
+            done |= ~np.isfinite(lo)
+            if step >= max_steps:
+                done[:] = True
+            if done.any():
+                finish(np.flatnonzero(done & conv), step, True, tr, va, lo)
+                finish(np.flatnonzero(done & ~conv), step, False, tr, va, lo)
+            if callback is not None:
+                callback(step, max_steps, int((~done).sum()))
+            if done.all():
+                break
+            if done.any():
+                keep = torch.as_tensor(~done)
+                t = {k: v.detach()[keep].contiguous() for k, v in t.items()}
+                params = [t[k].requires_grad_() for k in NAMES]
+                loss, _ = _loss_acc(_forward(*params, t["train_pairs"]), t["train_labels"])
+        grads = torch.autograd.grad(loss.sum(), params)
+        with torch.no_grad():
+            for k in NAMES:
+                t[k].requires_grad_(False)
+            decay, step_size, bc2s = adamw_scalars(t["lr"], t["wd"], step + 1, dtype)
+            emb_decay, _, _ = adamw_scalars(t["lr"], t["emb_wd"], step + 1, dtype)
+            adamw_update([t[k] for k in NAMES], list(grads), [t[f"m_{k}"] for k in NAMES],
+                         [t[f"v_{k}"] for k in NAMES], [emb_decay] + [decay] * (len(NAMES) - 1),
+                         [step_size] * len(NAMES), bc2s)
+        step += 1
+    meta = {"config": config.to_dict(), "weight_decays": wds, "seeds": seeds, "max_steps": max_steps,
+            "check_every": check_every, "window": window, "tolerance": tolerance, "seconds": time.perf_counter() - t0,
+            "torch_version": str(torch.__version__), "threads": torch.get_num_threads(),
+            "rule": "converged: validation accuracy within `tolerance` validation pairs over the checks of the "
+                    "last `window` steps"}
+    return NetworkSweep([r for r in final if r is not None], meta)
