@@ -266,12 +266,12 @@ def run_demo(out: str | Path = "embdyn-demo", quick: bool = False, progress: Pro
         if ``out`` is not writable or a stage fails (finished stages and a
         summary naming the failure are kept).
     """
-    from particles.simulate import _package_version
+    from particles.simulate import package_version
 
     out = Path(out)
     _check_writable(out)
     start = time.perf_counter()
-    summary: dict[str, Any] = {"quick": bool(quick), "version": _package_version(), "stages": {}, "seconds": 0.0}
+    summary: dict[str, Any] = {"quick": bool(quick), "version": package_version(), "stages": {}, "seconds": 0.0}
     for stage in STAGES:
         try:
             summary["stages"][stage] = _STAGE_FUNCTIONS[stage](out, quick, progress)

@@ -58,7 +58,7 @@ def parse_value(text: str) -> Any:
     return text.strip()
 
 
-def _key_values(items: Sequence[str], option: str) -> dict[str, Any]:
+def key_values(items: Sequence[str], option: str) -> dict[str, Any]:
     out = {}
     for item in items:
         if "=" not in item:
@@ -89,7 +89,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     try:
         config = preset(args.preset)
-        changes = _key_values(args.set or [], "--set")
+        changes = key_values(args.set or [], "--set")
         if args.steps is not None:
             changes["steps"] = args.steps
         if args.dt is not None:
@@ -160,7 +160,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print("embdyn sweep: give at least one --grid NAME=V1,V2,...", file=sys.stderr)
         return 2
     try:
-        base = preset(args.preset).replace(**_key_values(args.set or [], "--set"))
+        base = preset(args.preset).replace(**key_values(args.set or [], "--set"))
         bar = None if args.quiet else ProgressBar("sweep")
         table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar)
     except (ValueError, TypeError) as exc:

@@ -29,7 +29,7 @@ from numba import njit
 from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
-from .simulate import NonFiniteStateError, _chunk_bounds, _nonnegative, _package_version, _positive_int
+from .simulate import NonFiniteStateError, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
 
 __all__ = [
@@ -309,7 +309,7 @@ def simulate_effective(
     scalars.update({f"C{c}": series[:, 2 + c] for c in range(d)})
     info = {"source": "particles.simulate_effective", "p": loss.p, "d": d, "steps": steps, "dt": dt,
             "normalization": normalization, "project": bool(project), "n_constraints": loss.n_constraints,
-            "record_every": record_every, "version": _package_version()}
+            "record_every": record_every, "version": package_version()}
     if isinstance(train, PairDataset):
         info.update(dataset=train.name, train_indices=train.indices.tolist())
     info.update(meta or {})

@@ -33,7 +33,8 @@ class NonFiniteStateError(FloatingPointError):
         self.trajectory = trajectory
 
 
-def _package_version() -> str:
+def package_version() -> str:
+    """The installed embedding-dynamics version, or "0+unknown" from a source tree."""
     try:
         from importlib.metadata import version
 
@@ -174,7 +175,7 @@ def simulate(
         "seed": seed if isinstance(seed, (int, np.integer)) else None,
         "dataset": train.name,
         "train_indices": train.indices.tolist(),
-        "version": _package_version(),
+        "version": package_version(),
     }
     info.update(meta or {})
     return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies}, meta=info)

@@ -13,6 +13,8 @@ Public API::
     train_batched                                   B seeds of the survival MLP at once
     train_grid, GridResult                          a whole toy hyper-parameter grid as one stacked model
     toy_phase_setting, TOY_PHASE_SETTINGS           the paper's toy phase-diagram settings
+    train_network_sweep, NetworkSweep               constant-attention runs over weight decays x seeds, to convergence
+    compare_network, NetworkComparison              that network beside a particle preset over weight decay
     TrainingDivergedError, TorchMissingError
 """
 
@@ -25,7 +27,8 @@ from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig
 
 __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "SurvivalMLPConfig", "ToyConfig",
            "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched",
-           "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting"]
+           "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting", "train_network_sweep",
+           "NetworkSweep", "compare_network", "NetworkComparison"]
 
 INSTALL_HINT = ("the torch backend needs PyTorch: pip install 'embedding-dynamics[torch]' "
                 "(pins torch==2.13.0, the CPU build)")
@@ -74,6 +77,24 @@ def train_grid(*args: Any, **kwargs: Any):
     return _train_grid(*args, **kwargs)
 
 
+def train_network_sweep(*args: Any, **kwargs: Any):
+    """Train the constant-attention network over weight decays and seeds as
+    one stacked model; see :func:`fitting.backend.network_sweep.train_network_sweep`."""
+    _require_torch()
+    from .network_sweep import train_network_sweep as _sweep
+
+    return _sweep(*args, **kwargs)
+
+
+def compare_network(*args: Any, **kwargs: Any):
+    """The network and a particle preset side by side over weight decay; see
+    :func:`fitting.backend.compare.compare_network`."""
+    _require_torch()
+    from .compare import compare_network as _compare
+
+    return _compare(*args, **kwargs)
+
+
 def __getattr__(name: str):
     if name == "GridResult":
         _require_torch()
@@ -85,4 +106,14 @@ def __getattr__(name: str):
         from .trainer import TrainingDivergedError
 
         return TrainingDivergedError
+    if name == "NetworkSweep":
+        _require_torch()
+        from .network_sweep import NetworkSweep
+
+        return NetworkSweep
+    if name == "NetworkComparison":
+        _require_torch()
+        from .compare import NetworkComparison
+
+        return NetworkComparison
     raise AttributeError(f"module 'fitting.backend' has no attribute {name!r}")

@@ -20,10 +20,11 @@ import torch
 from torch.nn import functional as F
 
 from particles.datasets import modular_addition
-from particles.simulate import _package_version
+from particles.simulate import package_version
 from particles.trajectory import Trajectory, atomic_write
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
+from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
 from .models import survival_initial_parameters
@@ -32,18 +33,6 @@ from .trainer import TrainingDivergedError, _Recorder
 __all__ = ["train_batched", "batched_checkpoint_path"]
 
 LAYERS = ("layer1", "layer2", "layer3")
-
-
-def _check_seeds(seeds: Sequence[int]) -> list[int]:
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds must hold at least one seed")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-            raise ValueError(f"seeds must be ints >= 0, got {s!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError("seeds must be distinct")
-    return [int(s) for s in seeds]
 
 
 def _forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
@@ -127,7 +116,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     """
     if not isinstance(config, SurvivalMLPConfig):
         raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     if compile not in ("auto", "never"):
         raise ValueError(f"compile must be 'auto' or 'never', got {compile!r}")
     if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
@@ -166,7 +155,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
               *[f"grad_norm_{name}" for name in LAYERS]]
     recorders = [_Recorder(cfg.steps, K, series) for _ in seeds]
     base_meta = {"source": "fitting.backend", "model": cfg.model, "p": cfg.p, "d": cfg.d,
-                 "config": cfg.to_dict(), "signal_power": 1, "version": _package_version(),
+                 "config": cfg.to_dict(), "signal_power": 1, "version": package_version(),
                  "torch_version": torch.__version__, "batched": B}
     metas = [{**base_meta, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
              for s, (t, v) in zip(seeds, splits)]

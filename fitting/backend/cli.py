@@ -21,7 +21,7 @@ def _seeds_of(args: argparse.Namespace) -> list[int]:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from particles.cli import ProgressBar, _key_values
+    from particles.cli import ProgressBar, key_values
 
     from . import INSTALL_HINT, config_for, torch_available
 
@@ -29,7 +29,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         print(f"embdyn train: {INSTALL_HINT}", file=sys.stderr)
         return 2
     try:
-        changes = _key_values(args.set or [], "--set")
+        changes = key_values(args.set or [], "--set")
         if args.steps is not None:
             changes["steps"] = args.steps
         if args.snapshot_every is not None:
@@ -183,10 +183,11 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         print(f"embdyn compare-network: {INSTALL_HINT}", file=sys.stderr)
         return 2
     from .compare import compare_network
-    from .network_sweep import NetworkSweep, _check_weight_decays
+    from .checks import check_weight_decays
+    from .network_sweep import NetworkSweep
 
     try:
-        wds = _check_weight_decays(_float_list(args.weight_decays))
+        wds = check_weight_decays(_float_list(args.weight_decays))
         if args.seeds < 1 or args.first_seed < 0:
             raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
         if args.max_steps < 1 or args.jobs < 1:

@@ -25,6 +25,7 @@ from particles import STRUCTURES, preset, structure_metrics
 from particles.sweep import DIVERGED, sweep
 from particles.trajectory import atomic_write
 
+from .checks import check_seeds, check_weight_decays
 from .configs import ConstantAttentionConfig
 from .network_sweep import NetworkSweep, train_network_sweep
 
@@ -108,23 +109,29 @@ class NetworkComparison:
 
     def to_markdown(self) -> str:
         """The side-by-side table: shares (95 % interval) per class, the
-        accuracies and the total-variation distance at each weight decay."""
+        accuracies (validation for the network; 1-NN pair-sum accuracy,
+        euclidean and angular, for both) and the total-variation distance at
+        each weight decay."""
         kinds = [k for k in KINDS if k != DIVERGED or any(r[s]["counts"][DIVERGED] for r in self.rows
                                                             for s in ("network", "particles"))]
-        head = "| wd | model | n | " + " | ".join(kinds) + " | accuracy | TV distance |"
-        lines = [head, "|" + "---|" * (len(kinds) + 5)]
+
+        def acc(summary: dict[str, Any] | None) -> str:
+            if summary is None or summary["mean"] is None:
+                return "-"
+            return f"{summary['mean']:.2f} ({summary['ci'][0]:.2f}-{summary['ci'][1]:.2f})"
+
+        head = ("| wd | model | n | " + " | ".join(kinds)
+                + " | val acc | pair-sum acc (euclidean) | pair-sum acc (angular) | TV distance |")
+        lines = [head, "|" + "---|" * (len(kinds) + 7)]
         for r in self.rows:
             for side in ("network", "particles"):
                 s = r[side]
                 cells = [f"{s['shares'][k]:.2f} ({s['intervals'][k][0]:.2f}-{s['intervals'][k][1]:.2f})"
                          for k in kinds]
-                acc = s["val_acc"] if side == "network" else s["pair_sum_accuracy"]
-                label = "val" if side == "network" else "pair-sum"
-                acc_txt = (f"{label} {acc['mean']:.2f} ({acc['ci'][0]:.2f}-{acc['ci'][1]:.2f})"
-                           if acc["mean"] is not None else "-")
                 tv = f"{r['tv_distance']:.2f}" if side == "network" else ""
                 lines.append(f"| {r['weight_decay']:g} | {side} | {s['n']} | " + " | ".join(cells)
-                             + f" | {acc_txt} | {tv} |")
+                             + f" | {acc(s.get('val_acc'))} | {acc(s.get('pair_sum_accuracy'))}"
+                             f" | {acc(s.get('pair_sum_accuracy_angular'))} | {tv} |")
         return "\n".join(lines)
 
     def plot(self, title: str | None = None):
@@ -203,10 +210,8 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
     -------
     NetworkComparison
     """
-    from .network_sweep import _check_seeds, _check_weight_decays
-
-    wds = _check_weight_decays(weight_decays)
-    seeds = _check_seeds(seeds)
+    wds = check_weight_decays(weight_decays)
+    seeds = check_seeds(seeds)
     base = preset(preset_name)
     if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs < 1:
         raise ValueError(f"n_jobs must be an int >= 1, got {n_jobs!r}")

@@ -39,6 +39,7 @@ from effective_theory.metrics import PHASES, classify_phase
 from particles.trajectory import atomic_write
 
 from .adamw import adamw_scalars, adamw_update
+from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .models import DTYPES, ToyTask, toy_decoder_input
@@ -192,18 +193,6 @@ def _check_grid(grid: Mapping[str, Sequence[float]]) -> dict[str, list[float]]:
     return out
 
 
-def _check_seeds(seeds: Sequence[int]) -> list[int]:
-    if isinstance(seeds, (str, bytes)) or not isinstance(seeds, (Sequence, np.ndarray)) or np.ndim(seeds) != 1 \
-            or len(seeds) == 0:
-        raise ValueError(f"seeds must be a non-empty list of ints >= 0, got {seeds!r}")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-            raise ValueError(f"seeds must be ints >= 0, got {s!r}")
-    if len(set(int(s) for s in seeds)) != len(seeds):
-        raise ValueError("seeds must be distinct")
-    return [int(s) for s in seeds]
-
-
 # ------------------------------------------------------------------ the stack
 class _Stack:
     """Parameters, optimiser state and data of the active cells."""
@@ -316,7 +305,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     if not isinstance(config, ToyConfig):
         raise TypeError(f"config must be a ToyConfig, got {type(config).__name__}")
     grid = _check_grid(grid)
-    seeds = _check_seeds(seeds)
+    seeds = check_seeds(seeds)
     steps = config.steps if steps is None else steps
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be an int >= 1, got {steps!r}")

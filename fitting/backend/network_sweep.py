@@ -31,6 +31,7 @@ from torch.nn import functional as F
 from particles.trajectory import atomic_write
 
 from .adamw import adamw_scalars, adamw_update
+from .checks import check_int_at_least, check_seeds, check_weight_decays
 from .configs import ConstantAttentionConfig
 from .models import ConstantAttentionTask
 
@@ -93,36 +94,6 @@ class NetworkSweep:
         return cls(data["records"], data.get("meta", {}))
 
 
-def _check_weight_decays(weight_decays: Sequence[float]) -> list[float]:
-    if isinstance(weight_decays, (str, bytes)) or not hasattr(weight_decays, "__len__") or len(weight_decays) == 0:
-        raise ValueError("weight_decays must be a non-empty sequence of numbers >= 0")
-    out = []
-    for w in weight_decays:
-        if isinstance(w, bool) or not isinstance(w, (int, float, np.integer, np.floating)) or not np.isfinite(w) or w < 0:
-            raise ValueError(f"weight_decays must be finite numbers >= 0, got {w!r}")
-        out.append(float(w))
-    if len(set(out)) != len(out):
-        raise ValueError("weight_decays must be distinct")
-    return out
-
-
-def _check_seeds(seeds: Sequence[int]) -> list[int]:
-    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__len__") or len(seeds) == 0:
-        raise ValueError("seeds must be a non-empty sequence of ints >= 0")
-    for s in seeds:
-        if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0:
-            raise ValueError(f"seeds must be ints >= 0, got {s!r}")
-    if len(set(int(s) for s in seeds)) != len(seeds):
-        raise ValueError("seeds must be distinct")
-    return [int(s) for s in seeds]
-
-
-def _int_at_least(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
-
-
 NAMES = ("embedding", "w1", "b1", "w2", "b2")
 
 
@@ -180,12 +151,12 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     config = ConstantAttentionConfig() if config is None else config
     if not isinstance(config, ConstantAttentionConfig):
         raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
-    wds = _check_weight_decays(weight_decays)
-    seeds = _check_seeds(seeds)
-    max_steps = _int_at_least("max_steps", max_steps, 1)
-    check_every = _int_at_least("check_every", check_every, 1)
-    window = _int_at_least("window", window, check_every)
-    tolerance = _int_at_least("tolerance", tolerance, 0)
+    wds = check_weight_decays(weight_decays)
+    seeds = check_seeds(seeds)
+    max_steps = check_int_at_least("max_steps", max_steps, 1)
+    check_every = check_int_at_least("check_every", check_every, 1)
+    window = check_int_at_least("window", window, check_every)
+    tolerance = check_int_at_least("tolerance", tolerance, 0)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
 

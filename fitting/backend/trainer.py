@@ -22,7 +22,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from particles.simulate import _package_version
+from particles.simulate import package_version
 from particles.trajectory import Trajectory, atomic_write
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
@@ -146,7 +146,7 @@ def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, 
         task.load_state_dict(state["task"])
         start = rec.load_state(state["recorder"])
     meta = {"source": "fitting.backend", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
-            "config": config.to_dict(), "signal_power": 1, "version": _package_version(),
+            "config": config.to_dict(), "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}
     n_done = start
     consistent = True
