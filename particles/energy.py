@@ -44,7 +44,7 @@ def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: 
     if not isinstance(params, ForceParams):
         raise TypeError(f"params must be a ForceParams, got {type(params).__name__}")
     x = check_embedding(x, train.p, name)
-    if params.lam > 0 and x.shape[1] < 2:
+    if params.effective_lam > 0 and x.shape[1] < 2:
         raise ValueError(f"alignment (lam = {params.lam} > 0) needs dimension d >= 2, got d = {x.shape[1]}")
     if len(train) == 0:
         raise ValueError("train holds no pairs")

@@ -101,6 +101,10 @@ class ForceParams:
             raise ValueError(f"ForceParams.alignment_form must be one of {ALIGNMENT_FORMS}, got {self.alignment_form!r}")
         if self.wd_target not in WD_TARGETS:
             raise ValueError(f"ForceParams.wd_target must be one of {WD_TARGETS}, got {self.wd_target!r}")
+        if self.wd_target == "particles" and (self.bias_scale != 1.0 or self.particle_decay != 0.0):
+            raise ValueError("ForceParams.bias_scale and particle_decay act only with wd_target='classifier' "
+                             f"(got bias_scale = {self.bias_scale}, particle_decay = {self.particle_decay} with "
+                             "wd_target='particles'; leave them at 1 and 0, or set wd_target='classifier')")
 
     @property
     def effective_lam(self) -> float:

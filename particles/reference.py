@@ -61,7 +61,7 @@ def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams
     if lam > 0:
         if s.shape[1] < 2:
             raise ValueError("alignment (lam > 0) needs dimension d >= 2")
-        rho = np.sqrt(np.sum(s**2, axis=1) + eps**2)
+        rho = np.hypot(np.linalg.norm(s, axis=1), eps)  # no overflow for a huge softening
         unit = s / rho[:, None]
         c = unit @ unit.T
         h, dh = _alignment_terms(c, same, params)

@@ -105,10 +105,48 @@ def test_compare_network_end_to_end(tmp_path):
         compare_network([0.0, 0.3], [0, 1], network=net)
 
 
+def test_diverged_network_runs_are_flagged_and_counted():
+    cfg = ConstantAttentionConfig(lr=1e37, dtype="float32")  # float32 overflow within a few steps
+    net = train_network_sweep(cfg, [0.0], [0, 1], max_steps=200, check_every=10, window=100)
+    assert all(r["diverged"] and r["embedding"] is None and not r["converged"] for r in net.records)
+    result = compare_network([0.0], [0, 1], network=net)
+    assert result.rows[0]["network"]["counts"]["diverged"] == 2
+
+
+def test_reused_network_must_match_the_preset(tmp_path):
+    net = train_network_sweep(SMALL, [0.0], [0], max_steps=10, check_every=5, window=5)
+    with pytest.raises(ValueError, match="p = 7"):
+        compare_network([0.0], [0], network=net)  # the preset has p = 17
+
+
+def _damage(path, change):
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+    return path
+
+
+@pytest.mark.parametrize("field, value", [("seed", None), ("seed", -1), ("weight_decay", "x"), ("converged", 1),
+                                          ("val_acc", 2.0), ("train_loss", None), ("embedding", [[1.0]])])
+def test_wrongly_typed_fields_are_named(tmp_path, field, value):
+    result = train_network_sweep(SMALL, [0.3], [0], max_steps=20, check_every=10, window=10)
+    path = _damage(result.save(tmp_path / "net.json"), lambda d: d["records"][0].__setitem__(field, value))
+    with pytest.raises(NetworkSweepFormatError, match=field):
+        NetworkSweep.load(path)
+
+
 def test_compare_network_command_bad_values_one_line_exit_2(tmp_path):
-    for args in (["--weight-decays", "0,x"], ["--seeds", "0"], ["--preset", "nope"], ["--window", "10"],
-                 ["--network-results", str(tmp_path / "missing.json")]):
+    net = train_network_sweep(SMALL, [0.0], [0], max_steps=10, check_every=5, window=5)
+    damaged = _damage(net.save(tmp_path / "net.json"), lambda d: d["records"][0].__setitem__("seed", None))
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("x")
+    cases = [(["--weight-decays", "0,x"], "--weight-decays"), (["--seeds", "0"], "--seeds"),
+             (["--preset", "nope"], "preset"), (["--window", "10"], "--window"),
+             (["--network-results", str(tmp_path / "missing.json")], "missing.json"),
+             (["--network-results", str(damaged)], "seed"), (["--out", str(not_a_folder)], "--out")]
+    for args, named in cases:
         proc = subprocess.run([sys.executable, "-m", "particles.cli", "compare-network", *args],
                               capture_output=True, text=True)
         assert proc.returncode == 2, args
-        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+        assert named in proc.stderr, (named, proc.stderr)

@@ -108,3 +108,16 @@ def test_clustering_alignment_wd_is_the_classifier_decay():
     eps = [p.replace(wd=w).params.effective_eps for w in (0.3, 0.6, 1.0, 3.0)]
     assert eps == sorted(eps, reverse=True) and eps[-1] > p.params.eps
     assert p.replace(wd=1.0).params.particle_wd == p.params.particle_decay
+
+
+def test_sweep_table_with_a_diverged_first_run_writes_csv(tmp_path):
+    base = preset("circles").replace(dt=50.0, steps=400, record_every=10)  # x grows 14-fold a step
+    table = sweep([{"lam": 3.0}], [0], base=base, n_jobs=1)
+    assert table.column("structure")[0] == "diverged"
+    text = table.to_csv(tmp_path / "s.csv").read_text()
+    assert "line_ratio" in text.splitlines()[0]
+
+
+def test_particle_target_rejects_classifier_only_fields():
+    with pytest.raises(ValueError, match="particle_decay"):
+        preset("grids").replace(particle_decay=1.0)

@@ -167,6 +167,17 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_toy_phases)
 
 
+def _check_writable_folder(out: Path, option: str) -> None:
+    """Create ``out`` and check it takes files, before any work (ValueError naming the option)."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".embdyn-write-test"
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"{option} {str(out)!r} is not a writable folder: {exc}") from None
+
+
 def _float_list(text: str) -> list[float]:
     try:
         return [float(v) for v in text.split(",") if v.strip()]
@@ -199,11 +210,11 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         from particles import preset
 
         preset(args.preset)
+        out = Path(args.out)
+        _check_writable_folder(out, "--out")
     except (ValueError, TypeError) as exc:
         print(f"embdyn compare-network: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     bars: dict[str, ProgressBar] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -219,16 +230,23 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
 
             network = train_network_sweep(None, wds, seeds, max_steps=args.max_steps, window=args.window,
                                           callback=lambda step, total, active: progress("network", step, total))
-            network.save(out / "network_sweep.json")
+            try:
+                network.save(out / "network_sweep.json")
+            except OSError as exc:  # keep going: the comparison is still printed
+                print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
         result = compare_network(wds, seeds, preset_name=args.preset, network=network, n_jobs=args.jobs,
                                  callback=progress)
-    except ValueError as exc:  # e.g. --network-results without the asked runs
+    except (ValueError, TypeError) as exc:  # e.g. --network-results without the asked runs
         print(f"embdyn compare-network: {exc}", file=sys.stderr)
         return 2
-    result.save(out / "compare_network.json")
-    (out / "compare_network.md").write_text(result.to_markdown() + "\n")
-    result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds").savefig(
-        out / "compare_network.png", dpi=120)
+    try:
+        result.save(out / "compare_network.json")
+        (out / "compare_network.md").write_text(result.to_markdown() + "\n")
+        result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds").savefig(
+            out / "compare_network.png", dpi=120)
+    except OSError as exc:
+        print(f"embdyn compare-network: cannot write to {str(out)!r}: {exc}", file=sys.stderr)
+        return 2
     print(result.to_markdown())
     print(f"-> {out / 'compare_network.json'}")
     return 0

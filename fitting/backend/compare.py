@@ -102,6 +102,8 @@ class NetworkComparison:
             data = json.loads(Path(path).read_text())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise ValueError(f"{path}: not a readable comparison file ({exc})") from None
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: a comparison file holds a JSON object, got {type(data).__name__}")
         for key in ("rows", "meta"):
             if key not in data:
                 raise ValueError(f"{path}: field {key!r} is missing")
@@ -169,13 +171,31 @@ class NetworkComparison:
 def _network_runs(sweep_result: NetworkSweep) -> list[dict[str, Any]]:
     runs = []
     for rec in sweep_result.records:
-        m = structure_metrics(np.asarray(rec["embedding"], dtype=float))
+        if rec.get("diverged", False):
+            m = {"structure": DIVERGED, "accuracy_euclidean": np.nan, "accuracy_angular": np.nan,
+                 "circularity": np.nan}
+        else:
+            m = structure_metrics(np.asarray(rec["embedding"], dtype=float))
         runs.append({"model": "network", "weight_decay": float(rec["weight_decay"]), "seed": int(rec["seed"]),
                      "structure": m["structure"], "val_acc": rec["val_acc"], "train_acc": rec["train_acc"],
                      "pair_sum_accuracy": m["accuracy_euclidean"],
                      "pair_sum_accuracy_angular": m["accuracy_angular"], "circularity": m["circularity"],
                      "converged": bool(rec["converged"]), "steps_run": int(rec["steps_run"])})
     return runs
+
+
+def _check_same_setting(network: NetworkSweep, base) -> None:
+    """A reused network sweep must have the preset's p and training fraction
+    (so a seed gives both models the same split)."""
+    cfg = network.meta.get("config", {}) if isinstance(network.meta, dict) else {}
+    p = cfg.get("p", ConstantAttentionConfig().p)
+    fraction = cfg.get("train_fraction", ConstantAttentionConfig().train_fraction)
+    if p != base.p or fraction != base.fraction:
+        raise ValueError(f"network was trained with p = {p}, train_fraction = {fraction}, but preset "
+                         f"{base.name!r} has p = {base.p}, fraction = {base.fraction}; they must agree")
+    for rec in network.records:
+        if rec["embedding"] is not None and len(rec["embedding"]) != base.p:
+            raise ValueError(f"network embeddings have {len(rec['embedding'])} tokens, the preset p = {base.p}")
 
 
 def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds: Sequence[int] = tuple(range(100)),
@@ -198,7 +218,9 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
         hidden 64, AdamW lr 0.01, float64).
     network : NetworkSweep, optional
         Reuse a finished network sweep (e.g. ``NetworkSweep.load(path)``)
-        instead of training; it must hold every (weight decay, seed).
+        instead of training; it must hold every (weight decay, seed) and
+        have the preset's p and training fraction (``config``,
+        ``max_steps``, ``check_every`` and ``window`` are then unused).
     max_steps, check_every, window : int
         The network's budget and convergence rule (see ``train_network_sweep``).
     n_jobs : int
@@ -215,12 +237,18 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
     base = preset(preset_name)
     if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs < 1:
         raise ValueError(f"n_jobs must be an int >= 1, got {n_jobs!r}")
+    config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction) if config is None else config
+    if not isinstance(config, ConstantAttentionConfig):
+        raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
+    if network is not None and not isinstance(network, NetworkSweep):
+        raise TypeError(f"network must be a NetworkSweep, got {type(network).__name__}")
     if network is None:
+        network_check = NetworkSweep([], {"config": config.to_dict()})
+        _check_same_setting(network_check, base)
         cb = None if callback is None else (lambda step, total, active: callback("network", step, total))
         network = train_network_sweep(config, wds, seeds, max_steps=max_steps, check_every=check_every,
                                       window=window, callback=cb)
-    elif not isinstance(network, NetworkSweep):
-        raise TypeError(f"network must be a NetworkSweep, got {type(network).__name__}")
+    _check_same_setting(network, base)
     net_runs = [r for r in _network_runs(network) if r["weight_decay"] in wds and r["seed"] in seeds]
     have = {(r["weight_decay"], r["seed"]) for r in net_runs}
     missing = [(w, s) for w in wds for s in seeds if (w, s) not in have]

@@ -40,6 +40,39 @@ __all__ = ["train_network_sweep", "NetworkSweep", "NetworkSweepFormatError"]
 RECORD_KEYS = ("weight_decay", "seed", "steps_run", "converged", "train_acc", "val_acc", "train_loss", "embedding")
 
 
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+
+
+def _check_record(path: Any, i: int, rec: dict[str, Any]) -> None:
+    """Types and ranges of one record; NetworkSweepFormatError naming the field."""
+    def bad(key: str, expected: str) -> NetworkSweepFormatError:
+        return NetworkSweepFormatError(f"{path}: records[{i}].{key} must be {expected}, got {rec.get(key)!r}")
+
+    if not _is_number(rec["weight_decay"]) or rec["weight_decay"] < 0:
+        raise bad("weight_decay", "a finite number >= 0")
+    for key in ("seed", "steps_run"):
+        if isinstance(rec[key], bool) or not isinstance(rec[key], int) or rec[key] < 0:
+            raise bad(key, "an int >= 0")
+    diverged = rec.get("diverged", False)
+    for key in ("converged", "diverged"):
+        if not isinstance(rec.get(key, False), bool):
+            raise bad(key, "true or false")
+    for key in ("train_acc", "val_acc"):
+        if not _is_number(rec[key]) or not 0 <= rec[key] <= 1:
+            raise bad(key, "a number in [0, 1]")
+    if diverged:
+        return
+    if not _is_number(rec["train_loss"]):
+        raise bad("train_loss", "a finite number")
+    try:
+        emb = np.asarray(rec["embedding"], dtype=float)
+    except (TypeError, ValueError):
+        emb = None
+    if emb is None or emb.ndim != 2 or emb.shape[0] < 2 or not np.all(np.isfinite(emb)):
+        raise bad("embedding", "a finite p x d array")
+
+
 class NetworkSweepFormatError(ValueError):
     """A network-sweep file is damaged; the message names the field."""
 
@@ -50,8 +83,10 @@ class NetworkSweep:
 
     ``records``: one dict per run with ``weight_decay``, ``seed``,
     ``steps_run``, ``converged`` (validation accuracy stopped changing before
-    ``max_steps``), ``train_acc``, ``val_acc``, ``train_loss`` and
-    ``embedding`` (the final p x d token embedding, nested lists).
+    ``max_steps``), ``diverged`` (non-finite loss or parameters; the run
+    stopped there), ``train_acc``, ``val_acc``, ``train_loss`` and
+    ``embedding`` (the final p x d token embedding, nested lists; None when
+    diverged).
     ``meta``: the config and the stopping rule.
     """
 
@@ -59,8 +94,10 @@ class NetworkSweep:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def embeddings(self) -> np.ndarray:
-        """Final token embeddings, shape (runs, p, d)."""
-        return np.array([r["embedding"] for r in self.records], dtype=float)
+        """Final token embeddings, shape (runs, p, d); NaN for diverged runs."""
+        shape = np.shape(next((r["embedding"] for r in self.records if r["embedding"] is not None), []))
+        return np.array([r["embedding"] if r["embedding"] is not None else np.full(shape, np.nan)
+                         for r in self.records], dtype=float)
 
     def save(self, path: str | os.PathLike) -> Path:
         """Write JSON atomically."""
@@ -85,12 +122,7 @@ class NetworkSweep:
             for key in RECORD_KEYS:
                 if key not in rec:
                     raise NetworkSweepFormatError(f"{path}: records[{i}] has no field {key!r}")
-            try:
-                emb = np.asarray(rec["embedding"], dtype=float)
-            except (TypeError, ValueError):
-                emb = None
-            if emb is None or emb.ndim != 2 or not np.all(np.isfinite(emb)):
-                raise NetworkSweepFormatError(f"{path}: records[{i}].embedding must be a finite p x d array")
+            _check_record(path, i, rec)
         return cls(data["records"], data.get("meta", {}))
 
 
@@ -186,13 +218,16 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     n_val = int(t["val_labels"].shape[1])
     final: list[dict[str, Any] | None] = [None] * len(runs)
 
-    def finish(rows: np.ndarray, step: int, converged: bool, tr_acc, va_acc, tr_loss) -> None:
+    def finish(rows: np.ndarray, step: int, converged: bool, tr_acc, va_acc, tr_loss, bad) -> None:
         for j in rows:
             i = int(t["index"][j])
             w, s = runs[i]
-            final[i] = {"weight_decay": w, "seed": s, "steps_run": step, "converged": converged,
-                        "train_acc": float(tr_acc[j]), "val_acc": float(va_acc[j]), "train_loss": float(tr_loss[j]),
-                        "embedding": t["embedding"][j].detach().to(torch.float64).tolist()}
+            emb = t["embedding"][j].detach().to(torch.float64)
+            diverged = bool(bad[j]) or not bool(torch.isfinite(emb).all())
+            final[i] = {"weight_decay": w, "seed": s, "steps_run": step, "converged": converged and not diverged,
+                        "diverged": diverged, "train_acc": float(tr_acc[j]), "val_acc": float(va_acc[j]),
+                        "train_loss": float(tr_loss[j]) if not diverged else None,
+                        "embedding": None if diverged else emb.tolist()}
 
     t0 = time.perf_counter()
     step = 0
@@ -205,18 +240,20 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
             va, tr, lo = val_acc.numpy(), train_acc.numpy(), loss.detach().to(torch.float64).numpy()
             done = np.zeros(len(va), dtype=bool)
             conv = np.zeros(len(va), dtype=bool)
-            for j, i in enumerate(t["index"].tolist()):
-                history[i].append(float(va[j]))
-                recent = history[i][-(n_checks + 1):]
-                if step >= window and len(recent) == n_checks + 1 and \
-                        (max(recent) - min(recent)) * n_val <= tolerance + 1e-9:
-                    done[j] = conv[j] = True
-            done |= ~np.isfinite(lo)
+            bad = ~np.isfinite(lo)
+            if step % check_every == 0:  # the window is made of regular checks only
+                for j, i in enumerate(t["index"].tolist()):
+                    history[i].append(float(va[j]))
+                    recent = history[i][-(n_checks + 1):]
+                    if step >= window and len(recent) == n_checks + 1 and not bad[j] and \
+                            (max(recent) - min(recent)) * n_val <= tolerance + 1e-9:
+                        done[j] = conv[j] = True
+            done |= bad
             if step >= max_steps:
                 done[:] = True
             if done.any():
-                finish(np.flatnonzero(done & conv), step, True, tr, va, lo)
-                finish(np.flatnonzero(done & ~conv), step, False, tr, va, lo)
+                finish(np.flatnonzero(done & conv), step, True, tr, va, lo, bad)
+                finish(np.flatnonzero(done & ~conv), step, False, tr, va, lo, bad)
             if callback is not None:
                 callback(step, max_steps, int((~done).sum()))
             if done.all():
