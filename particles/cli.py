@@ -62,7 +62,7 @@ def key_values(items: Sequence[str], option: str) -> dict[str, Any]:
     out = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"embdyn: {option} takes NAME=VALUE, got {item!r}")
+            raise ValueError(f"{option} takes NAME=VALUE, got {item!r}")
         key, value = item.split("=", 1)
         out[key.strip()] = parse_value(value)
     return out
@@ -72,7 +72,7 @@ def _key_lists(items: Sequence[str], option: str) -> dict[str, list[Any]]:
     out = {}
     for item in items:
         if "=" not in item:
-            raise SystemExit(f"embdyn: {option} takes NAME=V1,V2,..., got {item!r}")
+            raise ValueError(f"{option} takes NAME=V1,V2,..., got {item!r}")
         key, values = item.split("=", 1)
         out[key.strip()] = [parse_value(v) for v in values.split(",") if v.strip()]
     return out
@@ -155,11 +155,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     from .presets import preset
     from .sweep import sweep
 
-    grid = _key_lists(args.grid or [], "--grid")
-    if not grid:
-        print("embdyn sweep: give at least one --grid NAME=V1,V2,...", file=sys.stderr)
-        return 2
     try:
+        grid = _key_lists(args.grid or [], "--grid")
+        if not grid:
+            raise ValueError("give at least one --grid NAME=V1,V2,...")
         base = preset(args.preset).replace(**key_values(args.set or [], "--set"))
         bar = None if args.quiet else ProgressBar("sweep")
         table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar)

@@ -143,7 +143,9 @@ def test_compare_network_command_bad_values_one_line_exit_2(tmp_path):
     cases = [(["--weight-decays", "0,x"], "--weight-decays"), (["--seeds", "0"], "--seeds"),
              (["--preset", "nope"], "preset"), (["--window", "10"], "--window"),
              (["--network-results", str(tmp_path / "missing.json")], "missing.json"),
-             (["--network-results", str(damaged)], "seed"), (["--out", str(not_a_folder)], "--out")]
+             (["--network-results", str(damaged)], "seed"), (["--out", str(not_a_folder)], "--out"),
+             (["--set", "hidden"], "--set"), (["--set", "nope=1"], "nope"), (["--set", "p=11"], "p = 11"),
+             (["--set", "lr=0.1", "--network-results", str(damaged)], "seed")]
     for args, named in cases:
         proc = subprocess.run([sys.executable, "-m", "particles.cli", "compare-network", *args],
                               capture_output=True, text=True)

@@ -121,3 +121,12 @@ def test_sweep_table_with_a_diverged_first_run_writes_csv(tmp_path):
 def test_particle_target_rejects_classifier_only_fields():
     with pytest.raises(ValueError, match="particle_decay"):
         preset("grids").replace(particle_decay=1.0)
+
+
+@pytest.mark.parametrize("argv", [["sweep", "--preset", "grids", "--grid", "lam"],
+                                  ["sweep", "--preset", "grids", "--grid", "lam=1", "--set", "steps"],
+                                  ["simulate", "--preset", "grids", "--set", "steps"]])
+def test_cli_malformed_name_value_is_one_line_exit_2(argv, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "NAME=" in err[0]

@@ -208,8 +208,18 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         seeds = list(range(args.first_seed, args.first_seed + args.seeds))
         network = NetworkSweep.load(args.network_results) if args.network_results else None
         from particles import preset
+        from particles.cli import key_values
 
-        preset(args.preset)
+        from .configs import ConstantAttentionConfig
+
+        base = preset(args.preset)
+        changes = key_values(args.set or [], "--set")
+        if network is not None and changes:
+            raise ValueError("--set changes the network's training; it cannot apply to --network-results")
+        config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction).replace(**changes)
+        if (config.p, config.train_fraction) != (base.p, base.fraction):
+            raise ValueError(f"--set p = {config.p}, train_fraction = {config.train_fraction} must match preset "
+                             f"{base.name!r} (p = {base.p}, fraction = {base.fraction})")
         out = Path(args.out)
         _check_writable_folder(out, "--out")
     except (ValueError, TypeError) as exc:
@@ -228,7 +238,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         if network is None:
             from .network_sweep import train_network_sweep
 
-            network = train_network_sweep(None, wds, seeds, max_steps=args.max_steps, window=args.window,
+            network = train_network_sweep(config, wds, seeds, max_steps=args.max_steps, window=args.window,
                                           callback=lambda step, total, active: progress("network", step, total))
             try:
                 network.save(out / "network_sweep.json")
@@ -269,6 +279,9 @@ def register_compare_network(subparsers: argparse._SubParsersAction) -> None:
                    help="converged when validation accuracy moved by at most one pair over this many steps "
                         "(default 5000)")
     p.add_argument("--network-results", default=None, help="reuse a network_sweep.json instead of training")
+    p.add_argument("--set", action="append", metavar="NAME=VALUE",
+                   help="network setting (repeatable), e.g. --set embedding_weight_decay=0 for decay on the "
+                        "classifier only, --set lr=0.003")
     p.add_argument("--jobs", type=int, default=1, help="processes for the particle runs (default 1)")
     p.add_argument("--out", default="embdyn-compare-network", help="output folder (default ./embdyn-compare-network)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
