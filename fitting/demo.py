@@ -38,11 +38,10 @@ class DemoError(RuntimeError):
 
 
 def _check_writable(out: Path) -> None:
+    from particles.trajectory import ensure_writable_folder
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".embdyn-write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        ensure_writable_folder(out)
     except OSError as exc:
         raise DemoError(f"the output folder {str(out)!r} is not writable: {exc}") from None
 

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
-__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION"]
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "ensure_writable_folder"]
 
 SCHEMA_VERSION = 1
 
@@ -71,6 +71,17 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise TrajectoryFormatError(name, f"holds a non-finite value at index {tuple(int(i) for i in bad)}")
     return arr
+
+
+def ensure_writable_folder(path: str | os.PathLike) -> Path:
+    """Create the folder ``path`` (with parents) and check that it takes a
+    file, before any work is done; raises the OSError otherwise."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    probe = path / ".embdyn-write-test"
+    probe.write_text("ok")
+    probe.unlink()
+    return path
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> Path:

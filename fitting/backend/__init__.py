@@ -20,6 +20,7 @@ Public API::
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import Any
 
 from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig, SparseModularConfig,
@@ -51,69 +52,35 @@ def _require_torch() -> None:
         raise TorchMissingError(INSTALL_HINT)
 
 
-def train(*args: Any, **kwargs: Any):
-    """Train one run; see :func:`fitting.backend.trainer.train`."""
-    _require_torch()
-    from .trainer import train as _train
+def _needs_torch(module: str, name: str, doc: str):
+    """A function that checks for torch, then calls ``fitting.backend.<module>.<name>``."""
 
-    return _train(*args, **kwargs)
+    def call(*args: Any, **kwargs: Any):
+        _require_torch()
+        return getattr(import_module(f"{__name__}.{module}"), name)(*args, **kwargs)
 
-
-def train_batched(*args: Any, **kwargs: Any):
-    """Train several survival-MLP seeds as one batched computation; see
-    :func:`fitting.backend.batched.train_batched`."""
-    _require_torch()
-    from .batched import train_batched as _train_batched
-
-    return _train_batched(*args, **kwargs)
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{doc}; see :func:`fitting.backend.{module}.{name}`."
+    return call
 
 
-def train_grid(*args: Any, **kwargs: Any):
-    """Train a whole toy hyper-parameter grid as one stacked model; see
-    :func:`fitting.backend.grid.train_grid`."""
-    _require_torch()
-    from .grid import train_grid as _train_grid
+train = _needs_torch("trainer", "train", "Train one run")
+train_batched = _needs_torch("batched", "train_batched",
+                             "Train several survival-MLP seeds as one batched computation")
+train_grid = _needs_torch("grid", "train_grid", "Train a whole toy hyper-parameter grid as one stacked model")
+train_network_sweep = _needs_torch("network_sweep", "train_network_sweep",
+                                   "Train the constant-attention network over weight decays and seeds as one "
+                                   "stacked model")
+compare_network = _needs_torch("compare", "compare_network",
+                               "The network and a particle preset side by side over weight decay")
 
-    return _train_grid(*args, **kwargs)
-
-
-def train_network_sweep(*args: Any, **kwargs: Any):
-    """Train the constant-attention network over weight decays and seeds as
-    one stacked model; see :func:`fitting.backend.network_sweep.train_network_sweep`."""
-    _require_torch()
-    from .network_sweep import train_network_sweep as _sweep
-
-    return _sweep(*args, **kwargs)
-
-
-def compare_network(*args: Any, **kwargs: Any):
-    """The network and a particle preset side by side over weight decay; see
-    :func:`fitting.backend.compare.compare_network`."""
-    _require_torch()
-    from .compare import compare_network as _compare
-
-    return _compare(*args, **kwargs)
+#: classes that need torch, imported on first access
+_LAZY_CLASSES = {"GridResult": "grid", "TrainingDivergedError": "trainer", "NetworkSweep": "network_sweep",
+                 "NetworkComparison": "compare"}
 
 
 def __getattr__(name: str):
-    if name == "GridResult":
+    if name in _LAZY_CLASSES:
         _require_torch()
-        from .grid import GridResult
-
-        return GridResult
-    if name == "TrainingDivergedError":
-        _require_torch()
-        from .trainer import TrainingDivergedError
-
-        return TrainingDivergedError
-    if name == "NetworkSweep":
-        _require_torch()
-        from .network_sweep import NetworkSweep
-
-        return NetworkSweep
-    if name == "NetworkComparison":
-        _require_torch()
-        from .compare import NetworkComparison
-
-        return NetworkComparison
+        return getattr(import_module(f"{__name__}.{_LAZY_CLASSES[name]}"), name)
     raise AttributeError(f"module 'fitting.backend' has no attribute {name!r}")

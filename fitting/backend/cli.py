@@ -169,11 +169,10 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
 
 def _check_writable_folder(out: Path, option: str) -> None:
     """Create ``out`` and check it takes files, before any work (ValueError naming the option)."""
+    from particles.trajectory import ensure_writable_folder
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / ".embdyn-write-test"
-        probe.write_text("ok")
-        probe.unlink()
+        ensure_writable_folder(out)
     except OSError as exc:
         raise ValueError(f"{option} {str(out)!r} is not a writable folder: {exc}") from None
 
@@ -193,7 +192,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
     if not torch_available():
         print(f"embdyn compare-network: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    from .compare import compare_network
+    from .compare import check_same_split, compare_network
     from .checks import check_weight_decays
     from .network_sweep import NetworkSweep
 
@@ -217,9 +216,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         if network is not None and changes:
             raise ValueError("--set changes the network's training; it cannot apply to --network-results")
         config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction).replace(**changes)
-        if (config.p, config.train_fraction) != (base.p, base.fraction):
-            raise ValueError(f"--set p = {config.p}, train_fraction = {config.train_fraction} must match preset "
-                             f"{base.name!r} (p = {base.p}, fraction = {base.fraction})")
+        check_same_split(config.p, config.train_fraction, base, "--set")
         out = Path(args.out)
         _check_writable_folder(out, "--out")
     except (ValueError, TypeError) as exc:

@@ -29,7 +29,7 @@ from .checks import check_seeds, check_weight_decays
 from .configs import ConstantAttentionConfig
 from .network_sweep import NetworkSweep, train_network_sweep
 
-__all__ = ["compare_network", "NetworkComparison", "structure_summary", "total_variation"]
+__all__ = ["compare_network", "NetworkComparison", "structure_summary", "total_variation", "check_same_split"]
 
 KINDS = tuple(STRUCTURES) + (DIVERGED,)
 
@@ -184,15 +184,19 @@ def _network_runs(sweep_result: NetworkSweep) -> list[dict[str, Any]]:
     return runs
 
 
-def _check_same_setting(network: NetworkSweep, base) -> None:
-    """A reused network sweep must have the preset's p and training fraction
-    (so a seed gives both models the same split)."""
+def check_same_split(p: int, train_fraction: float, base, source: str = "network") -> None:
+    """The network's p and training fraction must be the preset's, so that a
+    seed gives both models the same split (ValueError naming ``source``)."""
+    if p != base.p or train_fraction != base.fraction:
+        raise ValueError(f"{source} has p = {p}, train_fraction = {train_fraction}, but preset {base.name!r} has "
+                         f"p = {base.p}, fraction = {base.fraction}; they must agree")
+
+
+def _check_sweep_matches(network: NetworkSweep, base) -> None:
+    """A reused network sweep: its config (meta) and its embeddings must have the preset's setting."""
     cfg = network.meta.get("config", {}) if isinstance(network.meta, dict) else {}
-    p = cfg.get("p", ConstantAttentionConfig().p)
-    fraction = cfg.get("train_fraction", ConstantAttentionConfig().train_fraction)
-    if p != base.p or fraction != base.fraction:
-        raise ValueError(f"network was trained with p = {p}, train_fraction = {fraction}, but preset "
-                         f"{base.name!r} has p = {base.p}, fraction = {base.fraction}; they must agree")
+    default = ConstantAttentionConfig()
+    check_same_split(cfg.get("p", default.p), cfg.get("train_fraction", default.train_fraction), base)
     for rec in network.records:
         if rec["embedding"] is not None and len(rec["embedding"]) != base.p:
             raise ValueError(f"network embeddings have {len(rec['embedding'])} tokens, the preset p = {base.p}")
@@ -243,12 +247,11 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
     if network is not None and not isinstance(network, NetworkSweep):
         raise TypeError(f"network must be a NetworkSweep, got {type(network).__name__}")
     if network is None:
-        network_check = NetworkSweep([], {"config": config.to_dict()})
-        _check_same_setting(network_check, base)
+        check_same_split(config.p, config.train_fraction, base, "config")
         cb = None if callback is None else (lambda step, total, active: callback("network", step, total))
         network = train_network_sweep(config, wds, seeds, max_steps=max_steps, check_every=check_every,
                                       window=window, callback=cb)
-    _check_same_setting(network, base)
+    _check_sweep_matches(network, base)
     net_runs = [r for r in _network_runs(network) if r["weight_decay"] in wds and r["seed"] in seeds]
     have = {(r["weight_decay"], r["seed"]) for r in net_runs}
     missing = [(w, s) for w in wds for s in seeds if (w, s) not in have]
