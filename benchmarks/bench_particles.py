@@ -1,89 +1,219 @@
-"""Time the particle force kernels and whole simulations.
+"""Time the particle engine against plain NumPy, with and without a busy
+neighbour on the machine.
 
-Compares, in one run, the compiled parallel force kernel, the compiled serial
-kernel and the NumPy reference for N = 17, 59, 113 tokens (training fraction
-0.8, d = 2, clustering and alignment both on), then whole 10 000-step N = 17
-simulations of every preset. Prints pair-pair interactions per second
-(n(n-1)/2 interactions of n training pair sums per force evaluation) and the
-ratios.
+In one run, for N = 17, 31, 59, 113 (and 211 without --quick) tokens
+(training fraction 0.8, d = 2, clustering and alignment both on):
 
-    python benchmarks/bench_particles.py [--quick]
+- the public ``particles.forces`` call (kernel chosen by measurement),
+- the serial and the parallel compiled kernels called directly,
+- NumPy: ``particles.forces_reference`` (dense n x n matrices) where it fits
+  in memory, otherwise the same formulas over blocks of 512 rows,
+
+first on the machine as it is, then with a second process spinning on one
+core (a busy neighbour). Then whole runs: 10 000-step N = 17 runs of every
+preset, and the cost per step of the ``grids`` force law at N = 113 and 211
+(the exact path costs the same at every step, so 10 000 steps cost 10 000
+times that). Last, the cold compile of everything ``embdyn demo`` needs, in
+a fresh process with an empty Numba cache (CPU seconds).
+
+Interactions: a force evaluation with n training pair sums has n(n-1)/2
+pair-pair interactions; rates are those per second (exact path: every
+interaction is evaluated).
+
+    python benchmarks/bench_particles.py [--quick] [--json results.json]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from contextlib import contextmanager
 
 import numba
 import numpy as np
 
 from _timing import best_time
 
-from particles import ForceParams, forces_reference, modular_addition, preset, warmup
-from particles import _kernels
-from particles.energy import same_class_partners
+from particles import ForceParams, forces, forces_reference, modular_addition, preset, warmup
+from particles.energy import pair_system
+from particles.kernels import forces as kernels
+from particles.threads import dynamic_schedule, kernel_choice
+
+BENCH_PARAMS = ForceParams(lam=1.0)
+DENSE_MAX_PAIRS = 6000  # forces_reference holds a few n x n float64 matrices
 
 
-def bench_kernels(sizes, repeats: int) -> list[dict]:
-    params = ForceParams(lam=1.0)
-    prm = params.as_array()
-    threads = numba.get_num_threads()
+def numpy_forces_blocked(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams,
+                         block: int = 512) -> np.ndarray:
+    """The reference formulas (gradient alignment, cosine form) over blocks of
+    rows, so that memory stays O(block * n): what a NumPy user would write
+    for a large system."""
+    s = x[pairs[:, 0]] + x[pairs[:, 1]]
+    n = len(s)
+    rho = np.sqrt(np.sum(s * s, axis=1) + params.effective_eps ** 2)
+    unit = s / rho[:, None]
+    f = np.zeros_like(s)
+    for lo in range(0, n, block):
+        hi = min(n, lo + block)
+        same = labels[lo:hi, None] == labels[None, :]
+        off = np.ones((hi - lo, n), dtype=bool)
+        off[np.arange(hi - lo), np.arange(lo, hi)] = False
+        delta = s[lo:hi, None, :] - s[None, :, :]
+        r2 = np.sum(delta ** 2, axis=-1)
+        att = params.k_a * np.exp(-r2 / (2 * params.sig_a ** 2))
+        rep = params.k_r * np.exp(-r2 / (2 * params.sig_r ** 2))
+        coef = np.where(same, -att / params.sig_a ** 2, rep / params.sig_r ** 2) * off
+        f[lo:hi] = np.einsum("uv,uvk->uk", coef, delta)
+        if params.effective_lam > 0:
+            c = unit[lo:hi] @ unit.T
+            rep_t = np.exp(-(1.0 - c) / params.sig_t ** 2)
+            dh = np.where(same, -1.0, rep_t / params.sig_t ** 2) * off
+            grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit[lo:hi]) / rho[lo:hi, None]
+            f[lo:hi] -= params.effective_lam * grad
+    force = -params.particle_wd * x
+    np.add.at(force, pairs[:, 0], f)
+    np.add.at(force, pairs[:, 1], f)
+    return force
+
+
+@contextmanager
+def busy_neighbour(active: bool):
+    """A second process spinning on one core while the block runs."""
+    if not active:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def bench_forces(sizes, repeats: int) -> list[dict]:
     rows = []
     for p in sizes:
         train = modular_addition(p).split(0.8, seed=0)[0]
         n = len(train)
         x = np.random.default_rng(0).standard_normal((p, 2))
-        force = np.empty_like(x)
-        pairs, labels = train.pairs, train.labels
-        ptr, idx = same_class_partners(labels)
-        t_par = best_time(lambda: _kernels.forces_parallel(x, pairs, ptr, idx, prm, force, threads), repeats)
-        t_ser = best_time(lambda: _kernels.forces_serial(x, pairs, ptr, idx, prm, force), repeats)
-        t_ref = best_time(lambda: forces_reference(x, pairs, labels, params), max(1, repeats // 2), min_time=0.0)
-        interactions = n * (n - 1) / 2
-        rows.append(dict(p=p, pairs=n, t_par=t_par, t_ser=t_ser, t_ref=t_ref, rate_par=interactions / t_par,
-                         rate_ser=interactions / t_ser, rate_ref=interactions / t_ref))
+        system = pair_system(train)
+        prm = BENCH_PARAMS.kernel_params()
+        ws = kernels.make_workspace(2, system, numba.get_num_threads())
+        out = np.empty_like(x)
+
+        def parallel_kernel():
+            with dynamic_schedule():
+                kernels.forces_parallel(x, system, prm, ws, out)
+
+        if n <= DENSE_MAX_PAIRS:
+            ref_name, ref = "dense", lambda: forces_reference(x, train.pairs, train.labels, BENCH_PARAMS)
+        else:
+            ref_name, ref = "blocked", lambda: numpy_forces_blocked(x, train.pairs, train.labels, BENCH_PARAMS)
+        check = np.max(np.abs(forces(x, train, BENCH_PARAMS) - ref())) / np.max(np.abs(ref()))
+        assert check < 1e-9, f"compiled and NumPy forces differ by {check:.2e} at p = {p}"
+        short = repeats if n < 6000 else 1
+        for neighbour in (False, True):
+            with busy_neighbour(neighbour):
+                kernel_choice.reset()
+                forces(x, train, BENCH_PARAMS)  # let the chooser time both kernels
+                forces(x, train, BENCH_PARAMS)
+                t_pub = best_time(lambda: forces(x, train, BENCH_PARAMS), short)
+                t_ser = best_time(lambda: kernels.forces_serial(x, system, prm, ws, out), short)
+                t_par = best_time(parallel_kernel, short)
+                t_ref = best_time(ref, 1, min_time=0.0)
+            rows.append(dict(p=p, pairs=n, busy_neighbour=neighbour, public=t_pub, serial=t_ser, parallel=t_par,
+                             numpy=t_ref, numpy_kind=ref_name, interactions=n * (n - 1) / 2))
     return rows
 
 
-def bench_simulations(steps: int, repeats: int) -> list[dict]:
+def bench_runs(steps: int, repeats: int, large: tuple[int, ...]) -> list[dict]:
     rows = []
     for name in ("circles", "grids", "clustering-alignment"):
         config = preset(name).replace(steps=steps, record_every=100)
-        for parallel in (False, True):
-            best = np.inf
-            for _ in range(repeats):
-                start = time.perf_counter()
-                config.run(seed=0, parallel=parallel)
-                best = min(best, time.perf_counter() - start)
-            rows.append(dict(preset=name, parallel=parallel, steps=steps, seconds=best, pairs=122))
+        config.run(seed=0)
+        best = np.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            config.run(seed=0)
+            best = min(best, time.perf_counter() - start)
+        rows.append(dict(run=f"{name}, N = 17", steps=steps, seconds=best))
+    grids = preset("grids").params
+    for p in large:
+        train = modular_addition(p).split(0.8, seed=0)[0]
+        x = np.random.default_rng(0).standard_normal((p, 2))
+        forces(x, train, grids)
+        forces(x, train, grids)
+        per_step = best_time(lambda: forces(x, train, grids), 1)
+        rows.append(dict(run=f"grids force law, N = {p}", steps=10_000, seconds=per_step * 10_000,
+                         extrapolated=True))
     return rows
+
+
+COLD = """
+import resource, time
+start = time.perf_counter()
+from fitting.demo import compile_kernels
+compile_kernels()
+u = resource.getrusage(resource.RUSAGE_SELF)
+print(u.ru_utime + u.ru_stime, time.perf_counter() - start)
+"""
+
+
+def bench_cold_compile() -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        out = subprocess.run([sys.executable, "-c", COLD], env=env, capture_output=True, text=True, check=True)
+    cpu, wall = map(float, out.stdout.split()[-2:])
+    return cpu, wall
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (CI smoke run)")
+    parser.add_argument("--json", help="also write the measurements to this JSON file")
     args = parser.parse_args()
-    sizes = (17, 59) if args.quick else (17, 59, 113)
+    sizes = (17, 31) if args.quick else (17, 31, 59, 113, 211)
     repeats = 1 if args.quick else 3
     compile_s = warmup()
-    print(f"numba {numba.__version__}, {numba.get_num_threads()} threads; warm-up {compile_s:.2f} s")
+    load = os.getloadavg()[0]
+    print(f"numba {numba.__version__}, {numba.get_num_threads()} threads, threading layer "
+          f"{numba.threading_layer()}; warm-up {compile_s:.2f} s; load average {load:.2f}")
     print()
-    print("force kernel (one evaluation, clustering + alignment, d = 2)")
-    print(f"{'N':>4} {'pairs':>6} {'parallel':>11} {'serial':>11} {'numpy':>11} "
-          f"{'par/numpy':>10} {'ser/numpy':>10} {'par/ser':>8} {'interactions/s (par)':>21}")
-    for r in bench_kernels(sizes, repeats):
-        print(f"{r['p']:>4} {r['pairs']:>6} {r['t_par'] * 1e3:>9.3f}ms {r['t_ser'] * 1e3:>9.3f}ms "
-              f"{r['t_ref'] * 1e3:>9.3f}ms {r['t_ref'] / r['t_par']:>9.1f}x {r['t_ref'] / r['t_ser']:>9.1f}x "
-              f"{r['t_ser'] / r['t_par']:>7.2f}x {r['rate_par']:>21.3e}")
+    print("force evaluation (clustering + alignment, d = 2); ratios are NumPy time / time")
+    print(f"{'N':>4} {'pairs':>6} {'neighbour':>9} {'public':>10} {'serial':>10} {'parallel':>10} {'numpy':>10} "
+          f"{'pub/np':>7} {'ser/np':>7} {'par/np':>7} {'pub/ser':>7} {'public interactions/s':>22}")
+    force_rows = bench_forces(sizes, repeats)
+    for r in force_rows:
+        ms = lambda t: f"{t * 1e3:>8.2f}ms"  # noqa: E731
+        print(f"{r['p']:>4} {r['pairs']:>6} {'busy' if r['busy_neighbour'] else 'idle':>9} {ms(r['public'])} "
+              f"{ms(r['serial'])} {ms(r['parallel'])} {ms(r['numpy'])} {r['numpy'] / r['public']:>6.1f}x "
+              f"{r['numpy'] / r['serial']:>6.1f}x {r['numpy'] / r['parallel']:>6.1f}x "
+              f"{r['serial'] / r['public']:>6.2f}x {r['interactions'] / r['public']:>22.3e}")
+    print("  (numpy: dense reference up to 6000 pairs, blocked rows above; pub/ser < 1 means the public call "
+          "was slower than one core)")
     print()
     steps = 2000 if args.quick else 10_000
-    print(f"whole simulations, N = 17, {steps} steps, snapshot every 100 (after warm-up)")
-    for r in bench_simulations(steps, repeats):
-        kernel = "parallel" if r["parallel"] else "serial"
-        rate = r["steps"] * r["pairs"] * (r["pairs"] - 1) / 2 / r["seconds"]
-        print(f"  {r['preset']:<20} {kernel:<9} {r['seconds']:.3f} s  ({r['steps'] / r['seconds']:,.0f} steps/s, "
-              f"{rate:.3e} interactions/s)")
+    print(f"whole runs ({steps} steps, snapshot every 100, after warm-up; large N extrapolated from the cost "
+          "of one step)")
+    run_rows = bench_runs(steps, repeats, () if args.quick else (113, 211))
+    for r in run_rows:
+        print(f"  {r['run']:<28} {r['seconds']:>8.2f} s{'  (extrapolated)' if r.get('extrapolated') else ''}")
+    print()
+    cpu, wall = bench_cold_compile()
+    print(f"cold compile of the demo's kernels (empty cache, fresh process): {cpu:.1f} s CPU, {wall:.1f} s wall")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"numba": numba.__version__, "threads": numba.get_num_threads(), "load_average": load,
+                       "forces": force_rows, "runs": run_rows, "cold_compile_cpu_s": cpu,
+                       "cold_compile_wall_s": wall, "command": "python benchmarks/bench_particles.py"
+                       + (" --quick" if args.quick else "")}, fh, indent=1)
 
 
 if __name__ == "__main__":

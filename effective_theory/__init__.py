@@ -6,10 +6,11 @@ from particles.parallelograms import constraint_matrix, parallelograms
 
 from .linalg import (degeneracy, grokking_rate, hessian_spectrum, laplacian_spectrum, nullity, predicted_steps,
                      rank)
+from ._warmup import warmup
 from .montecarlo import (GrokkingRateCurve, StructureProbability, grokking_rate_curve, unique_structure_probability,
                          wilson_interval)
 
-__all__ = [
+__all__ = ["warmup", 
     "GrokkingRateCurve", "StructureProbability", "constraint_matrix", "degeneracy", "grokking_rate",
     "grokking_rate_curve", "hessian_spectrum", "laplacian_spectrum", "nullity", "parallelograms", "predicted_steps",
     "rank", "unique_structure_probability", "wilson_interval",

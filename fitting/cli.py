@@ -133,7 +133,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     from particles.cli import ProgressBar
 
-    from .demo import DemoError, run_demo
+    from .demo import DemoError, compile_kernels, run_demo
 
     bars: dict[str, ProgressBar] = {}
 
@@ -144,7 +144,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar(done, total)
 
     if not args.quiet:
-        print("embdyn demo: the first run compiles the particle kernels (10-30 s)", file=sys.stderr)
+        print("embdyn demo: compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
+        print(f"ready in {compile_kernels():.1f} s", file=sys.stderr)
     try:
         summary = run_demo(args.out, quick=args.quick, progress=progress)
     except DemoError as exc:

@@ -52,11 +52,20 @@ def _save(fig, out: Path, name: str) -> str:
 
 
 # ------------------------------------------------------------------ stages
+def compile_kernels() -> float:
+    """Compile (first run) or load every compiled kernel the demo uses;
+    returns the seconds taken."""
+    import effective_theory
+    import particles
+
+    return particles.warmup(parallel=False, parts=("simulate",)) + effective_theory.warmup()
+
+
 def _stage_particles(out: Path, quick: bool, progress: Progress | None) -> dict[str, Any]:
-    from particles import classify_structure, preset, warmup
+    from particles import classify_structure, preset
     from particles.plot import animate_trajectory, plot_snapshots
 
-    warmup(parallel=False)
+    compile_kernels()
     seeds = 2 if quick else 6
     result: dict[str, Any] = {"seeds": seeds, "figures": []}
     total, done = 2 * seeds, 0

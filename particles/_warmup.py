@@ -9,37 +9,54 @@ import numpy as np
 __all__ = ["warmup"]
 
 
-def warmup(parallel: bool | None = None) -> float:
-    """Compile (or load from the on-disk cache) the kernels for float64
-    inputs by running each once on a tiny problem.
+#: what :func:`warmup` can compile
+WARMUP_PARTS = ("simulate", "minimize", "effective")
+
+
+def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) -> float:
+    """Compile (or load from Numba's on-disk cache) every particle kernel
+    for float64 inputs by running each once on a tiny problem.
 
     Parameters
     ----------
     parallel : bool, optional
-        ``False``: only the serial kernels (about 10 s the first time);
-        ``True``: only the parallel ones (about 20 s); ``None``: all. Later
-        calls, also in new processes, load them from Numba's cache in well
-        under a second.
+        ``False``: the serial kernels (what systems below
+        ``PARALLEL_MIN_PAIRS`` training pairs, such as every N = 17 preset,
+        and the minimiser use); ``True``: only the parallel ones; ``None``:
+        all. Measured cold-start costs are in docs/particles.md; later calls,
+        also in new processes, load the kernels from the cache in well under
+        a second.
+    parts : tuple of str
+        Which serial integrators: ``"simulate"`` (Euler/Langevin),
+        ``"minimize"``, ``"effective"`` (the effective-loss flow); default
+        all. Compile only what you use: each costs seconds the first time.
 
     Returns
     -------
     float
         Seconds taken.
     """
-    from .datasets import modular_addition
+    from .datasets import addition, modular_addition
+    from .effective import simulate_effective
     from .params import ForceParams
     from .simulate import minimize, simulate
 
+    unknown = set(parts) - set(WARMUP_PARTS)
+    if isinstance(parts, str) or unknown:
+        raise ValueError(f"parts must be a tuple of names from {WARMUP_PARTS}, got {parts!r}")
     start = time.perf_counter()
-    train = modular_addition(5)
-    x0 = np.random.default_rng(0).standard_normal((5, 2))
     params = ForceParams(lam=1.0)
-    for kind in ((False, True) if parallel is None else (parallel,)):
-        simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=kind)
-    if not parallel:
-        minimize(x0, train, params, max_steps=2)
-        from .datasets import addition
-        from .effective import simulate_effective
-
-        simulate_effective(x0, addition(5), steps=2, dt=1e-3, project=True)
+    if parallel is not True:
+        train = modular_addition(5)
+        x0 = np.random.default_rng(0).standard_normal((5, 2))
+        if "simulate" in parts:
+            simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=False)
+        if "minimize" in parts:
+            minimize(x0, train, params, max_steps=2)
+        if "effective" in parts:
+            simulate_effective(x0, addition(5), steps=2, dt=1e-3, project=True)
+    if parallel is not False:
+        train = modular_addition(23)  # 276 pairs: a blocked system, so the parallel kernel runs
+        x0 = np.random.default_rng(0).standard_normal((23, 2))
+        simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=True)
     return time.perf_counter() - start

@@ -105,9 +105,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         from ._warmup import warmup
         from .energy import PARALLEL_MIN_PAIRS
 
-        print("loading the compiled kernels (the first run compiles them: 10-30 s)...", file=sys.stderr, end=" ",
-              flush=True)
-        seconds = warmup(parallel=round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS)
+        print("compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
+        blocked = round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
+        seconds = warmup(parallel=None if blocked else False, parts=("simulate",))
         print(f"ready in {seconds:.1f} s", file=sys.stderr)
     bar = None if args.quiet else ProgressBar(f"simulate {config.name} seed {args.seed}")
     traj = config.run(args.seed, callback=bar)

@@ -29,6 +29,7 @@ from numba import njit
 from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
+from .kernels.status import NONFINITE, OK
 from .simulate import NonFiniteStateError, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
 
@@ -165,7 +166,7 @@ def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_
     for i in range(start, stop):
         l0, z = _loss_and_grad(E, L, m, centred, grad)
         if not (np.isfinite(l0) and np.isfinite(z)) or z <= 0.0:
-            return 1, i, slot
+            return NONFINITE, i, slot
         if i % record_every == 0:
             for k in range(p):
                 for c in range(d):
@@ -184,12 +185,12 @@ def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_
         if project:
             mean, z_new = _mean_and_spread(E, centred)
             if not z_new > 0.0:
-                return 1, i + 1, slot
+                return NONFINITE, i + 1, slot
             scale = np.sqrt(z_target / z_new)
             for k in range(p):
                 for c in range(d):
                     E[k, c] = mean[c] + scale * (E[k, c] - mean[c])
-    return 0, stop, slot
+    return OK, stop, slot
 
 
 def effective_loss(E: np.ndarray, system: EffectiveLoss | PairDataset, normalization: str = "centred") -> float:
@@ -295,7 +296,7 @@ def simulate_effective(
     for start, stop in zip(bounds[:-1], bounds[1:]):
         status, reached, slot = _run_effective(E, loss.laplacian, m, centred, project, z0, start, stop, dt,
                                                record_every, traj, series, slot)
-        if status != 0:
+        if status != OK:
             raise NonFiniteStateError(int(reached))
         if callback is not None:
             callback(stop, steps)

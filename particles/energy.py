@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
-import numba
+import time
+
 import numpy as np
 
-from . import _kernels
 from .datasets import PairDataset
+from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .params import ForceParams
+from .threads import dynamic_schedule, kernel_choice, usable_threads
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
 
-#: below this many training pairs the serial kernel is faster than the
-#: parallel one (thread start-up dominates); measured in benchmarks/
-PARALLEL_MIN_PAIRS = 256
+#: below this many training pairs the rows form one block and the serial
+#: kernel is always used (thread start-up would dominate); measured in
+#: benchmarks/
+PARALLEL_MIN_PAIRS = _forces.MIN_BLOCKED_PAIRS
 
 
 def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = False) -> np.ndarray:
@@ -63,10 +66,15 @@ def same_class_partners(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.ascontiguousarray(par[:, 1])
 
 
-def _n_chunks(n_pairs: int, parallel: bool | None) -> int:
-    if parallel is None:
-        parallel = n_pairs >= PARALLEL_MIN_PAIRS
-    return numba.get_num_threads() if parallel else 1
+def pair_system(train: PairDataset) -> _forces.PairSystem:
+    """The kernels' view of ``train`` (pairs, same-class partner lists, row
+    blocks), built once per dataset object and kept on it."""
+    cached = train.__dict__.get("_pair_system")
+    if cached is None:
+        ptr, idx = same_class_partners(train.labels)
+        cached = _forces.make_system(train.pairs, ptr, idx)
+        train.__dict__["_pair_system"] = cached
+    return cached
 
 
 def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
@@ -81,7 +89,9 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         Training pairs; pair sums interact by their labels.
     params : ForceParams
     parallel : bool, optional
-        Use the multi-threaded kernel; default by size (PARALLEL_MIN_PAIRS).
+        ``True``/``False`` forces the multi-threaded or the single-threaded
+        kernel; by default the faster one as measured on this machine (see
+        :mod:`particles.threads`). Both give bit-identical results.
 
     Returns
     -------
@@ -91,17 +101,25 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         force for ``"polar"``.
     """
     x = _check_inputs(x, train, params)
-    return _evaluate(x, train.pairs, same_class_partners(train.labels), params.as_array(),
-                     _n_chunks(len(train), parallel))
+    return evaluate(x, pair_system(train), params.kernel_params(), parallel)
 
 
-def _evaluate(x: np.ndarray, pairs: np.ndarray, same: tuple[np.ndarray, np.ndarray], prm: np.ndarray,
-              n_chunks: int) -> tuple[float, np.ndarray]:
+def evaluate(x: np.ndarray, system: _forces.PairSystem, prm, parallel: bool | None,
+             workspace: _forces.Workspace | None = None) -> tuple[float, np.ndarray]:
+    """One force evaluation on checked inputs (the kernel chosen by
+    :data:`particles.threads.kernel_choice` when ``parallel`` is None)."""
+    n = len(system.pairs)
+    use_parallel = kernel_choice.choose(n, parallel)
+    ws = workspace if workspace is not None else _forces.make_workspace(x.shape[1], system, usable_threads())
     force = np.empty_like(x)
-    if n_chunks > 1:
-        u = _kernels.forces_parallel(x, pairs, same[0], same[1], prm, force, n_chunks)
+    start = time.perf_counter()
+    if use_parallel:
+        with dynamic_schedule():
+            u = _forces.forces_parallel(x, system, prm, ws, force)
     else:
-        u = _kernels.forces_serial(x, pairs, same[0], same[1], prm, force)
+        u = _forces.forces_serial(x, system, prm, ws, force)
+    if parallel is None:
+        kernel_choice.report(n, use_parallel, time.perf_counter() - start)
     return float(u), force
 
 

@@ -143,12 +143,13 @@ class ForceParams:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def as_array(self):
-        """The numeric parameters in the order the compiled kernels expect
-        (alignment weight, softening and particle decay as the forces use
-        them: :attr:`effective_lam`, :attr:`effective_eps`, :attr:`particle_wd`)."""
-        import numpy as np
+    def kernel_params(self):
+        """The typed record the compiled kernels take
+        (:class:`particles.kernels.KernelParams`), with the alignment weight,
+        softening and particle decay as the forces use them
+        (:attr:`effective_lam`, :attr:`effective_eps`, :attr:`particle_wd`)."""
+        from .kernels.record import KernelParams
 
-        return np.array([self.k_a, self.sig_a, self.k_r, self.sig_r, self.effective_lam, self.sig_t,
-                         self.effective_eps, self.particle_wd,
-                         float(ALIGNMENTS.index(self.alignment)), float(ALIGNMENT_FORMS.index(self.alignment_form))])
+        return KernelParams(self.k_a, self.sig_a, self.k_r, self.sig_r, self.effective_lam, self.sig_t,
+                            self.effective_eps, self.particle_wd, self.alignment == "polar",
+                            self.alignment_form == "axial")

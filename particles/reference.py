@@ -1,7 +1,7 @@
 """Plain NumPy reference of the particle energy and forces.
 
 Written as directly from SPEC section 1 as possible (dense u x v matrices), so
-the compiled kernels in :mod:`particles._kernels` can be checked against it.
+the compiled kernels in :mod:`particles.kernels` can be checked against it.
 It is O(n^2) in memory and meant for tests and benchmarks, not for runs.
 """
 

@@ -8,15 +8,19 @@ is identical either way.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
-from . import _kernels
 from .datasets import PairDataset, make_rng
-from .energy import _check_inputs, _evaluate, _n_chunks, same_class_partners
+from .energy import _check_inputs, evaluate, pair_system
+from .kernels import euler, status
+from .kernels.forces import make_workspace
+from .kernels.minimize import minimize_serial
 from .params import ForceParams
+from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
 
 __all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError"]
@@ -69,6 +73,47 @@ def _chunk_bounds(steps: int, record_every: int, callback: Callable | None) -> l
     return list(range(0, steps, chunk)) + [steps]
 
 
+#: a timed segment of an automatic (parallel=None) run is about this much
+#: work, in pair-pair interactions (roughly 10-20 ms on one core)
+PROBE_INTERACTIONS = 2_000_000
+#: ordinary segments are this many times longer than timing probes
+SEGMENT_PROBES = 30
+
+
+def _segments(steps: int, n_pairs: int, parallel: bool | None, callback: Callable | None
+              ) -> Iterator[tuple[int, int, bool, bool]]:
+    """Yield (start, stop, use_parallel, timed) segments of a run.
+
+    A fixed choice (explicit ``parallel``, or a system too small to split)
+    runs in one segment, or about 100 with a callback. With ``parallel=None``
+    short timed probes let :data:`kernel_choice` compare the kernels, and
+    longer segments use the faster one.
+    """
+    report_every = max(1, steps // 100) if callback is not None else steps
+    if parallel is not None or _single_block(n_pairs):
+        use = kernel_choice.choose(n_pairs, parallel)
+        for start in range(0, steps, report_every):
+            yield start, min(steps, start + report_every), use, False
+        return
+    probe = max(1, math.ceil(PROBE_INTERACTIONS / (n_pairs * (n_pairs - 1) / 2)))
+    start = 0
+    while start < steps:
+        use = kernel_choice.choose(n_pairs, None)
+        timings = kernel_choice.timings(n_pairs)
+        settled = timings["serial"] is not None and timings["parallel"] is not None and \
+            use == (timings["parallel"] < timings["serial"])
+        length = min(probe * SEGMENT_PROBES if settled else probe, report_every)
+        stop = min(steps, start + length)
+        yield start, stop, use, True
+        start = stop
+
+
+def _single_block(n_pairs: int) -> bool:
+    from .kernels.forces import blocks_for
+
+    return blocks_for(n_pairs) == 1 or usable_threads() < 2
+
+
 def simulate(
     x0: np.ndarray,
     train: PairDataset,
@@ -108,7 +153,11 @@ def simulate(
     seed : int or numpy.random.Generator, optional
         Source of the Langevin noise (unused without noise).
     parallel : bool, optional
-        Multi-threaded force kernel; default by size.
+        ``True``/``False`` forces the multi-threaded or single-threaded force
+        kernel. By default small systems run serially and larger ones time
+        both kernels in short segments and use the faster (re-checked as the
+        run goes, since other work on the machine changes the answer). All
+        choices give bit-identical results.
     callback : callable(step, steps), optional
         Called about 100 times with progress.
     meta : dict, optional
@@ -138,26 +187,34 @@ def simulate(
     traj = np.empty((n_records, x.shape[0], x.shape[1]))
     energies = np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]
-    prm = params.as_array()
-    n_chunks = _n_chunks(len(train), parallel)
-    same_ptr, same_idx = same_class_partners(train.labels)
+    prm = params.kernel_params()
+    system = pair_system(train)
+    ws = make_workspace(x.shape[1], system, usable_threads())
+    sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps)
+    n_pairs = len(train)
 
-    bounds = _chunk_bounds(steps, record_every, callback)
     slot = 0
-    for start, stop in zip(bounds[:-1], bounds[1:]):
-        args = (x, train.pairs, same_ptr, same_idx, prm, start, stop, dt, record_every, temperature,
-                final_temperature, steps, rng, traj, energies, slot)
-        if n_chunks > 1:
-            status, reached, slot = _kernels.run_euler_parallel(*args, n_chunks)
+    report_every = max(1, steps // 100)
+    next_report = report_every
+    for start, stop, use_parallel, timed in _segments(steps, n_pairs, parallel, callback):
+        began = time.perf_counter()
+        if use_parallel:
+            with dynamic_schedule():
+                code, reached, slot = euler.run_euler_parallel(x, system, prm, ws, sched, start, stop, rng, traj,
+                                                               energies, slot)
         else:
-            status, reached, slot = _kernels.run_euler_serial(*args)
-        if status != _kernels.OK:
+            code, reached, slot = euler.run_euler_serial(x, system, prm, ws, sched, start, stop, rng, traj,
+                                                         energies, slot)
+        if timed:
+            kernel_choice.report(n_pairs, use_parallel, time.perf_counter() - began, stop - start)
+        if code != status.OK:
             partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
                                  scalars={"energy": energies[:slot]}) if slot else None
             raise NonFiniteStateError(int(reached), partial)
-        if callback is not None:
+        if callback is not None and (stop >= next_report or stop == steps):
             callback(stop, steps)
-    final_energy, _ = _evaluate(x, train.pairs, (same_ptr, same_idx), prm, n_chunks)
+            next_report = (stop // report_every + 1) * report_every
+    final_energy, _ = evaluate(x, system, prm, False, ws)
     if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
         raise NonFiniteStateError(steps)
     traj[slot] = x
@@ -208,9 +265,9 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_ste
     gtol = _nonnegative("gtol", gtol, strict=True)
     step = _nonnegative("step", step, strict=True)
     force = np.empty_like(x)
-    same_ptr, same_idx = same_class_partners(train.labels)
-    status, n, energy, fmax = _kernels.minimize_serial(x, train.pairs, same_ptr, same_idx, params.as_array(),
-                                                      max_steps, step, gtol, force)
-    if status == _kernels.NONFINITE:
+    system = pair_system(train)
+    ws = make_workspace(x.shape[1], system, 1)
+    code, n, energy, fmax = minimize_serial(x, system, params.kernel_params(), ws, max_steps, step, gtol, force)
+    if code == status.NONFINITE:
         raise NonFiniteStateError(int(n))
     return MinimizeResult(x=x, energy=float(energy), steps=int(n), converged=bool(fmax < gtol), max_force=float(fmax))

@@ -1,0 +1,131 @@
+"""Alignment: a class's pair sums point the same way, classes repel in angle.
+
+With c = U_u . U_v (U = s / sqrt(|s|^2 + eps^2)) and g = c (cosine form) or
+c^2 (axial form), a pair u < v contributes -g (same class) or
+exp(-(1 - g) / sig_t^2) (different). :func:`alignment_block` accumulates, for every u,
+A_u = sum_v h'(c) U_v and B_u = sum_v h'(c) c; :func:`alignment_forces` turns
+them into forces on the pair sums (dc/ds_u = (U_v - c U_u) / rho_u).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .fastmath import FAST, exp_nonpositive, lane_sum
+
+__all__ = ["alignment_block", "alignment_forces", "alignment_reference"]
+
+
+@njit(cache=True, fastmath=FAST)
+def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
+    """Alignment terms of each row u in ``rows`` with every v > u, added to
+    both rows of A (d, n) and B (n). Returns their (unweighted) energy.
+
+    scratch : (>= 4, n) work space; loops as in
+    :func:`~particles.kernels.clustering.clustering_block`.
+    """
+    d = U.shape[0]
+    n = B.shape[0]
+    inv_st2 = 1.0 / (prm.sig_t * prm.sig_t)
+    axial = prm.axial
+    cc = scratch[0]
+    h = scratch[1]
+    dh = scratch[2]
+    t0 = scratch[3]
+    energy = 0.0
+    for q in range(rows.shape[0]):
+        u = rows[q]
+        lo = np.uint64(u + 1)
+        hi = np.uint64(n)
+        # cc = U_u . U_v (d = 2 as one expression, see clustering_block)
+        if d == 2:
+            u0 = U[0, u]
+            u1 = U[1, u]
+            for v in range(lo, hi):
+                cc[v] = u0 * U[0, v] + u1 * U[1, v]
+        else:
+            for v in range(lo, hi):
+                cc[v] = 0.0
+            for k in range(d):
+                uu = U[k, u]
+                for v in range(lo, hi):
+                    cc[v] += uu * U[k, v]
+        # every v as another class: h = exp(-(1 - g) / sig_t^2), dh = h'(c)
+        if axial:
+            for v in range(lo, hi):
+                hv = exp_nonpositive((cc[v] * cc[v] - 1.0) * inv_st2)
+                h[v] = hv
+                dh[v] = hv * 2.0 * cc[v] * inv_st2
+        else:
+            for v in range(lo, hi):
+                hv = exp_nonpositive((cc[v] - 1.0) * inv_st2)
+                h[v] = hv
+                dh[v] = hv * inv_st2
+        energy += lane_sum(h, lo, hi)
+        # the same-class partners: h = -g
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            c = cc[v]
+            g = c * c if axial else c
+            dg = 2.0 * c if axial else 1.0
+            energy += -g - h[v]
+            dh[v] = -dg
+        # A_u += dh U_v, A_v += dh U_u, B_u and B_v += dh c
+        for k in range(d):
+            uu = U[k, u]
+            for v in range(lo, hi):
+                t0[v] = dh[v] * U[k, v]
+                A[k, v] += dh[v] * uu
+            A[k, u] += lane_sum(t0, lo, hi)
+        for v in range(lo, hi):
+            wv = dh[v] * cc[v]
+            t0[v] = wv
+            B[v] += wv
+        B[u] += lane_sum(t0, lo, hi)
+    return energy
+
+
+@njit(cache=True)
+def alignment_forces(S, U, rho, A, B, prm, F):
+    """Add the alignment forces -lam dU_ali/ds_u (or the polar variant,
+    f = |s|^2 g - (s . g) s) to F (d, n)."""
+    d = S.shape[0]
+    n = rho.shape[0]
+    lam = prm.lam
+    for u in range(n):
+        scale = -lam / rho[u]
+        if prm.polar:
+            s2 = 0.0
+            sg = 0.0
+            for k in range(d):
+                gk = scale * (A[k, u] - B[u] * U[k, u])
+                s2 += S[k, u] * S[k, u]
+                sg += S[k, u] * gk
+            for k in range(d):
+                gk = scale * (A[k, u] - B[u] * U[k, u])
+                F[k, u] += s2 * gk - sg * S[k, u]
+        else:
+            for k in range(d):
+                F[k, u] += scale * (A[k, u] - B[u] * U[k, u])
+
+
+def alignment_reference(S: np.ndarray, labels: np.ndarray, prm) -> tuple[np.ndarray, float]:
+    """NumPy reference: alignment forces on the pair sums (d, n) and
+    lam U_ali, for a :class:`~particles.kernels.record.KernelParams`."""
+    s = S.T
+    n = s.shape[0]
+    off = ~np.eye(n, dtype=bool)
+    same = labels[:, None] == labels[None, :]
+    rho = np.sqrt(np.sum(s * s, axis=1) + prm.eps ** 2)
+    unit = s / rho[:, None]
+    c = unit @ unit.T
+    g, dg = (c * c, 2.0 * c) if prm.axial else (c, np.ones_like(c))
+    rep = np.exp(-(1.0 - g) / prm.sig_t ** 2)
+    h = np.where(same, -g, rep) * off
+    dh = np.where(same, -dg, rep * dg / prm.sig_t ** 2) * off
+    grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
+    f = -prm.lam * grad
+    if prm.polar:
+        f = np.sum(s ** 2, axis=1)[:, None] * f - np.sum(s * f, axis=1)[:, None] * s
+    return f.T.copy(), float(prm.lam * 0.5 * np.sum(h))

@@ -1,0 +1,100 @@
+"""Overdamped Euler (Langevin) step loops, the whole loop in compiled code.
+
+``run_euler_serial`` and ``run_euler_parallel`` differ only in the force
+kernel (a loop that could call either would compile both, and the parallel
+kernel takes most of the compile time); they give bit-identical results.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from .forces import forces_parallel, forces_serial
+from .status import NONFINITE, OK
+
+__all__ = ["EulerSchedule", "run_euler_serial", "run_euler_parallel"]
+
+
+class EulerSchedule(NamedTuple):
+    """Time step, recording stride and temperature schedule of a run.
+
+    The state before global step i is recorded when i % record_every == 0;
+    the temperature at step i is t0 + (t_end - t0) * i / total.
+    """
+
+    dt: float
+    record_every: int
+    t0: float
+    t_end: float
+    total: int
+
+
+@njit(cache=True)
+def _all_finite(x):
+    for a in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            if not np.isfinite(x[a, k]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def _record(x, energy, slot, traj, energies):
+    for a in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            traj[slot, a, k] = x[a, k]
+    energies[slot] = energy
+
+
+@njit(cache=True)
+def _advance(x, force, energy, i, sched, rng, traj, energies, slot):
+    """The rest of Euler step i once the forces at x are known: check, record
+    the state before the step when due, move, add noise sqrt(2 T dt) N(0, 1).
+    Returns (status, step reached, next slot)."""
+    if not np.isfinite(energy) or not _all_finite(force):
+        return NONFINITE, i, slot
+    if i % sched.record_every == 0:
+        _record(x, energy, slot, traj, energies)
+        slot += 1
+    dt = sched.dt
+    for a in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            x[a, k] += dt * force[a, k]
+    if sched.t0 > 0.0 or sched.t_end > 0.0:
+        temp = sched.t0 + (sched.t_end - sched.t0) * i / sched.total
+        if temp > 0.0:
+            amplitude = np.sqrt(2.0 * temp * dt)
+            for a in range(x.shape[0]):
+                for k in range(x.shape[1]):
+                    x[a, k] += amplitude * rng.standard_normal()
+    if not _all_finite(x):
+        return NONFINITE, i + 1, slot
+    return OK, i + 1, slot
+
+
+@njit(cache=True)
+def run_euler_serial(x, system, prm, ws, sched, start, stop, rng, traj, energies, slot):
+    """Euler steps ``start .. stop-1`` in place on x, recording into traj and
+    energies from ``slot``. Returns (status, step reached, next slot)."""
+    force = np.empty_like(x)
+    for i in range(start, stop):
+        energy = forces_serial(x, system, prm, ws, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+        if status != OK:
+            return status, reached, slot
+    return OK, stop, slot
+
+
+@njit(cache=True)
+def run_euler_parallel(x, system, prm, ws, sched, start, stop, rng, traj, energies, slot):
+    """As :func:`run_euler_serial` with the parallel force kernel."""
+    force = np.empty_like(x)
+    for i in range(start, stop):
+        energy = forces_parallel(x, system, prm, ws, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+        if status != OK:
+            return status, reached, slot
+    return OK, stop, slot

@@ -1,0 +1,173 @@
+"""The force evaluation: pair sums, blocks of rows, reduction, particle forces.
+
+Every interaction of two pair sums is evaluated once (u < v) and applied to
+both. The rows are split into ``n_blocks`` blocks (block t takes the rows i
+and n-1-i for i = t, t + n_blocks, ..., so blocks do about equal work); each
+block accumulates into its own buffers, which are then summed in block
+order. The number of blocks depends on n alone (:func:`blocks_for`), so the
+serial and the parallel kernel give bit-identical results, whatever the
+number of threads and whichever thread ran which block.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .alignment import alignment_block, alignment_forces
+from .clustering import clustering_block
+from .fastmath import FAST
+from .pair_sums import pair_sums, scatter_to_particles, weight_decay_energy
+
+__all__ = ["PairSystem", "Workspace", "make_system", "make_workspace", "blocks_for", "block_rows", "run_block",
+           "sum_blocks", "forces_serial", "forces_parallel", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
+
+#: blocks of rows from this many training pairs on (below: one block)
+MIN_BLOCKED_PAIRS = 256
+#: number of row blocks of larger systems; the parallel kernel hands them to
+#: threads one at a time, so a thread slowed by other work takes fewer
+BLOCKS = 16
+#: scratch vectors of length n one block needs
+SCRATCH_ROWS = 4
+
+
+def blocks_for(n_pairs: int) -> int:
+    """Row blocks for n training pairs: 1 below MIN_BLOCKED_PAIRS, else BLOCKS."""
+    return 1 if n_pairs < MIN_BLOCKED_PAIRS else BLOCKS
+
+
+def block_rows(n_pairs: int, n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of each block in CSR form ``(ptr, rows)``: block t takes i and
+    n-1-i for i = t, t + n_blocks, ... below (n + 1) // 2."""
+    per_block = []
+    half = (n_pairs + 1) // 2
+    for t in range(n_blocks):
+        rows = []
+        for i in range(t, half, n_blocks):
+            rows.append(i)
+            if n_pairs - 1 - i != i:
+                rows.append(n_pairs - 1 - i)
+        per_block.append([u for u in rows if u + 1 < n_pairs])  # the last row has no v > u
+    ptr = np.zeros(n_blocks + 1, dtype=np.int64)
+    ptr[1:] = np.cumsum([len(r) for r in per_block])
+    rows = np.array([u for r in per_block for u in r], dtype=np.int64)
+    return ptr, rows
+
+
+class PairSystem(NamedTuple):
+    """The training pairs as the kernels see them (built once per dataset).
+
+    pairs : (n, 2) int64 token indices
+    same_ptr, same_idx : for each pair u, the pairs v > u of the same class
+        are ``same_idx[same_ptr[u]:same_ptr[u + 1]]`` (CSR)
+    block_ptr, block_rows : rows of block t are
+        ``block_rows[block_ptr[t]:block_ptr[t + 1]]`` (:func:`block_rows`)
+    """
+
+    pairs: np.ndarray
+    same_ptr: np.ndarray
+    same_idx: np.ndarray
+    block_ptr: np.ndarray
+    block_rows: np.ndarray
+
+
+class Workspace(NamedTuple):
+    """Buffers of one run, allocated once (:func:`make_workspace`)."""
+
+    S: np.ndarray  # (d, n) pair sums
+    U: np.ndarray  # (d, n) softened directions
+    rho: np.ndarray  # (n,)
+    F: np.ndarray  # (n_blocks, d, n) clustering forces per block; the sum goes to F[0]
+    A: np.ndarray  # (n_blocks, d, n) alignment sums per block
+    B: np.ndarray  # (n_blocks, n)
+    block_energy: np.ndarray  # (n_blocks,)
+    scratch: np.ndarray  # (n_threads, SCRATCH_ROWS, n), one per thread
+
+
+def make_system(pairs: np.ndarray, same_ptr: np.ndarray, same_idx: np.ndarray) -> PairSystem:
+    ptr, rows = block_rows(len(pairs), blocks_for(len(pairs)))
+    return PairSystem(pairs, same_ptr, same_idx, ptr, rows)
+
+
+def make_workspace(d: int, system: PairSystem, n_threads: int) -> Workspace:
+    n = len(system.pairs)
+    nb = len(system.block_ptr) - 1
+    return Workspace(np.empty((d, n)), np.empty((d, n)), np.empty(n), np.empty((nb, d, n)), np.empty((nb, d, n)),
+                     np.empty((nb, n)), np.empty(nb), np.empty((max(1, n_threads), SCRATCH_ROWS, n)))
+
+
+@njit(cache=True, fastmath=FAST)
+def run_block(t, system, prm, ws, scratch):
+    """Block t into its own buffers ws.F[t], ws.A[t], ws.B[t]; its energy
+    U_clu + lam U_ali into ws.block_energy[t]."""
+    rows = system.block_rows[system.block_ptr[t]:system.block_ptr[t + 1]]
+    F = ws.F[t]
+    A = ws.A[t]
+    B = ws.B[t]
+    F[:] = 0.0
+    A[:] = 0.0
+    B[:] = 0.0
+    e_clu = 0.0
+    e_ali = 0.0
+    if prm.k_a > 0.0 or prm.k_r > 0.0:
+        e_clu = clustering_block(rows, ws.S, system.same_ptr, system.same_idx, prm, F, scratch)
+    if prm.lam > 0.0:
+        e_ali = alignment_block(rows, ws.U, system.same_ptr, system.same_idx, prm, A, B, scratch)
+    ws.block_energy[t] = e_clu + prm.lam * e_ali
+
+
+@njit(cache=True)
+def sum_blocks(F, A, B, lo, hi):
+    """Sum the block buffers F, A (n_blocks, d, n) and B (n_blocks, n) into
+    block 0 for pair sums lo <= u < hi, in block order."""
+    nb = F.shape[0]
+    d = F.shape[1]
+    for t in range(1, nb):
+        for k in range(d):
+            for u in range(lo, hi):
+                F[0, k, u] += F[t, k, u]
+                A[0, k, u] += A[t, k, u]
+        for u in range(lo, hi):
+            B[0, u] += B[t, u]
+
+
+@njit(cache=True)
+def _finish(x, system, prm, ws, force):
+    """Alignment forces, particle forces and the total energy from the
+    summed block buffers."""
+    if prm.lam > 0.0:
+        alignment_forces(ws.S, ws.U, ws.rho, ws.A[0], ws.B[0], prm, ws.F[0])
+    scatter_to_particles(x, system.pairs, ws.F[0], prm.wd, force)
+    energy = 0.0
+    for t in range(ws.block_energy.shape[0]):
+        energy += ws.block_energy[t]
+    return energy + weight_decay_energy(x, prm.wd)
+
+
+@njit(cache=True)
+def forces_serial(x, system, prm, ws, force):
+    """Particle forces into ``force`` (p, d); returns the energy U(x). One thread."""
+    pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
+    for t in range(ws.block_energy.shape[0]):
+        run_block(t, system, prm, ws, ws.scratch[0])
+    sum_blocks(ws.F, ws.A, ws.B, 0, ws.rho.shape[0])
+    return _finish(x, system, prm, ws, force)
+
+
+@njit(cache=True, parallel=True)
+def forces_parallel(x, system, prm, ws, force):
+    """As :func:`forces_serial`, with the blocks spread over threads, each
+    thread using its own scratch. Call it under
+    ``numba.parallel_chunksize(1)`` so that blocks go to threads one at a
+    time (a thread slowed by other work then takes fewer)."""
+    pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
+    for t in prange(ws.block_energy.shape[0]):
+        run_block(t, system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
+    n = ws.rho.shape[0]
+    stripes = ws.scratch.shape[0]
+    for j in prange(stripes):
+        sum_blocks(ws.F, ws.A, ws.B, j * n // stripes, (j + 1) * n // stripes)
+    return _finish(x, system, prm, ws, force)

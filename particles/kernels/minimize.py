@@ -1,0 +1,58 @@
+"""Gradient descent with Armijo backtracking on U (compiled)."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .forces import forces_serial
+from .status import BUDGET_USED, NONFINITE, OK
+
+__all__ = ["minimize_serial"]
+
+
+@njit(cache=True)
+def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, force):
+    """Descend U from x (in place) until max |F| < gtol.
+
+    Every accepted step lowers U by at least half the linear prediction
+    (Armijo). Returns (status, steps, energy, max |F|): OK when converged or
+    when no descent is possible at machine precision, BUDGET_USED after
+    max_steps, NONFINITE on a NaN or infinite state.
+    """
+    trial = np.empty_like(x)
+    ftrial = np.empty_like(x)
+    energy = forces_serial(x, system, prm, ws, force)
+    step = step0
+    fmax = 0.0
+    for it in range(max_steps):
+        g2 = 0.0
+        fmax = 0.0
+        for a in range(x.shape[0]):
+            for k in range(x.shape[1]):
+                g2 += force[a, k] * force[a, k]
+                if abs(force[a, k]) > fmax:
+                    fmax = abs(force[a, k])
+        if not np.isfinite(energy) or not np.isfinite(g2):
+            return NONFINITE, it, energy, fmax
+        if fmax < gtol:
+            return OK, it, energy, fmax
+        accepted = False
+        for _ in range(60):
+            for a in range(x.shape[0]):
+                for k in range(x.shape[1]):
+                    trial[a, k] = x[a, k] + step * force[a, k]
+            e_trial = forces_serial(trial, system, prm, ws, ftrial)
+            if e_trial <= energy - 0.5 * step * g2:
+                accepted = True
+                break
+            step *= 0.5
+        if not accepted:
+            return OK, it, energy, fmax
+        for a in range(x.shape[0]):
+            for k in range(x.shape[1]):
+                x[a, k] = trial[a, k]
+                force[a, k] = ftrial[a, k]
+        energy = e_trial
+        step *= 1.5
+    return BUDGET_USED, max_steps, energy, fmax

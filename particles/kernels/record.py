@@ -1,0 +1,38 @@
+"""The typed parameter record the compiled kernels take.
+
+:class:`KernelParams` holds the force law as the forces use it (the
+classifier variant already folded into ``lam``, ``eps`` and ``wd``; see
+``ForceParams.kernel_params``). Numba compiles a NamedTuple into a struct, so
+kernels read ``prm.sig_r`` instead of unpacking a vector by index.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+__all__ = ["KernelParams"]
+
+
+class KernelParams(NamedTuple):
+    """Force-law parameters of the compiled kernels.
+
+    k_a, sig_a : attraction strength and range (same class)
+    k_r, sig_r : repulsion strength and range (different classes)
+    lam : alignment weight as the forces use it (0: off)
+    sig_t : angular range of the alignment repulsion
+    eps : softening of the norm in the cosine, as the forces use it
+    wd : decay on the particles, force -wd x
+    polar : torque-driven alignment force instead of the gradient
+    axial : alignment energy on c**2 instead of c
+    """
+
+    k_a: float
+    sig_a: float
+    k_r: float
+    sig_r: float
+    lam: float
+    sig_t: float
+    eps: float
+    wd: float
+    polar: bool
+    axial: bool
