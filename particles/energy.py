@@ -7,6 +7,7 @@ import time
 import numpy as np
 
 from .datasets import PairDataset
+from .kernels import cells as _cells
 from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .params import ForceParams
@@ -77,8 +78,52 @@ def pair_system(train: PairDataset) -> _forces.PairSystem:
     return cached
 
 
+def check_repulsion_tol(repulsion_tol, d: int) -> float | None:
+    """``repulsion_tol`` checked: None (exact sums) or a float in (0, 1),
+    which needs d = 2."""
+    if repulsion_tol is None:
+        return None
+    if isinstance(repulsion_tol, bool) or not isinstance(repulsion_tol, (int, float, np.floating)):
+        raise TypeError(f"repulsion_tol must be None or a float in (0, 1), got {type(repulsion_tol).__name__}")
+    tol = float(repulsion_tol)
+    if not 0.0 < tol < 1.0:
+        raise ValueError(f"repulsion_tol must be in (0, 1) (a relative weight, e.g. 1e-16), got {repulsion_tol}")
+    if d != 2:
+        raise ValueError(f"repulsion_tol (the cell-list cut-off) works in d = 2, got d = {d}; use None for the "
+                         "exact sums")
+    return tol
+
+
+class _Engine:
+    """Kernels, records and buffers of one system for a run: the exact path,
+    or the cell-list path when a repulsion cut-off is asked for."""
+
+    def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams, repulsion_tol: float | None):
+        self.system = system
+        self.prm = params.kernel_params()
+        self.ws = _forces.make_workspace(d, system, usable_threads())
+        self.cells = None
+        if repulsion_tol is not None and params.k_r > 0:
+            n_blocks = len(system.block_ptr) - 1
+            self.cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol),
+                                           n_blocks)
+            self.prm_align = self.prm._replace(k_a=0.0, k_r=0.0)
+
+    def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
+        if self.cells is None:
+            kernel = _forces.forces_parallel if parallel else _forces.forces_serial
+            args = (x, self.system, self.prm, self.ws, force)
+        else:
+            kernel = _forces.forces_parallel_cells if parallel else _forces.forces_serial_cells
+            args = (x, self.system, self.prm, self.prm_align, self.ws, self.cells, force)
+        if parallel:
+            with dynamic_schedule():
+                return kernel(*args)
+        return kernel(*args)
+
+
 def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
-                      parallel: bool | None = None) -> tuple[float, np.ndarray]:
+                      parallel: bool | None = None, repulsion_tol: float | None = None) -> tuple[float, np.ndarray]:
     """U(x) and the forces on every particle.
 
     Parameters
@@ -92,6 +137,12 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         ``True``/``False`` forces the multi-threaded or the single-threaded
         kernel; by default the faster one as measured on this machine (see
         :mod:`particles.threads`). Both give bit-identical results.
+    repulsion_tol : float in (0, 1), optional
+        Cut the repulsion off where its weight exp(-r^2 / 2 sig_r^2) drops
+        below this (r_cut = sig_r sqrt(2 ln(1 / tol)), 8.6 sig_r for 1e-16)
+        and sum it over a cell list: near-linear cost for spread-out pair
+        sums in d = 2, error bounded as in :mod:`particles.kernels.cells`.
+        None (default): the exact sums.
 
     Returns
     -------
@@ -101,23 +152,18 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         force for ``"polar"``.
     """
     x = _check_inputs(x, train, params)
-    return evaluate(x, pair_system(train), params.kernel_params(), parallel)
+    tol = check_repulsion_tol(repulsion_tol, x.shape[1])
+    return evaluate(x, _Engine(x.shape[1], pair_system(train), params, tol), parallel)
 
 
-def evaluate(x: np.ndarray, system: _forces.PairSystem, prm, parallel: bool | None,
-             workspace: _forces.Workspace | None = None) -> tuple[float, np.ndarray]:
+def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[float, np.ndarray]:
     """One force evaluation on checked inputs (the kernel chosen by
     :data:`particles.threads.kernel_choice` when ``parallel`` is None)."""
-    n = len(system.pairs)
+    n = len(engine.system.pairs)
     use_parallel = kernel_choice.choose(n, parallel)
-    ws = workspace if workspace is not None else _forces.make_workspace(x.shape[1], system, usable_threads())
     force = np.empty_like(x)
     start = time.perf_counter()
-    if use_parallel:
-        with dynamic_schedule():
-            u = _forces.forces_parallel(x, system, prm, ws, force)
-    else:
-        u = _forces.forces_serial(x, system, prm, ws, force)
+    u = engine.forces(x, force, use_parallel)
     if parallel is None:
         kernel_choice.report(n, use_parallel, time.perf_counter() - start)
     return float(u), force

@@ -89,12 +89,13 @@ class Preset:
         return x0, train, np.random.default_rng(noise_ss)
 
     def run(self, seed: int = 0, *, callback: Callable[[int, int], None] | None = None,
-            parallel: bool | None = None) -> Trajectory:
-        """Simulate from the seed's x0 and split; returns the Trajectory."""
+            parallel: bool | None = None, repulsion_tol: float | None = None) -> Trajectory:
+        """Simulate from the seed's x0 and split; returns the Trajectory
+        (``parallel`` and ``repulsion_tol`` as in :func:`particles.simulate`)."""
         x0, train, noise = self.sample(seed)
         return simulate(x0, train, self.params, steps=self.steps, dt=self.dt, record_every=self.record_every,
                         temperature=self.temperature, final_temperature=self.final_temperature, seed=noise,
-                        callback=callback, parallel=parallel,
+                        callback=callback, parallel=parallel, repulsion_tol=repulsion_tol,
                         meta={"preset": self.name, "seed": int(seed), "fraction": self.fraction})
 
     def to_dict(self) -> dict[str, Any]:

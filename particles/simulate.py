@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .datasets import PairDataset, make_rng
-from .energy import _check_inputs, evaluate, pair_system
+from .energy import _check_inputs, _Engine, check_repulsion_tol, evaluate, pair_system
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import minimize_serial
@@ -108,6 +108,22 @@ def _segments(steps: int, n_pairs: int, parallel: bool | None, callback: Callabl
         start = stop
 
 
+def _run_steps(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
+    """Steps start .. stop-1 with the engine's step loop (exact or cell
+    list, serial or parallel)."""
+    if engine.cells is None:
+        loop = euler.run_euler_parallel if use_parallel else euler.run_euler_serial
+        args = (x, engine.system, engine.prm, engine.ws, sched, start, stop, rng, traj, energies, slot)
+    else:
+        loop = euler.run_euler_parallel_cells if use_parallel else euler.run_euler_serial_cells
+        args = (x, engine.system, engine.prm, engine.prm_align, engine.ws, engine.cells, sched, start, stop, rng,
+                traj, energies, slot)
+    if use_parallel:
+        with dynamic_schedule():
+            return loop(*args)
+    return loop(*args)
+
+
 def _single_block(n_pairs: int) -> bool:
     from .kernels.forces import blocks_for
 
@@ -126,6 +142,7 @@ def simulate(
     final_temperature: float = 0.0,
     seed: int | np.random.Generator | None = None,
     parallel: bool | None = None,
+    repulsion_tol: float | None = None,
     callback: Callable[[int, int], None] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Trajectory:
@@ -158,6 +175,9 @@ def simulate(
         both kernels in short segments and use the faster (re-checked as the
         run goes, since other work on the machine changes the answer). All
         choices give bit-identical results.
+    repulsion_tol : float in (0, 1), optional
+        Repulsion cut-off with a cell list (d = 2), see
+        :func:`particles.energy_and_forces`; None (default) sums exactly.
     callback : callable(step, steps), optional
         Called about 100 times with progress.
     meta : dict, optional
@@ -187,9 +207,9 @@ def simulate(
     traj = np.empty((n_records, x.shape[0], x.shape[1]))
     energies = np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]
-    prm = params.kernel_params()
+    tol = check_repulsion_tol(repulsion_tol, x.shape[1])
     system = pair_system(train)
-    ws = make_workspace(x.shape[1], system, usable_threads())
+    engine = _Engine(x.shape[1], system, params, tol)
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps)
     n_pairs = len(train)
 
@@ -198,13 +218,7 @@ def simulate(
     next_report = report_every
     for start, stop, use_parallel, timed in _segments(steps, n_pairs, parallel, callback):
         began = time.perf_counter()
-        if use_parallel:
-            with dynamic_schedule():
-                code, reached, slot = euler.run_euler_parallel(x, system, prm, ws, sched, start, stop, rng, traj,
-                                                               energies, slot)
-        else:
-            code, reached, slot = euler.run_euler_serial(x, system, prm, ws, sched, start, stop, rng, traj,
-                                                         energies, slot)
+        code, reached, slot = _run_steps(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
         if timed:
             kernel_choice.report(n_pairs, use_parallel, time.perf_counter() - began, stop - start)
         if code != status.OK:
@@ -214,7 +228,7 @@ def simulate(
         if callback is not None and (stop >= next_report or stop == steps):
             callback(stop, steps)
             next_report = (stop // report_every + 1) * report_every
-    final_energy, _ = evaluate(x, system, prm, False, ws)
+    final_energy, _ = evaluate(x, engine, False)
     if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
         raise NonFiniteStateError(steps)
     traj[slot] = x
@@ -229,6 +243,7 @@ def simulate(
         "record_every": record_every,
         "temperature": temperature,
         "final_temperature": final_temperature,
+        "repulsion_tol": tol,
         "seed": seed if isinstance(seed, (int, np.integer)) else None,
         "dataset": train.name,
         "train_indices": train.indices.tolist(),

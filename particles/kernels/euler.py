@@ -12,10 +12,11 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .forces import forces_parallel, forces_serial
+from .forces import forces_parallel, forces_parallel_cells, forces_serial, forces_serial_cells
 from .status import NONFINITE, OK
 
-__all__ = ["EulerSchedule", "run_euler_serial", "run_euler_parallel"]
+__all__ = ["EulerSchedule", "run_euler_serial", "run_euler_parallel", "run_euler_serial_cells",
+           "run_euler_parallel_cells"]
 
 
 class EulerSchedule(NamedTuple):
@@ -94,6 +95,30 @@ def run_euler_parallel(x, system, prm, ws, sched, start, stop, rng, traj, energi
     force = np.empty_like(x)
     for i in range(start, stop):
         energy = forces_parallel(x, system, prm, ws, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+        if status != OK:
+            return status, reached, slot
+    return OK, stop, slot
+
+
+@njit(cache=True)
+def run_euler_serial_cells(x, system, prm, prm_align, ws, cells, sched, start, stop, rng, traj, energies, slot):
+    """As :func:`run_euler_serial` with the repulsion cut off (cell list)."""
+    force = np.empty_like(x)
+    for i in range(start, stop):
+        energy = forces_serial_cells(x, system, prm, prm_align, ws, cells, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+        if status != OK:
+            return status, reached, slot
+    return OK, stop, slot
+
+
+@njit(cache=True)
+def run_euler_parallel_cells(x, system, prm, prm_align, ws, cells, sched, start, stop, rng, traj, energies, slot):
+    """As :func:`run_euler_parallel` with the repulsion cut off (cell list)."""
+    force = np.empty_like(x)
+    for i in range(start, stop):
+        energy = forces_parallel_cells(x, system, prm, prm_align, ws, cells, force)
         status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
         if status != OK:
             return status, reached, slot

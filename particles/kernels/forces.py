@@ -18,12 +18,13 @@ import numpy as np
 from numba import njit, prange
 
 from .alignment import alignment_block, alignment_forces
+from .cells import build_cells, cell_block, same_class_corrections, unsort_forces
 from .clustering import clustering_block
 from .fastmath import FAST
 from .pair_sums import pair_sums, scatter_to_particles, weight_decay_energy
 
 __all__ = ["PairSystem", "Workspace", "make_system", "make_workspace", "blocks_for", "block_rows", "run_block",
-           "sum_blocks", "forces_serial", "forces_parallel", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
+           "sum_blocks", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
 
 #: blocks of rows from this many training pairs on (below: one block)
 MIN_BLOCKED_PAIRS = 256
@@ -171,3 +172,50 @@ def forces_parallel(x, system, prm, ws, force):
     for j in prange(stripes):
         sum_blocks(ws.F, ws.A, ws.B, j * n // stripes, (j + 1) * n // stripes)
     return _finish(x, system, prm, ws, force)
+
+
+@njit(cache=True)
+def _finish_cells(x, system, prm, ws, cells, force):
+    """Cell-list variant of the last steps: forces back to pair order, the
+    same-class pairs exact, then as :func:`_finish`."""
+    unsort_forces(cells, ws.F[0], cells.Fu)
+    e_corr = same_class_corrections(ws.S, system.same_ptr, system.same_idx, prm, cells.r_cut, cells.Fu)
+    for k in range(2):
+        for u in range(ws.rho.shape[0]):
+            ws.F[0, k, u] = cells.Fu[k, u]
+    e_cells = 0.0
+    for t in range(cells.block_energy.shape[0]):
+        e_cells += cells.block_energy[t]
+    return _finish(x, system, prm, ws, force) + e_cells + e_corr
+
+
+@njit(cache=True)
+def forces_serial_cells(x, system, prm, prm_align, ws, cells, force):
+    """As :func:`forces_serial` with the repulsion cut off at cells.r_cut
+    (d = 2; see :mod:`particles.kernels.cells`). ``prm_align`` is ``prm``
+    with k_a = k_r = 0 (the block pass then does the alignment only)."""
+    pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
+    build_cells(ws.S, cells)
+    nb = ws.block_energy.shape[0]
+    for t in range(nb):
+        run_block(t, system, prm_align, ws, ws.scratch[0])
+        cell_block(t, nb, cells, prm, ws.F[t], ws.scratch[0])
+    sum_blocks(ws.F, ws.A, ws.B, 0, ws.rho.shape[0])
+    return _finish_cells(x, system, prm, ws, cells, force)
+
+
+@njit(cache=True, parallel=True)
+def forces_parallel_cells(x, system, prm, prm_align, ws, cells, force):
+    """As :func:`forces_serial_cells`, blocks spread over threads."""
+    pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
+    build_cells(ws.S, cells)
+    nb = ws.block_energy.shape[0]
+    for t in prange(nb):
+        scratch = ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]]
+        run_block(t, system, prm_align, ws, scratch)
+        cell_block(t, nb, cells, prm, ws.F[t], scratch)
+    n = ws.rho.shape[0]
+    stripes = ws.scratch.shape[0]
+    for j in prange(stripes):
+        sum_blocks(ws.F, ws.A, ws.B, j * n // stripes, (j + 1) * n // stripes)
+    return _finish_cells(x, system, prm, ws, cells, force)
