@@ -10,7 +10,8 @@ In one run, for N = 17, 31, 59, 113 (and 211 without --quick) tokens
   in memory, otherwise the same formulas over blocks of 512 rows,
 
 first on the machine as it is, then with a second process spinning on one
-core (a busy neighbour). Then whole runs: 10 000-step N = 17 runs of every
+core (a busy neighbour). Then the repulsion cut-off against the exact sums
+(grids force law, spread states). Then whole runs: 10 000-step N = 17 runs of every
 preset, and the cost per step of the ``grids`` force law at N = 113 and 211
 (the exact path costs the same at every step, so 10 000 steps cost 10 000
 times that). Last, the cold compile of everything ``embdyn demo`` needs, in
@@ -20,7 +21,7 @@ Interactions: a force evaluation with n training pair sums has n(n-1)/2
 pair-pair interactions; rates are those per second (exact path: every
 interaction is evaluated).
 
-    python benchmarks/bench_particles.py [--quick] [--json results.json]
+    python benchmarks/bench_particles.py [--quick] [--json results.json] [--figure cost.png]
 """
 
 from __future__ import annotations
@@ -133,6 +134,30 @@ def bench_forces(sizes, repeats: int) -> list[dict]:
     return rows
 
 
+def spread_state(p: int, seed: int = 0) -> np.ndarray:
+    """Positions whose pair sums spread as in a settled p = 113 ``grids`` run
+    (extent about 105 on each axis; measured), scaled with sqrt(p) as a 2-D
+    layout of p classes would be."""
+    return np.random.default_rng(seed).standard_normal((p, 2)) * 12.0 * np.sqrt(p / 113)
+
+
+def bench_cutoff(sizes, tols=(1e-16, 1e-8)) -> list[dict]:
+    """The grids force law on spread states: exact against the cut-off."""
+    grids = preset("grids").params
+    rows = []
+    for p in sizes:
+        train = modular_addition(p).split(0.8, seed=0)[0]
+        x = spread_state(p)
+        row = dict(p=p, pairs=len(train))
+        for tol in (None,) + tuple(tols):
+            for par in (False, True):
+                forces(x, train, grids, repulsion_tol=tol, parallel=par)
+                row[f"{'parallel' if par else 'serial'} {tol or 'exact'}"] = best_time(
+                    lambda: forces(x, train, grids, repulsion_tol=tol, parallel=par), 1)
+        rows.append(row)
+    return rows
+
+
 def bench_runs(steps: int, repeats: int, large: tuple[int, ...]) -> list[dict]:
     rows = []
     for name in ("circles", "grids", "clustering-alignment"):
@@ -147,13 +172,42 @@ def bench_runs(steps: int, repeats: int, large: tuple[int, ...]) -> list[dict]:
     grids = preset("grids").params
     for p in large:
         train = modular_addition(p).split(0.8, seed=0)[0]
-        x = np.random.default_rng(0).standard_normal((p, 2))
-        forces(x, train, grids)
-        forces(x, train, grids)
-        per_step = best_time(lambda: forces(x, train, grids), 1)
-        rows.append(dict(run=f"grids force law, N = {p}", steps=10_000, seconds=per_step * 10_000,
-                         extrapolated=True))
+        x = spread_state(p)
+        for tol in (None, 1e-16):
+            forces(x, train, grids, repulsion_tol=tol)
+            forces(x, train, grids, repulsion_tol=tol)
+            per_step = best_time(lambda: forces(x, train, grids, repulsion_tol=tol), 1)
+            rows.append(dict(run=f"grids, N = {p}, {'exact' if tol is None else f'cut-off {tol:g}'}",
+                             steps=10_000, seconds=per_step * 10_000, extrapolated=True))
     return rows
+
+
+def plot_cost(force_rows: list[dict], cutoff_rows: list[dict], path: str) -> None:
+    """Seconds per force evaluation against N (idle machine)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    idle = [r for r in force_rows if not r["busy_neighbour"]]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ps = [r["p"] for r in idle]
+    for key, label, style in (("numpy", "NumPy", "k--"), ("serial", "serial kernel", "C0-o"),
+                              ("parallel", "parallel kernel (2 threads)", "C1-o"), ("public", "forces() (chosen)", "C2:s")):
+        ax.plot(ps, [r[key] for r in idle], style, label=label + ", clustering + alignment")
+    if cutoff_rows:
+        cp = [r["p"] for r in cutoff_rows]
+        ax.plot(cp, [r["parallel exact"] for r in cutoff_rows], "C4-^", label="grids law, exact, parallel")
+        ax.plot(cp, [r["parallel 1e-16"] for r in cutoff_rows], "C5-v", label="grids law, cut-off 1e-16, parallel")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("N (tokens; 0.8 N(N+1)/2 training pair sums)")
+    ax.set_ylabel("seconds per force evaluation")
+    ax.set_title("Cost of one force evaluation (2-core machine, idle)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 COLD = """
@@ -178,6 +232,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (CI smoke run)")
     parser.add_argument("--json", help="also write the measurements to this JSON file")
+    parser.add_argument("--figure", help="also draw the cost-versus-N curve into this PNG file")
     args = parser.parse_args()
     sizes = (17, 31) if args.quick else (17, 31, 59, 113, 211)
     repeats = 1 if args.quick else 3
@@ -199,19 +254,30 @@ def main() -> None:
     print("  (numpy: dense reference up to 6000 pairs, blocked rows above; pub/ser < 1 means the public call "
           "was slower than one core)")
     print()
+    cut_sizes = (59,) if args.quick else (59, 113, 211)
+    print("repulsion cut-off: grids force law (clustering only) on spread states (pair sums about 105 wide at "
+          "N = 113, scaled with sqrt(N)), ms per evaluation")
+    cutoff_rows = bench_cutoff(cut_sizes)
+    keys = [k for k in cutoff_rows[0] if k not in ("p", "pairs")]
+    print(f"{'N':>4} {'pairs':>6} " + " ".join(f"{k:>17}" for k in keys))
+    for r in cutoff_rows:
+        print(f"{r['p']:>4} {r['pairs']:>6} " + " ".join(f"{r[k] * 1e3:>15.2f}ms" for k in keys))
+    print()
     steps = 2000 if args.quick else 10_000
     print(f"whole runs ({steps} steps, snapshot every 100, after warm-up; large N extrapolated from the cost "
           "of one step)")
-    run_rows = bench_runs(steps, repeats, () if args.quick else (113, 211))
+    run_rows = bench_runs(steps, repeats, () if args.quick else (113,))
     for r in run_rows:
         print(f"  {r['run']:<28} {r['seconds']:>8.2f} s{'  (extrapolated)' if r.get('extrapolated') else ''}")
     print()
     cpu, wall = bench_cold_compile()
     print(f"cold compile of the demo's kernels (empty cache, fresh process): {cpu:.1f} s CPU, {wall:.1f} s wall")
+    if args.figure:
+        plot_cost(force_rows, cutoff_rows, args.figure)
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"numba": numba.__version__, "threads": numba.get_num_threads(), "load_average": load,
-                       "forces": force_rows, "runs": run_rows, "cold_compile_cpu_s": cpu,
+                       "forces": force_rows, "cutoff": cutoff_rows, "runs": run_rows, "cold_compile_cpu_s": cpu,
                        "cold_compile_wall_s": wall, "command": "python benchmarks/bench_particles.py"
                        + (" --quick" if args.quick else "")}, fh, indent=1)
 

@@ -169,11 +169,14 @@ def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[flo
     return float(u), force
 
 
-def energy(x: np.ndarray, train: PairDataset, params: ForceParams) -> float:
-    """U(x) = U_clu + lam U_ali + (wd/2) sum_a |x_a|^2 (SPEC section 1)."""
-    return energy_and_forces(x, train, params)[0]
+def energy(x: np.ndarray, train: PairDataset, params: ForceParams, *, parallel: bool | None = None,
+           repulsion_tol: float | None = None) -> float:
+    """U(x) = U_clu + lam U_ali + (wd/2) sum_a |x_a|^2 (SPEC section 1); see
+    :func:`energy_and_forces`."""
+    return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[0]
 
 
-def forces(x: np.ndarray, train: PairDataset, params: ForceParams) -> np.ndarray:
+def forces(x: np.ndarray, train: PairDataset, params: ForceParams, *, parallel: bool | None = None,
+           repulsion_tol: float | None = None) -> np.ndarray:
     """Force on every particle, shape (p, d); see :func:`energy_and_forces`."""
-    return energy_and_forces(x, train, params)[1]
+    return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[1]

@@ -37,10 +37,11 @@ class KernelChoice:
     ``choose(n_pairs, parallel)`` returns True for the parallel kernel;
     ``report(n_pairs, parallel, seconds, evaluations)`` feeds a timing back.
     Until both have been timed the untimed one is tried; afterwards the one
-    with the smaller median of its last ``window`` timings is used, and the
+    with the smaller mean of its last ``window`` timings is used, and the
     other is re-timed every ``retry_every`` calls (the load on the machine
-    changes). Medians, because on a shared machine single timings of the
-    parallel kernel scatter widely.
+    changes). Means, not medians: on a shared machine the parallel kernel is
+    usually fast and now and then very slow (a thread waiting for a core),
+    and it is the average that a long run pays.
     """
 
     def __init__(self, retry_every: int = 32, window: int = 5):
@@ -57,9 +58,8 @@ class KernelChoice:
         return self._stats.setdefault(n_pairs, {False: [], True: [], "calls": 0})
 
     @staticmethod
-    def _median(values: list[float]) -> float:
-        ordered = sorted(values)
-        return ordered[len(ordered) // 2]
+    def _mean(values: list[float]) -> float:
+        return sum(values) / len(values)
 
     def choose(self, n_pairs: int, parallel: bool | None) -> bool:
         if parallel is not None:
@@ -73,7 +73,7 @@ class KernelChoice:
                 return False
             if not st[True]:
                 return True
-            faster = self._median(st[True]) < self._median(st[False])
+            faster = self._mean(st[True]) < self._mean(st[False])
             if st["calls"] % self.retry_every == 0:
                 return not faster
             return faster
@@ -87,11 +87,12 @@ class KernelChoice:
             del times[:-self.window]
 
     def timings(self, n_pairs: int) -> dict:
-        """Median seconds per force evaluation so far (None: not yet timed)."""
+        """Mean seconds per force evaluation over the recent timings (None:
+        not yet timed)."""
         with self._lock:
             st = self._stats.get(n_pairs, {False: [], True: []})
-            return {"serial": self._median(st[False]) if st[False] else None,
-                    "parallel": self._median(st[True]) if st[True] else None}
+            return {"serial": self._mean(st[False]) if st[False] else None,
+                    "parallel": self._mean(st[True]) if st[True] else None}
 
 
 #: the package-wide chooser used with ``parallel=None``
