@@ -103,6 +103,9 @@ class _Engine:
         self.prm = params.kernel_params()
         self.ws = _forces.make_workspace(d, system, usable_threads())
         self.cells = None
+        n_blocks = len(system.block_ptr) - 1
+        self.splittable = n_blocks > 1
+        self.key = len(system.pairs)
         if repulsion_tol is not None and params.k_r > 0:
             n_blocks = len(system.block_ptr) - 1
             self.cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol),
@@ -159,13 +162,12 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
 def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[float, np.ndarray]:
     """One force evaluation on checked inputs (the kernel chosen by
     :data:`particles.threads.kernel_choice` when ``parallel`` is None)."""
-    n = len(engine.system.pairs)
-    use_parallel = kernel_choice.choose(n, parallel)
+    use_parallel = kernel_choice.choose(engine.key, parallel, engine.splittable)
     force = np.empty_like(x)
     start = time.perf_counter()
     u = engine.forces(x, force, use_parallel)
-    if parallel is None:
-        kernel_choice.report(n, use_parallel, time.perf_counter() - start)
+    if parallel is None and engine.splittable:
+        kernel_choice.report(engine.key, use_parallel, time.perf_counter() - start)
     return float(u), force
 
 

@@ -80,26 +80,28 @@ PROBE_INTERACTIONS = 2_000_000
 SEGMENT_PROBES = 30
 
 
-def _segments(steps: int, n_pairs: int, parallel: bool | None, callback: Callable | None
+def _segments(steps: int, engine: _Engine, parallel: bool | None, callback: Callable | None
               ) -> Iterator[tuple[int, int, bool, bool]]:
     """Yield (start, stop, use_parallel, timed) segments of a run.
 
-    A fixed choice (explicit ``parallel``, or a system too small to split)
+    A fixed choice (explicit ``parallel``, or work that does not split)
     runs in one segment, or about 100 with a callback. With ``parallel=None``
     short timed probes let :data:`kernel_choice` compare the kernels, and
     longer segments use the faster one.
     """
     report_every = max(1, steps // 100) if callback is not None else steps
-    if parallel is not None or _single_block(n_pairs):
-        use = kernel_choice.choose(n_pairs, parallel)
+    key, splittable = engine.key, engine.splittable
+    if parallel is not None or not splittable or usable_threads() < 2:
+        use = kernel_choice.choose(key, parallel, splittable)
         for start in range(0, steps, report_every):
             yield start, min(steps, start + report_every), use, False
         return
+    n_pairs = len(engine.system.pairs)
     probe = max(1, math.ceil(PROBE_INTERACTIONS / (n_pairs * (n_pairs - 1) / 2)))
     start = 0
     while start < steps:
-        use = kernel_choice.choose(n_pairs, None)
-        timings = kernel_choice.timings(n_pairs)
+        use = kernel_choice.choose(key, None, splittable)
+        timings = kernel_choice.timings(key)
         settled = timings["serial"] is not None and timings["parallel"] is not None and \
             use == (timings["parallel"] < timings["serial"])
         length = min(probe * SEGMENT_PROBES if settled else probe, report_every)
@@ -122,12 +124,6 @@ def _run_steps(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, 
         with dynamic_schedule():
             return loop(*args)
     return loop(*args)
-
-
-def _single_block(n_pairs: int) -> bool:
-    from .kernels.forces import blocks_for
-
-    return blocks_for(n_pairs) == 1 or usable_threads() < 2
 
 
 def simulate(
@@ -211,16 +207,15 @@ def simulate(
     system = pair_system(train)
     engine = _Engine(x.shape[1], system, params, tol)
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps)
-    n_pairs = len(train)
 
     slot = 0
     report_every = max(1, steps // 100)
     next_report = report_every
-    for start, stop, use_parallel, timed in _segments(steps, n_pairs, parallel, callback):
+    for start, stop, use_parallel, timed in _segments(steps, engine, parallel, callback):
         began = time.perf_counter()
         code, reached, slot = _run_steps(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
         if timed:
-            kernel_choice.report(n_pairs, use_parallel, time.perf_counter() - began, stop - start)
+            kernel_choice.report(engine.key, use_parallel, time.perf_counter() - began, stop - start)
         if code != status.OK:
             partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
                                  scalars={"energy": energies[:slot]}) if slot else None

@@ -32,65 +32,87 @@ def usable_threads() -> int:
 
 
 class KernelChoice:
-    """Recent timings of the serial and parallel kernel per system size.
+    """Recent timings of the serial and parallel kernel per system.
 
-    ``choose(n_pairs, parallel)`` returns True for the parallel kernel;
-    ``report(n_pairs, parallel, seconds, evaluations)`` feeds a timing back.
-    Until both have been timed the untimed one is tried; afterwards the one
-    with the smaller mean of its last ``window`` timings is used, and the
-    other is re-timed every ``retry_every`` calls (the load on the machine
-    changes). Means, not medians: on a shared machine the parallel kernel is
-    usually fast and now and then very slow (a thread waiting for a core),
-    and it is the average that a long run pays.
+    ``choose(key, parallel, splittable)`` returns True for the parallel
+    kernel (only when the work splits into several row blocks);
+    ``report(key, parallel, seconds, evaluations)`` feeds a timing back.
+    ``key`` identifies the system (the number of training pairs).
+
+    Each kernel is tried in a *trial* of ``trial`` consecutive calls whose
+    first timing is dropped (threads that slept must wake up first). Until
+    both have been tried, the untried one runs; afterwards the one with the
+    smaller mean of its last ``window`` timings runs, and the other is tried
+    again every ``retry_every`` calls, since the load on the machine changes.
+    Means, not medians: on a shared machine the parallel kernel is usually
+    fast and now and then very slow (a thread waiting for a core), and it is
+    the average that a run pays.
     """
 
-    def __init__(self, retry_every: int = 32, window: int = 5):
+    def __init__(self, retry_every: int = 32, window: int = 6, trial: int = 3):
         self.retry_every = retry_every
         self.window = window
+        self.trial = trial
         self._lock = threading.Lock()
-        self._stats: dict[int, dict] = {}
+        self._stats: dict = {}
 
     def reset(self) -> None:
         with self._lock:
             self._stats.clear()
 
-    def _entry(self, n_pairs: int) -> dict:
-        return self._stats.setdefault(n_pairs, {False: [], True: [], "calls": 0})
+    def _entry(self, key) -> dict:
+        return self._stats.setdefault(key, {False: [], True: [], "calls": 0, "trial_kind": False,
+                                            "trial_left": 0, "skip": False})
 
     @staticmethod
     def _mean(values: list[float]) -> float:
         return sum(values) / len(values)
 
-    def choose(self, n_pairs: int, parallel: bool | None) -> bool:
+    def _start_trial(self, st: dict, kind: bool) -> bool:
+        st["trial_kind"], st["trial_left"], st["skip"] = kind, self.trial, True
+        return kind
+
+    def choose(self, key, parallel: bool | None, splittable: bool | None = None) -> bool:
+        if splittable is None:
+            splittable = blocks_for(key if isinstance(key, int) else key[0]) > 1
         if parallel is not None:
-            return bool(parallel) and blocks_for(n_pairs) > 1
-        if blocks_for(n_pairs) == 1 or usable_threads() < 2:
+            return bool(parallel) and splittable
+        if not splittable or usable_threads() < 2:
             return False
         with self._lock:
-            st = self._entry(n_pairs)
-            st["calls"] += 1
+            st = self._entry(key)
+            if st["trial_left"] > 0:
+                return st["trial_kind"]
             if not st[False]:
-                return False
+                return self._start_trial(st, False)
             if not st[True]:
-                return True
+                return self._start_trial(st, True)
+            st["calls"] += 1
             faster = self._mean(st[True]) < self._mean(st[False])
             if st["calls"] % self.retry_every == 0:
-                return not faster
+                return self._start_trial(st, not faster)
             return faster
 
-    def report(self, n_pairs: int, parallel: bool, seconds: float, evaluations: int = 1) -> None:
+    def report(self, key, parallel: bool, seconds: float, evaluations: int = 1) -> None:
         if evaluations < 1:
             return
+        parallel = bool(parallel)
         with self._lock:
-            times = self._entry(n_pairs)[bool(parallel)]
+            st = self._entry(key)
+            if st["trial_left"] > 0 and parallel == st["trial_kind"]:
+                st["trial_left"] -= 1
+                if st["skip"]:
+                    st["skip"] = False
+                    return
+            times = st[parallel]
             times.append(seconds / evaluations)
             del times[:-self.window]
 
-    def timings(self, n_pairs: int) -> dict:
+    def timings(self, key) -> dict:
         """Mean seconds per force evaluation over the recent timings (None:
         not yet timed)."""
         with self._lock:
-            st = self._stats.get(n_pairs, {False: [], True: []})
+            st = self._stats.get(key, {False: [], True: []})
             return {"serial": self._mean(st[False]) if st[False] else None,
                     "parallel": self._mean(st[True]) if st[True] else None}
 

@@ -222,23 +222,43 @@ def test_kernel_params_is_a_typed_record():
     assert isinstance(prm, KernelParams) and prm.lam == 2.0 and prm.polar and prm.axial
 
 
+def _feed(choice, key, times):
+    """Call choose() and report the given time for whichever kernel it picked."""
+    picks = []
+    for serial_t, parallel_t in times:
+        use = choice.choose(key, None, True)
+        choice.report(key, use, parallel_t if use else serial_t)
+        picks.append(use)
+    return picks
+
+
 def test_chooser_times_both_then_uses_the_faster(monkeypatch):
     monkeypatch.setattr("particles.threads.usable_threads", lambda: 2)
-    choice = KernelChoice(retry_every=4, window=3)
-    n = forces.MIN_BLOCKED_PAIRS
-    assert choice.choose(10, None) is False  # one block: always serial
-    assert choice.choose(n, True) is True and choice.choose(n, False) is False
-    first = choice.choose(n, None)
-    choice.report(n, first, 1.0)
-    second = choice.choose(n, None)
-    assert second != first
-    choice.report(n, second, 3.0 if second else 0.5)  # parallel slower
-    picks = [choice.choose(n, None) for _ in range(8)]
-    assert picks.count(False) == 6 and picks.count(True) == 2  # serial, parallel re-timed every 4th call
-    choice.report(n, True, 0.01)  # fast now and then, but slow on average: still serial
-    assert choice.timings(n) == {"serial": 1.0, "parallel": pytest.approx(1.505)}
-    assert [choice.choose(n, None) for _ in range(4)].count(False) == 3
-    choice.report(n, True, 0.01)
-    choice.report(n, True, 0.01)  # the window now holds only fast timings
-    assert choice.timings(n)["parallel"] == pytest.approx(0.01)
-    assert [choice.choose(n, None) for _ in range(4)].count(True) == 3
+    choice = KernelChoice(retry_every=5, window=4, trial=3)
+    assert choice.choose(10, None) is False  # one block and no term split: always serial
+    assert choice.choose((300, "blocks"), True, True) is True and choice.choose((300, "blocks"), False, True) is False
+    assert choice.choose((300, "blocks"), True, False) is False  # nothing to split
+    key = (300, "blocks")
+    # trials: 3 serial calls, then 3 parallel calls; the first of each dropped
+    picks = _feed(choice, key, [(1.0, 9.0)] * 6)
+    assert picks == [False] * 3 + [True] * 3
+    assert choice.timings(key) == {"serial": 1.0, "parallel": 9.0}
+    # then serial, with a parallel trial every 5th call
+    picks = _feed(choice, key, [(1.0, 0.1)] * 10)
+    assert picks[:4] == [False] * 4 and picks[4:7] == [True] * 3
+    # the trial's fast timings (first dropped) join the window: parallel now wins
+    assert choice.timings(key)["parallel"] == pytest.approx((9.0 + 9.0 + 0.1 + 0.1) / 4)
+    picks = _feed(choice, key, [(1.0, 0.1)] * 12)
+    assert picks.count(True) >= 7  # parallel, but for a 3-call serial trial every 5th call
+
+
+def test_chooser_keeps_serial_when_parallel_is_slow_on_average(monkeypatch):
+    """Under load the parallel kernel is fast most of the time and very slow
+    sometimes: the mean decides."""
+    monkeypatch.setattr("particles.threads.usable_threads", lambda: 2)
+    choice = KernelChoice()
+    key = (300, "blocks")
+    rng = np.random.default_rng(0)
+    times = [(1.0, 0.5 if rng.random() < 0.7 else 5.0) for _ in range(400)]
+    picks = _feed(choice, key, times)
+    assert picks[-300:].count(False) >= 240
