@@ -40,17 +40,22 @@ class KernelChoice:
     ``key`` identifies the system (the number of training pairs).
 
     Each kernel is tried in a *trial* of ``trial`` consecutive calls whose
-    first timing is dropped (threads that slept must wake up first). Until
-    both have been tried, the untried one runs; afterwards the one with the
-    smaller mean of its last ``window`` timings runs, and the other is tried
-    again every ``retry_every`` calls, since the load on the machine changes.
+    first timing is dropped (threads that slept must wake up first) and
+    whose other timings replace that kernel's older ones. Until both have
+    been tried, the untried one runs; afterwards the one with the smaller
+    mean of its last ``window`` timings runs, and the other is tried again
+    after ``retry_every`` calls, since the load on the machine changes; each
+    trial that confirms the choice doubles that interval (up to
+    ``max_retry_every``), a trial that changes it resets it, so a settled
+    choice pays little for checking.
     Means, not medians: on a shared machine the parallel kernel is usually
     fast and now and then very slow (a thread waiting for a core), and it is
     the average that a run pays.
     """
 
-    def __init__(self, retry_every: int = 32, window: int = 6, trial: int = 3):
+    def __init__(self, retry_every: int = 32, window: int = 6, trial: int = 3, max_retry_every: int = 512):
         self.retry_every = retry_every
+        self.max_retry_every = max_retry_every
         self.window = window
         self.trial = trial
         self._lock = threading.Lock()
@@ -62,7 +67,8 @@ class KernelChoice:
 
     def _entry(self, key) -> dict:
         return self._stats.setdefault(key, {False: [], True: [], "calls": 0, "trial_kind": False,
-                                            "trial_left": 0, "skip": False})
+                                            "trial_left": 0, "skip": False, "retry": self.retry_every,
+                                            "before": None})
 
     @staticmethod
     def _mean(values: list[float]) -> float:
@@ -70,6 +76,7 @@ class KernelChoice:
 
     def _start_trial(self, st: dict, kind: bool) -> bool:
         st["trial_kind"], st["trial_left"], st["skip"] = kind, self.trial, True
+        st[kind] = []  # the trial's timings replace older ones: the load may have changed
         return kind
 
     def choose(self, key, parallel: bool | None, splittable: bool | None = None) -> bool:
@@ -87,9 +94,15 @@ class KernelChoice:
                 return self._start_trial(st, False)
             if not st[True]:
                 return self._start_trial(st, True)
-            st["calls"] += 1
             faster = self._mean(st[True]) < self._mean(st[False])
-            if st["calls"] % self.retry_every == 0:
+            if st["before"] is not None:  # a trial just ended
+                confirmed = faster == st["before"]
+                st["retry"] = min(2 * st["retry"], self.max_retry_every) if confirmed else self.retry_every
+                st["before"] = None
+                st["calls"] = 0
+            st["calls"] += 1
+            if st["calls"] >= st["retry"]:
+                st["before"] = faster
                 return self._start_trial(st, not faster)
             return faster
 

@@ -246,8 +246,8 @@ def test_chooser_times_both_then_uses_the_faster(monkeypatch):
     # then serial, with a parallel trial every 5th call
     picks = _feed(choice, key, [(1.0, 0.1)] * 10)
     assert picks[:4] == [False] * 4 and picks[4:7] == [True] * 3
-    # the trial's fast timings (first dropped) join the window: parallel now wins
-    assert choice.timings(key)["parallel"] == pytest.approx((9.0 + 9.0 + 0.1 + 0.1) / 4)
+    # the trial's fast timings (first dropped) replace the old slow ones: parallel now wins
+    assert choice.timings(key)["parallel"] == pytest.approx(0.1)
     picks = _feed(choice, key, [(1.0, 0.1)] * 12)
     assert picks.count(True) >= 7  # parallel, but for a 3-call serial trial every 5th call
 
@@ -262,3 +262,14 @@ def test_chooser_keeps_serial_when_parallel_is_slow_on_average(monkeypatch):
     times = [(1.0, 0.5 if rng.random() < 0.7 else 5.0) for _ in range(400)]
     picks = _feed(choice, key, times)
     assert picks[-300:].count(False) >= 240
+
+
+def test_chooser_checks_less_often_while_its_choice_holds(monkeypatch):
+    monkeypatch.setattr("particles.threads.usable_threads", lambda: 2)
+    choice = KernelChoice(retry_every=4, window=4, trial=3, max_retry_every=32)
+    key = (300, "blocks")
+    picks = _feed(choice, key, [(1.0, 2.0)] * 200)  # serial always faster
+    trials = [i for i in range(1, len(picks)) if picks[i] and not picks[i - 1]]
+    gaps = np.diff(trials)
+    # a trial of 3 parallel calls after retry - 1 serial ones; retry doubles to its cap
+    assert list(gaps[:4]) == [4 + 2, 8 + 2, 16 + 2, 32 + 2] and set(gaps[4:]) == {32 + 2}
