@@ -27,12 +27,12 @@ from .parallelograms import constraint_matrix, label_constraints, parallelograms
 from .params import ALIGNMENT_FORMS, ALIGNMENTS, WD_TARGETS, ForceParams
 from .presets import PRESETS, Preset, preset, preset_names
 from .reference import energy_reference, forces_reference
-from .simulate import MinimizeResult, NonFiniteStateError, minimize, simulate
+from .simulate import MAX_GROWTH, MinimizeResult, NonFiniteStateError, RunawayError, minimize, simulate
 from .sweep import SweepTable, sweep
 from .trajectory import SCHEMA_VERSION, Trajectory, TrajectoryFormatError
 
 __all__ = [
-    "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "PRESETS",
+    "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "PRESETS",
     "PairDataset", "Preset", "SCHEMA_VERSION", "STRUCTURES", "SweepTable", "Trajectory", "TrajectoryFormatError",
     "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
     "energy_reference", "forces", "forces_reference", "grid_defects", "line_ratio", "make_rng", "minimize", "modular_addition",

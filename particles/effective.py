@@ -29,8 +29,8 @@ from numba import njit
 from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
-from .kernels.status import NONFINITE, OK
-from .simulate import NonFiniteStateError, _chunk_bounds, _nonnegative, _positive_int, package_version
+from .kernels.status import NONFINITE, OK, check_state
+from .simulate import MAX_GROWTH, NonFiniteStateError, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
 
 __all__ = [
@@ -155,11 +155,11 @@ def _loss_and_grad(E, L, m, centred, grad):
 
 
 @njit(cache=True)
-def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_every, traj, series, slot0):
+def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_every, max_abs, traj, series, slot0):
     """Euler steps start..stop-1 on E in place; records E and (l_eff, Z, C_0..C_{d-1})
     before step i when i % record_every == 0. With ``project`` E is rescaled
-    about its mean after every step so that Z = z_target. Returns (status,
-    step, slot)."""
+    about its mean after every step so that Z = z_target. Stops with RUNAWAY
+    once max |E| exceeds max_abs. Returns (status, step, slot)."""
     p, d = E.shape
     grad = np.empty_like(E)
     slot = slot0
@@ -190,6 +190,9 @@ def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_
             for k in range(p):
                 for c in range(d):
                     E[k, c] = mean[c] + scale * (E[k, c] - mean[c])
+        code = check_state(E, max_abs)
+        if code != OK:
+            return code, i + 1, slot
     return OK, stop, slot
 
 
@@ -248,6 +251,7 @@ def simulate_effective(
     normalization: str = "centred",
     project: bool = False,
     record_every: int | None = None,
+    max_growth: float = MAX_GROWTH,
     callback: Callable[[int, int], None] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Trajectory:
@@ -268,6 +272,9 @@ def simulate_effective(
     record_every : int, optional
         Snapshot stride (default ``max(1, steps // 100)``); the final state is
         always recorded.
+    max_growth : float > 1
+        Stop with :class:`~particles.RunawayError` once max |E| exceeds
+        max_growth * max(1, max |E0|) (default 1e6).
     callback : callable(step, steps), optional
         Progress, about 100 calls.
 
@@ -280,6 +287,7 @@ def simulate_effective(
     centred = _check_normalization(normalization)
     loss = _as_loss(train)
     E = _check_E(E0, loss.p, "E0").copy()
+    bound = growth_bound(E, max_growth)
     steps = _positive_int("steps", steps)
     dt = _nonnegative("dt", dt, strict=True)
     record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
@@ -295,15 +303,15 @@ def simulate_effective(
     z0 = spread(E, normalization)
     for start, stop in zip(bounds[:-1], bounds[1:]):
         status, reached, slot = _run_effective(E, loss.laplacian, m, centred, project, z0, start, stop, dt,
-                                               record_every, traj, series, slot)
+                                               record_every, bound, traj, series, slot)
         if status != OK:
-            raise NonFiniteStateError(int(reached))
+            raise stopped(status, int(reached), bound, None, "simulate_effective")
         if callback is not None:
             callback(stop, steps)
     grad = np.empty_like(E)
     l0, z = _loss_and_grad(E, loss.laplacian, m, centred, grad)
     if not (np.isfinite(l0) and z > 0 and np.all(np.isfinite(E))):
-        raise NonFiniteStateError(steps)
+        raise NonFiniteStateError(steps, None, "simulate_effective")
     traj[slot] = E
     series[slot] = [l0 / z, z, *E.sum(axis=0)]
     scalars = {"l_eff": series[:, 0], "Z": series[:, 1]}

@@ -23,18 +23,55 @@ from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
 
-__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError"]
+__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH"]
+
+#: default growth bound of every integrator: a run stops once max |x| exceeds
+#: MAX_GROWTH * max(1, max |x0|)
+MAX_GROWTH = 1e6
 
 
 class NonFiniteStateError(FloatingPointError):
-    """The state became NaN or infinite; ``step`` says when and
-    ``trajectory`` holds the snapshots recorded before."""
+    """The state became NaN or infinite; ``integrator`` names what stopped,
+    ``step`` says when and ``trajectory`` holds the snapshots recorded
+    before (None when there are none)."""
 
-    def __init__(self, step: int, trajectory: Trajectory | None = None):
-        super().__init__(f"the simulation reached a non-finite state at step {step}; "
-                         "lower dt or check the force parameters")
+    def __init__(self, step: int, trajectory: Trajectory | None = None, integrator: str = "simulate",
+                 detail: str | None = None):
+        super().__init__(f"{integrator} stopped at step {step}: "
+                         f"{detail or 'the state became non-finite (NaN or inf)'}; lower dt or check the "
+                         "force parameters")
         self.step = step
         self.trajectory = trajectory
+        self.integrator = integrator
+
+
+class RunawayError(NonFiniteStateError):
+    """The state grew past its bound, max |x| > max_growth * max(1, max |x0|),
+    before turning non-finite (a NonFiniteStateError, so handlers of
+    diverged runs catch both); ``bound`` is that limit."""
+
+    def __init__(self, step: int, bound: float, trajectory: Trajectory | None = None,
+                 integrator: str = "simulate"):
+        super().__init__(step, trajectory, integrator,
+                         f"runaway growth, max |x| exceeded {bound:.3g} (max_growth times its initial size)")
+        self.bound = bound
+
+
+def growth_bound(x0: np.ndarray, max_growth: Any) -> float:
+    """max_growth * max(1, max |x0|), with max_growth checked (> 1, finite)."""
+    if isinstance(max_growth, bool) or not isinstance(max_growth, (int, float, np.floating, np.integer)):
+        raise TypeError(f"max_growth must be a real number > 1, got {type(max_growth).__name__}")
+    max_growth = float(max_growth)
+    if not (math.isfinite(max_growth) and max_growth > 1.0):
+        raise ValueError(f"max_growth must be > 1 and finite, got {max_growth}")
+    return max_growth * max(1.0, float(np.max(np.abs(x0))))
+
+
+def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, integrator: str) -> Exception:
+    """The exception for a kernel status other than OK."""
+    if code == status.RUNAWAY:
+        return RunawayError(step, bound, trajectory, integrator)
+    return NonFiniteStateError(step, trajectory, integrator)
 
 
 def package_version() -> str:
@@ -139,6 +176,7 @@ def simulate(
     seed: int | np.random.Generator | None = None,
     parallel: bool | None = None,
     repulsion_tol: float | None = None,
+    max_growth: float = MAX_GROWTH,
     callback: Callable[[int, int], None] | None = None,
     meta: dict[str, Any] | None = None,
 ) -> Trajectory:
@@ -174,6 +212,9 @@ def simulate(
     repulsion_tol : float in (0, 1), optional
         Repulsion cut-off with a cell list (d = 2), see
         :func:`particles.energy_and_forces`; None (default) sums exactly.
+    max_growth : float > 1
+        Stop with :class:`RunawayError` once max |x| exceeds
+        max_growth * max(1, max |x0|) (default :data:`MAX_GROWTH` = 1e6).
     callback : callable(step, steps), optional
         Called about 100 times with progress.
     meta : dict, optional
@@ -188,8 +229,11 @@ def simulate(
     ------
     NonFiniteStateError
         When the state turns NaN or infinite (names the step).
+    RunawayError
+        When the state grows past its bound (a NonFiniteStateError).
     """
     x = _check_inputs(x0, train, params, name="x0").copy()
+    bound = growth_bound(x, max_growth)
     steps = _positive_int("steps", steps)
     dt = _nonnegative("dt", dt, strict=True)
     record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
@@ -206,7 +250,7 @@ def simulate(
     tol = check_repulsion_tol(repulsion_tol, x.shape[1])
     system = pair_system(train)
     engine = _Engine(x.shape[1], system, params, tol)
-    sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps)
+    sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
 
     slot = 0
     report_every = max(1, steps // 100)
@@ -219,13 +263,13 @@ def simulate(
         if code != status.OK:
             partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
                                  scalars={"energy": energies[:slot]}) if slot else None
-            raise NonFiniteStateError(int(reached), partial)
+            raise stopped(code, int(reached), bound, partial, "simulate")
         if callback is not None and (stop >= next_report or stop == steps):
             callback(stop, steps)
             next_report = (stop // report_every + 1) * report_every
     final_energy, _ = evaluate(x, engine, False)
     if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
-        raise NonFiniteStateError(steps)
+        raise NonFiniteStateError(steps, None, "simulate")
     traj[slot] = x
     energies[slot] = final_energy
     info = {
@@ -260,14 +304,18 @@ class MinimizeResult:
 
 
 def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_steps: int = 10_000,
-             gtol: float = 1e-6, step: float = 1e-2) -> MinimizeResult:
+             gtol: float = 1e-6, step: float = 1e-2, max_growth: float = MAX_GROWTH) -> MinimizeResult:
     """Minimise U by gradient descent with Armijo backtracking.
 
     Every accepted step lowers U. Converged when the largest force component
     is below ``gtol``. Needs gradient forces (``alignment="gradient"`` or
-    ``lam = 0``).
+    ``lam = 0``). Raises :class:`NonFiniteStateError` on a non-finite state
+    and :class:`RunawayError` once max |x| exceeds
+    max_growth * max(1, max |x0|) (an energy that keeps falling as particles
+    fly apart).
     """
     x = _check_inputs(x0, train, params, name="x0").copy()
+    bound = growth_bound(x, max_growth)
     if not params.is_gradient:
         raise ValueError("minimize needs gradient forces: alignment='gradient' or lam=0 "
                          f"(got alignment={params.alignment!r}, lam={params.lam})")
@@ -277,7 +325,8 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_ste
     force = np.empty_like(x)
     system = pair_system(train)
     ws = make_workspace(x.shape[1], system, 1)
-    code, n, energy, fmax = minimize_serial(x, system, params.kernel_params(), ws, max_steps, step, gtol, force)
-    if code == status.NONFINITE:
-        raise NonFiniteStateError(int(n))
+    code, n, energy, fmax = minimize_serial(x, system, params.kernel_params(), ws, max_steps, step, gtol, bound,
+                                            force)
+    if code in (status.NONFINITE, status.RUNAWAY):
+        raise stopped(code, int(n), bound, None, "minimize")
     return MinimizeResult(x=x, energy=float(energy), steps=int(n), converged=bool(fmax < gtol), max_force=float(fmax))

@@ -167,7 +167,7 @@ def _inputs(seed, params, p=5):
 
 def test_step_loops_as_python_match_compiled():
     train, system, x0, prm, ws = _inputs(1, ForceParams(lam=1.0))
-    sched = euler.EulerSchedule(1e-2, 5, 0.1, 0.0, 10)
+    sched = euler.EulerSchedule(1e-2, 5, 0.1, 0.0, 10, 1e6)
     outs = []
     for fn in (euler.run_euler_serial, euler.run_euler_serial.py_func, euler.run_euler_parallel):
         x = x0.copy()
@@ -185,7 +185,7 @@ def test_step_loop_reports_a_nonfinite_state_by_name():
     train, system, x0, prm, ws = _inputs(1, ForceParams(wd=1e300))
     x = x0.copy()
     traj, energies = np.empty((11, 5, 2)), np.empty(11)
-    code, reached, _ = euler.run_euler_serial(x, system, prm, ws, euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10), 0, 10,
+    code, reached, _ = euler.run_euler_serial(x, system, prm, ws, euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10, np.inf), 0, 10,
                                               np.random.default_rng(0), traj, energies, 0)
     assert code == NONFINITE and STATUS_NAMES[code] == "non-finite state" and reached < 10
 
@@ -195,11 +195,11 @@ def test_minimize_as_python_matches_compiled_and_names_its_status():
     results = []
     for fn in (minimize.minimize_serial, minimize.minimize_serial.py_func):
         x = x0.copy()
-        results.append((fn(x, system, prm, ws, 50, 1e-2, 1e-8, np.empty_like(x)), x))
+        results.append((fn(x, system, prm, ws, 50, 1e-2, 1e-8, 1e6, np.empty_like(x)), x))
     (r1, x1), (r2, x2) = results
     assert r1[0] == r2[0] and r1[1] == r2[1]
     np.testing.assert_allclose(x1, x2, rtol=1e-9, atol=1e-12)
-    code = minimize.minimize_serial(x0.copy(), system, prm, ws, 2, 1e-2, 1e-14, np.empty_like(x0))[0]
+    code = minimize.minimize_serial(x0.copy(), system, prm, ws, 2, 1e-2, 1e-14, 1e6, np.empty_like(x0))[0]
     assert code == BUDGET_USED and STATUS_NAMES[BUDGET_USED] == "step budget used up"
 
 

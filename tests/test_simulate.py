@@ -63,7 +63,7 @@ def test_parallel_matches_serial(train17, rng):
 
 def test_nonfinite_state_stops_with_step(train17, rng):
     x0 = rng.standard_normal((17, 2))
-    with pytest.raises(NonFiniteStateError, match=r"non-finite state at step \d+") as info:
+    with pytest.raises(NonFiniteStateError, match=r"simulate stopped at step \d+") as info:
         simulate(x0, train17, ForceParams(k_r=50.0, sig_r=0.05), steps=2000, dt=50.0, record_every=1)
     assert info.value.step > 0
     partial = info.value.trajectory
@@ -133,3 +133,44 @@ def test_minimize_lowers_energy_and_converges(rng):
 def test_minimize_refuses_polar(train17):
     with pytest.raises(ValueError, match="gradient forces"):
         minimize(np.ones((17, 2)), train17, ForceParams(lam=1.0, alignment="polar"))
+
+
+def test_runaway_growth_stops_simulate_with_its_name(train17, rng):
+    """A decay of 1e5 with dt = 0.01 multiplies x by -999 a step: finite for
+    100 steps, but a runaway; it stops long before."""
+    from particles import RunawayError
+    x0 = rng.standard_normal((17, 2))
+    with pytest.raises(RunawayError, match=r"simulate stopped at step \d+: runaway growth") as info:
+        simulate(x0, train17, ForceParams(wd=1e5), steps=50, dt=0.01, record_every=1)
+    assert 0 < info.value.step <= 3 and info.value.bound == pytest.approx(1e6 * np.abs(x0).max())
+    assert np.all(np.abs(info.value.trajectory.embeddings) <= info.value.bound)
+
+
+def test_growth_bound_is_relative_to_the_start(train17, rng):
+    """A legitimate run that spreads out stays under the default bound; a tight
+    bound stops the same run."""
+    from particles import RunawayError
+    x0 = 1e-3 * rng.standard_normal((17, 2))
+    params = ForceParams(k_a=0.0, k_r=1.0, sig_r=1.0, wd=0.0)
+    simulate(x0, train17, params, steps=200, dt=0.05)
+    with pytest.raises(RunawayError):
+        simulate(x0, train17, params, steps=200, dt=0.05, max_growth=1.5)
+
+
+def test_runaway_stops_minimize_and_the_effective_flow(train17, rng):
+    from particles import RunawayError, addition
+    from particles.effective import simulate_effective
+    x0 = 1e-3 * rng.standard_normal((17, 2))
+    with pytest.raises(RunawayError, match="minimize stopped"):
+        minimize(x0, train17, ForceParams(k_a=0.0, k_r=1.0, sig_r=1.0, wd=0.0), max_growth=1.5)
+    E0 = rng.standard_normal((6, 2))
+    with pytest.raises(RunawayError, match="simulate_effective stopped at step 1: runaway"):
+        simulate_effective(E0, addition(6), steps=50, dt=100.0, max_growth=2.0)
+    simulate_effective(E0, addition(6), steps=50, dt=1.0, max_growth=2.0)  # a tame flow passes
+
+
+@pytest.mark.parametrize("bad, err", [(1.0, ValueError), (0.5, ValueError), (float("nan"), ValueError),
+                                      (float("inf"), ValueError), ("10", TypeError), (True, TypeError)])
+def test_max_growth_checked(train17, bad, err):
+    with pytest.raises(err, match="max_growth"):
+        simulate(np.zeros((17, 2)), train17, ForceParams(), steps=2, dt=0.01, max_growth=bad)

@@ -15,6 +15,6 @@ compare the kernel with on random inputs.
 """
 
 from .record import KernelParams
-from .status import BUDGET_USED, NONFINITE, OK, STATUS_NAMES
+from .status import BUDGET_USED, NONFINITE, OK, RUNAWAY, STATUS_NAMES
 
-__all__ = ["KernelParams", "OK", "NONFINITE", "BUDGET_USED", "STATUS_NAMES"]
+__all__ = ["KernelParams", "OK", "NONFINITE", "BUDGET_USED", "RUNAWAY", "STATUS_NAMES"]

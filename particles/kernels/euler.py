@@ -13,17 +13,19 @@ import numpy as np
 from numba import njit
 
 from .forces import forces_parallel, forces_parallel_cells, forces_serial, forces_serial_cells
-from .status import NONFINITE, OK
+from .status import NONFINITE, OK, check_state
 
 __all__ = ["EulerSchedule", "run_euler_serial", "run_euler_parallel", "run_euler_serial_cells",
            "run_euler_parallel_cells"]
 
 
 class EulerSchedule(NamedTuple):
-    """Time step, recording stride and temperature schedule of a run.
+    """Time step, recording stride, temperature schedule and growth bound of
+    a run.
 
     The state before global step i is recorded when i % record_every == 0;
-    the temperature at step i is t0 + (t_end - t0) * i / total.
+    the temperature at step i is t0 + (t_end - t0) * i / total; the run stops
+    with RUNAWAY once max |x| exceeds max_abs.
     """
 
     dt: float
@@ -31,6 +33,7 @@ class EulerSchedule(NamedTuple):
     t0: float
     t_end: float
     total: int
+    max_abs: float
 
 
 @njit(cache=True)
@@ -71,9 +74,8 @@ def _advance(x, force, energy, i, sched, rng, traj, energies, slot):
             for a in range(x.shape[0]):
                 for k in range(x.shape[1]):
                     x[a, k] += amplitude * rng.standard_normal()
-    if not _all_finite(x):
-        return NONFINITE, i + 1, slot
-    return OK, i + 1, slot
+    code = check_state(x, sched.max_abs)
+    return code, i + 1, slot
 
 
 @njit(cache=True)

@@ -6,19 +6,20 @@ import numpy as np
 from numba import njit
 
 from .forces import forces_serial
-from .status import BUDGET_USED, NONFINITE, OK
+from .status import BUDGET_USED, NONFINITE, OK, RUNAWAY, check_state
 
 __all__ = ["minimize_serial"]
 
 
 @njit(cache=True)
-def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, force):
+def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, max_abs, force):
     """Descend U from x (in place) until max |F| < gtol.
 
     Every accepted step lowers U by at least half the linear prediction
     (Armijo). Returns (status, steps, energy, max |F|): OK when converged or
     when no descent is possible at machine precision, BUDGET_USED after
-    max_steps, NONFINITE on a NaN or infinite state.
+    max_steps, NONFINITE on a NaN or infinite state, RUNAWAY once max |x|
+    exceeds max_abs.
     """
     trial = np.empty_like(x)
     ftrial = np.empty_like(x)
@@ -54,5 +55,7 @@ def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, force):
                 x[a, k] = trial[a, k]
                 force[a, k] = ftrial[a, k]
         energy = e_trial
+        if check_state(x, max_abs) == RUNAWAY:
+            return RUNAWAY, it + 1, energy, fmax
         step *= 1.5
     return BUDGET_USED, max_steps, energy, fmax
