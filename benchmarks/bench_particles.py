@@ -124,9 +124,10 @@ def bench_forces(sizes, repeats: int) -> list[dict]:
             with busy_neighbour(neighbour):
                 kernel_choice.reset()  # the chooser starts afresh and settles (about 0.5 s of calls)
                 settle = time.perf_counter()
-                while time.perf_counter() - settle < 0.5 or kernel_choice.timings(n)["parallel"] is None:
+                key = (n, 2, False)
+                while time.perf_counter() - settle < 0.5 or kernel_choice.timings(key)["parallel"] is None:
                     forces(x, train, BENCH_PARAMS)
-                    if n < 256:
+                    if n < 256 or numba.get_num_threads() < 2:
                         break
                 t_pub = best_time(lambda: forces(x, train, BENCH_PARAMS), short)
                 t_ser = best_time(lambda: kernels.forces_serial(x, system, prm, ws, out), short)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 
 from .datasets import PairDataset
@@ -79,15 +80,15 @@ def pair_system(train: PairDataset) -> _forces.PairSystem:
 
 
 def check_repulsion_tol(repulsion_tol, d: int) -> float | None:
-    """``repulsion_tol`` checked: None (exact sums) or a float in (0, 1),
+    """``repulsion_tol`` checked: None (exact sums) or a float in (0, 0.5],
     which needs d = 2."""
     if repulsion_tol is None:
         return None
     if isinstance(repulsion_tol, bool) or not isinstance(repulsion_tol, (int, float, np.floating)):
-        raise TypeError(f"repulsion_tol must be None or a float in (0, 1), got {type(repulsion_tol).__name__}")
+        raise TypeError(f"repulsion_tol must be None or a float in (0, 0.5], got {type(repulsion_tol).__name__}")
     tol = float(repulsion_tol)
-    if not 0.0 < tol < 1.0:
-        raise ValueError(f"repulsion_tol must be in (0, 1) (a relative weight, e.g. 1e-16), got {repulsion_tol}")
+    if not 0.0 < tol <= 0.5:
+        raise ValueError(f"repulsion_tol must be in (0, 0.5] (a relative weight, e.g. 1e-16), got {repulsion_tol}")
     if d != 2:
         raise ValueError(f"repulsion_tol (the cell-list cut-off) works in d = 2, got d = {d}; use None for the "
                          "exact sums")
@@ -101,16 +102,16 @@ class _Engine:
     def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams, repulsion_tol: float | None):
         self.system = system
         self.prm = params.kernel_params()
-        self.ws = _forces.make_workspace(d, system, usable_threads())
+        self.ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
         self.cells = None
         n_blocks = len(system.block_ptr) - 1
         self.splittable = n_blocks > 1
-        self.key = len(system.pairs)
         if repulsion_tol is not None and params.k_r > 0:
-            n_blocks = len(system.block_ptr) - 1
             self.cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol),
                                            n_blocks)
             self.prm_align = self.prm._replace(k_a=0.0, k_r=0.0)
+        #: what the kernel chooser keeps timings for
+        self.key = (len(system.pairs), d, self.cells is not None)
 
     def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
         if self.cells is None:
@@ -140,7 +141,7 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         ``True``/``False`` forces the multi-threaded or the single-threaded
         kernel; by default the faster one as measured on this machine (see
         :mod:`particles.threads`). Both give bit-identical results.
-    repulsion_tol : float in (0, 1), optional
+    repulsion_tol : float in (0, 0.5], optional
         Cut the repulsion off where its weight exp(-r^2 / 2 sig_r^2) drops
         below this (r_cut = sig_r sqrt(2 ln(1 / tol)), 8.6 sig_r for 1e-16)
         and sum it over a cell list: near-linear cost for spread-out pair

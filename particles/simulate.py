@@ -53,7 +53,7 @@ class RunawayError(NonFiniteStateError):
     def __init__(self, step: int, bound: float, trajectory: Trajectory | None = None,
                  integrator: str = "simulate"):
         super().__init__(step, trajectory, integrator,
-                         f"runaway growth, max |x| exceeded {bound:.3g} (max_growth times its initial size)")
+                         f"runaway growth, max |x| exceeded {bound:.3g} (max_growth * max(1, max |x0|))")
         self.bound = bound
 
 
@@ -209,7 +209,7 @@ def simulate(
         both kernels in short segments and use the faster (re-checked as the
         run goes, since other work on the machine changes the answer). All
         choices give bit-identical results.
-    repulsion_tol : float in (0, 1), optional
+    repulsion_tol : float in (0, 0.5], optional
         Repulsion cut-off with a cell list (d = 2), see
         :func:`particles.energy_and_forces`; None (default) sums exactly.
     max_growth : float > 1

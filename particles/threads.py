@@ -54,6 +54,10 @@ class KernelChoice:
     """
 
     def __init__(self, retry_every: int = 32, window: int = 6, trial: int = 3, max_retry_every: int = 512):
+        for name, value, low in (("retry_every", retry_every, 1), ("window", window, 1), ("trial", trial, 2),
+                                 ("max_retry_every", max_retry_every, retry_every)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < low:
+                raise ValueError(f"KernelChoice {name} must be an int >= {low}, got {value!r}")
         self.retry_every = retry_every
         self.max_retry_every = max_retry_every
         self.window = window

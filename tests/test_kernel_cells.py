@@ -26,7 +26,7 @@ def _bounds_hold(x, train, params, tol):
 
 @settings(deadline=None, max_examples=40)
 @given(seed=st.integers(0, 2**31 - 1), p=st.integers(3, 29), scale=st.floats(0.1, 40.0),
-       sig_r=st.floats(0.2, 3.0), tol=st.sampled_from([1e-16, 1e-10, 1e-4, 1e-2]), lam=st.sampled_from([0.0, 1.0]))
+       sig_r=st.floats(0.2, 3.0), tol=st.sampled_from([1e-16, 1e-10, 1e-4, 1e-2, 0.5]), lam=st.sampled_from([0.0, 1.0]))
 def test_cutoff_error_within_its_bound(seed, p, scale, sig_r, tol, lam):
     rng = np.random.default_rng(seed)
     train = modular_addition(p).split(0.8, seed=seed)[0] if p > 4 else modular_addition(p)
@@ -53,6 +53,16 @@ def test_cell_side_grows_when_the_spread_needs_too_many_cells():
     _bounds_hold(x, train, ForceParams(sig_r=0.1), 1e-16)
 
 
+def test_spread_beyond_int64_cell_counts_is_capped():
+    """Coordinates near 1e18 with sig_r = 1e-3: cell counts computed as
+    integers would overflow; the grid is capped and the sums stay right."""
+    train = modular_addition(5)
+    x = np.array([[0.0, 0.0], [1e18, -1e18], [3.0, 1.0], [-2e17, 5e17], [1.0, 1.0]])
+    u_exact, f_exact = energy_and_forces(x, train, ForceParams(sig_r=1e-3))
+    u_cut, f_cut = energy_and_forces(x, train, ForceParams(sig_r=1e-3), repulsion_tol=1e-16)
+    assert np.isfinite(u_cut) and np.allclose(f_cut, f_exact, rtol=1e-12, atol=1e-12)
+
+
 def test_coincident_pair_sums_in_one_cell():
     train = modular_addition(7)
     x = np.ones((7, 2))
@@ -77,7 +87,7 @@ def test_cutoff_run_follows_the_exact_run():
     assert cut.meta["repulsion_tol"] == 1e-16 and exact.meta["repulsion_tol"] is None
 
 
-@pytest.mark.parametrize("bad", [0.0, 1.0, -1e-3, 2.0, float("nan")])
+@pytest.mark.parametrize("bad", [0.0, 0.6, 1.0, -1e-3, 2.0, float("nan")])
 def test_repulsion_tol_out_of_range(bad):
     train = modular_addition(5)
     with pytest.raises(ValueError, match="repulsion_tol"):

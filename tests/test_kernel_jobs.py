@@ -166,12 +166,13 @@ def _inputs(seed, params, p=5):
 
 
 def test_step_loops_as_python_match_compiled():
-    train, system, x0, prm, ws = _inputs(1, ForceParams(lam=1.0))
+    train, system, x0, prm, ws = _inputs(1, ForceParams(lam=1.0), p=23)  # 276 pairs: 16 blocks
+    assert len(system.block_ptr) - 1 == forces.BLOCKS
     sched = euler.EulerSchedule(1e-2, 5, 0.1, 0.0, 10, 1e6)
     outs = []
     for fn in (euler.run_euler_serial, euler.run_euler_serial.py_func, euler.run_euler_parallel):
         x = x0.copy()
-        traj, energies = np.empty((3, 5, 2)), np.empty(3)
+        traj, energies = np.empty((3, 23, 2)), np.empty(3)
         with dynamic_schedule():
             code, reached, slot = fn(x, system, prm, ws, sched, 0, 10, np.random.default_rng(2), traj, energies, 0)
         assert code == OK and reached == 10 and slot == 2
@@ -273,3 +274,10 @@ def test_chooser_checks_less_often_while_its_choice_holds(monkeypatch):
     gaps = np.diff(trials)
     # a trial of 3 parallel calls after retry - 1 serial ones; retry doubles to its cap
     assert list(gaps[:4]) == [4 + 2, 8 + 2, 16 + 2, 32 + 2] and set(gaps[4:]) == {32 + 2}
+
+
+@pytest.mark.parametrize("kwargs", [dict(trial=1), dict(window=0), dict(retry_every=0), dict(retry_every=64, max_retry_every=32),
+                                    dict(window=2.5)])
+def test_chooser_settings_checked(kwargs):
+    with pytest.raises(ValueError, match="KernelChoice"):
+        KernelChoice(**kwargs)

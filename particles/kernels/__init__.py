@@ -6,6 +6,7 @@
 - :mod:`.pair_sums` -- particles to pair sums (and distances, cosines) and back
 - :mod:`.clustering` -- attraction within a class, repulsion between classes
 - :mod:`.alignment` -- alignment within a class, angular repulsion between
+- :mod:`.cells` -- the repulsion cut off over a cell list (d = 2)
 - :mod:`.forces` -- blocks of rows, reduction, serial and parallel kernels
 - :mod:`.euler` -- Euler / Langevin step loops
 - :mod:`.minimize` -- gradient descent with backtracking

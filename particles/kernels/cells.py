@@ -2,7 +2,8 @@
 
 The repulsion k_r exp(-r^2 / 2 sig_r^2) between pair sums falls below
 ``tol * k_r`` beyond r_cut = sig_r sqrt(2 ln(1 / tol)) (8.6 sig_r for
-tol = 1e-16). Pair sums are sorted into square cells of side >= r_cut, so
+tol = 1e-16; tol <= 1/2, so that r_cut >= sig_r, which the force bound
+below needs). Pair sums are sorted into square cells of side >= r_cut, so
 every pair closer than r_cut lies in the same or a neighbouring cell; the
 repulsion is summed over those pairs only, and exactly over pairs with
 r < r_cut (the others count 0). The attraction within a class is summed
@@ -86,12 +87,15 @@ def build_cells(S, cells):
         y_hi = max(y_hi, S[1, u])
     side = cells.r_cut
     max_cells = cells.fill.shape[0]
-    gx = int((x_hi - x_lo) / side) + 1
-    gy = int((y_hi - y_lo) / side) + 1
-    while gx * gy > max_cells:
+    # count in floats (a huge spread would overflow int64), convert once capped
+    nx = np.floor((x_hi - x_lo) / side) + 1.0
+    ny = np.floor((y_hi - y_lo) / side) + 1.0
+    while nx * ny > max_cells:
         side *= 2.0
-        gx = int((x_hi - x_lo) / side) + 1
-        gy = int((y_hi - y_lo) / side) + 1
+        nx = np.floor((x_hi - x_lo) / side) + 1.0
+        ny = np.floor((y_hi - y_lo) / side) + 1.0
+    gx = int(nx)
+    gy = int(ny)
     cells.grid[0] = gx
     cells.grid[1] = gy
     start = cells.start
@@ -132,7 +136,6 @@ def cell_block(t, n_blocks, cells, prm, F, scratch):
     k_r = prm.k_r
     rc2 = cells.r_cut * cells.r_cut
     w = scratch[0]
-    coef = scratch[1]
     t0 = scratch[2]
     t1 = scratch[3]
     energy = 0.0

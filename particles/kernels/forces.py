@@ -85,7 +85,7 @@ class Workspace(NamedTuple):
     A: np.ndarray  # (n_blocks, d, n) alignment sums per block
     B: np.ndarray  # (n_blocks, n)
     block_energy: np.ndarray  # (n_blocks,)
-    scratch: np.ndarray  # (n_threads, SCRATCH_ROWS, n), one per thread
+    scratch: np.ndarray  # (n_threads, SCRATCH_ROWS, n), one per thread (NUMBA_NUM_THREADS rows)
 
 
 def make_system(pairs: np.ndarray, same_ptr: np.ndarray, same_idx: np.ndarray) -> PairSystem:
