@@ -105,11 +105,12 @@ class _Engine:
         self.ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
         self.cells = None
         n_blocks = len(system.block_ptr) - 1
-        self.splittable = n_blocks > 1
+        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, params)
         if repulsion_tol is not None and params.k_r > 0:
             self.cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol),
                                            n_blocks)
             self.prm_align = self.prm._replace(k_a=0.0, k_r=0.0)
+            self.splittable = n_blocks > 1  # the cell path splits by blocks only
         #: what the kernel chooser keeps timings for
         self.key = (len(system.pairs), d, self.cells is not None)
 

@@ -24,7 +24,7 @@ from .fastmath import FAST
 from .pair_sums import pair_sums, scatter_to_particles, weight_decay_energy
 
 __all__ = ["PairSystem", "Workspace", "make_system", "make_workspace", "blocks_for", "block_rows", "run_block",
-           "sum_blocks", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
+           "sum_blocks", "run_term", "splits_by_term", "combine_energies", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
 
 #: blocks of rows from this many training pairs on (below: one block)
 MIN_BLOCKED_PAIRS = 256
@@ -85,6 +85,7 @@ class Workspace(NamedTuple):
     A: np.ndarray  # (n_blocks, d, n) alignment sums per block
     B: np.ndarray  # (n_blocks, n)
     block_energy: np.ndarray  # (n_blocks,)
+    terms: np.ndarray  # (2,) U_clu and U_ali of a one-block system split by term
     scratch: np.ndarray  # (n_threads, SCRATCH_ROWS, n), one per thread (NUMBA_NUM_THREADS rows)
 
 
@@ -97,7 +98,37 @@ def make_workspace(d: int, system: PairSystem, n_threads: int) -> Workspace:
     n = len(system.pairs)
     nb = len(system.block_ptr) - 1
     return Workspace(np.empty((d, n)), np.empty((d, n)), np.empty(n), np.empty((nb, d, n)), np.empty((nb, d, n)),
-                     np.empty((nb, n)), np.empty(nb), np.empty((max(1, n_threads), SCRATCH_ROWS, n)))
+                     np.empty((nb, n)), np.empty(nb), np.empty(2), np.empty((max(1, n_threads), SCRATCH_ROWS, n)))
+
+
+@njit(cache=True, fastmath=FAST)
+def combine_energies(e_clu, e_ali, lam):
+    """U_clu + lam U_ali, rounded the same way by every kernel."""
+    return e_clu + lam * e_ali
+
+
+def splits_by_term(n_blocks: int, params) -> bool:
+    """One block with both clustering and alignment on: the parallel kernel
+    runs the two terms on two threads (:func:`run_term`)."""
+    return n_blocks == 1 and (params.k_a > 0 or params.k_r > 0) and params.effective_lam > 0
+
+
+@njit(cache=True)
+def run_term(task, system, prm, ws, scratch):
+    """One force term of a one-block system: task 0 the clustering into
+    ws.F[0], task 1 the alignment into ws.A[0], ws.B[0]; its energy into
+    ws.terms[task]. Same arithmetic as :func:`run_block`."""
+    rows = system.block_rows[system.block_ptr[0]:system.block_ptr[1]]
+    if task == 0:
+        F = ws.F[0]
+        F[:] = 0.0
+        ws.terms[0] = clustering_block(rows, ws.S, system.same_ptr, system.same_idx, prm, F, scratch)
+    else:
+        A = ws.A[0]
+        B = ws.B[0]
+        A[:] = 0.0
+        B[:] = 0.0
+        ws.terms[1] = alignment_block(rows, ws.U, system.same_ptr, system.same_idx, prm, A, B, scratch)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -117,7 +148,7 @@ def run_block(t, system, prm, ws, scratch):
         e_clu = clustering_block(rows, ws.S, system.same_ptr, system.same_idx, prm, F, scratch)
     if prm.lam > 0.0:
         e_ali = alignment_block(rows, ws.U, system.same_ptr, system.same_idx, prm, A, B, scratch)
-    ws.block_energy[t] = e_clu + prm.lam * e_ali
+    ws.block_energy[t] = combine_energies(e_clu, e_ali, prm.lam)
 
 
 @njit(cache=True)
@@ -161,11 +192,19 @@ def forces_serial(x, system, prm, ws, force):
 @njit(cache=True, parallel=True)
 def forces_parallel(x, system, prm, ws, force):
     """As :func:`forces_serial`, with the blocks spread over threads, each
-    thread using its own scratch. Call it under
-    ``numba.parallel_chunksize(1)`` so that blocks go to threads one at a
-    time (a thread slowed by other work then takes fewer)."""
+    thread using its own scratch; a one-block system with both forces on
+    runs its clustering and its alignment on two threads instead
+    (:func:`run_term`). The same bits as the serial kernel either way. Call
+    it under ``numba.parallel_chunksize(1)`` so that blocks go to threads one
+    at a time (a thread slowed by other work then takes fewer)."""
     pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
-    for t in prange(ws.block_energy.shape[0]):
+    nb = ws.block_energy.shape[0]
+    if nb == 1 and (prm.k_a > 0.0 or prm.k_r > 0.0) and prm.lam > 0.0:
+        for task in prange(2):
+            run_term(task, system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
+        ws.block_energy[0] = combine_energies(ws.terms[0], ws.terms[1], prm.lam)
+        return _finish(x, system, prm, ws, force)
+    for t in prange(nb):
         run_block(t, system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
     n = ws.rho.shape[0]
     stripes = ws.scratch.shape[0]
