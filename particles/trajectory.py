@@ -25,14 +25,18 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
+import time
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
-__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "ensure_writable_folder"]
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "ensure_writable_folder",
+           "remove_stale_temporaries"]
 
 SCHEMA_VERSION = 1
 
@@ -90,7 +94,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> P
     temporary file is removed and ``path`` is untouched."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    remove_stale_temporaries(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             write(fh)
@@ -103,6 +108,83 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> P
             os.unlink(tmp)
         raise
     return path
+
+
+#: temporary files of atomic_write: .<name>.<pid>.<random>.tmp
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
+#: temporaries without a process id (older versions) count as stale after this
+_LEGACY_TEMPORARY_AGE = 3600.0
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files that killed saves left in ``folder``: those
+    of :func:`atomic_write` whose process is gone (and, from older versions,
+    ``.<name>.<random>.tmp`` files older than an hour). A save in progress in
+    another live process is never touched. Returns the files removed."""
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(".") and name.endswith(".tmp")):
+            continue
+        match = _TEMPORARY.match(name)
+        try:
+            if match and int(match.group(1)) != os.getpid():
+                stale = not _process_alive(int(match.group(1)))
+            elif not match:
+                stale = time.time() - entry.stat().st_mtime > _LEGACY_TEMPORARY_AGE
+            else:
+                stale = False
+            if stale and entry.is_file():
+                entry.unlink()
+                removed.append(entry)
+        except OSError:
+            continue
+    return removed
+
+
+def _check_npz_headers(path: Path) -> None:
+    """Read every member's .npy header from the zip directory, before any
+    array is loaded: a damaged archive, an object dtype or a shape larger
+    than the bytes stored is a TrajectoryFormatError naming the member."""
+    with open(path, "rb") as fh:
+        if fh.read(6) == b"\x93NUMPY":
+            raise TrajectoryFormatError("file", f"{str(path)!r} holds a single array (.npy), not an .npz archive")
+    try:
+        archive = zipfile.ZipFile(path)
+    except Exception as exc:  # BadZipFile, OSError, NotImplementedError (unknown compression), ...
+        raise TrajectoryFormatError("file", f"{str(path)!r} is not a readable .npz archive ({exc})") from None
+    with archive:
+        for info in archive.infolist():
+            field = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            try:
+                with archive.open(info) as fh:
+                    version = np.lib.format.read_magic(fh)
+                    if version == (1, 0):
+                        shape, _, dtype = np.lib.format.read_array_header_1_0(fh)
+                    else:
+                        shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
+            except Exception as exc:  # zip, zlib, header syntax
+                raise TrajectoryFormatError(field, f"has a damaged header in {str(path)!r} ({exc})") from None
+            if dtype.hasobject:
+                raise TrajectoryFormatError(field, "holds Python objects (needs pickle), which are refused")
+            nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
+            if nbytes > info.file_size:
+                raise TrajectoryFormatError(field, f"header declares shape {shape} of {dtype} ({nbytes:.3g} bytes) "
+                                                   f"but the archive stores {info.file_size} bytes for it")
 
 
 def _umask() -> int:
@@ -249,19 +331,25 @@ class Trajectory:
         path = Path(path)
         if not path.exists():
             raise FileNotFoundError(f"no trajectory file at {str(path)!r}")
+        _check_npz_headers(path)
         try:
             archive = np.load(path, allow_pickle=False)
         except Exception as exc:  # zipfile, OS and format errors
             raise TrajectoryFormatError("file", f"{str(path)!r} is not a readable .npz archive ({exc})") from None
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise TrajectoryFormatError("file", f"{str(path)!r} holds a single array (.npy), not an .npz archive")
         with archive:
             names = set(archive.files)
             for required in ("schema_version", "snapshot_steps", "embeddings", "meta"):
                 if required not in names:
                     raise TrajectoryFormatError(required, "is missing")
-            try:
-                data = {name: archive[name] for name in names}
-            except ValueError as exc:  # object arrays refused without pickle
-                raise TrajectoryFormatError("file", f"holds an array that needs pickle ({exc})") from None
+            data = {}
+            for name in names:
+                try:
+                    data[name] = archive[name]
+                except Exception as exc:
+                    # CRC, zlib or zip errors of a damaged member; object arrays refused without pickle
+                    raise TrajectoryFormatError(name, f"cannot be read from {str(path)!r} ({exc})") from None
         version = data["schema_version"]
         if version.shape != () or not np.issubdtype(version.dtype, np.integer):
             raise TrajectoryFormatError("schema_version", "must be a scalar integer")

@@ -140,3 +140,81 @@ def test_snapshot_arrays_round_trip_and_validate(tmp_path):
     with pytest.raises(TrajectoryFormatError, match="snapshot_probe.*non-finite"):
         Trajectory(embeddings=rng.normal(size=(3, 5, 2)), snapshot_steps=[0, 5, 10],
                    snapshot_arrays={"probe": np.full((3, 4), np.nan)})
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_every_flipped_byte_is_refused_or_harmless(tmp_path, compress):
+    """Flip one byte at positions across the whole file: each load either
+    raises TrajectoryFormatError or (a byte zip does not check, such as a
+    timestamp) returns the same trajectory; nothing else escapes."""
+    good = _traj()
+    path = tmp_path / "t.npz"
+    good.save(path, compress=compress)
+    data = path.read_bytes()
+    refused = 0
+    for pos in range(0, len(data), max(1, len(data) // 150)):
+        bad = bytearray(data)
+        bad[pos] ^= 0xFF
+        path.write_bytes(bytes(bad))
+        try:
+            loaded = Trajectory.load(path)
+        except TrajectoryFormatError:
+            refused += 1
+            continue
+        assert np.array_equal(loaded.embeddings, good.embeddings) and loaded.meta == good.meta
+    assert refused > 100
+
+
+def test_npy_under_an_npz_name_is_refused(tmp_path):
+    path = tmp_path / "x.npz"
+    with open(path, "wb") as fh:
+        np.save(fh, np.zeros((3, 5, 2)))
+    with pytest.raises(TrajectoryFormatError, match="'file'.*single array"):
+        Trajectory.load(path)
+
+
+def test_header_larger_than_the_data_is_refused_before_allocating(tmp_path):
+    """A member whose header declares (10^6, 10^4, 10) floats (745 GiB)."""
+    arrays = _good_arrays()
+    path = tmp_path / "big.npz"
+    np.savez(path, **arrays)
+    with zipfile.ZipFile(path) as zf:
+        members = {info.filename: zf.read(info) for info in zf.infolist()}
+    raw = members["embeddings.npy"]
+    header_end = raw.index(b"\n") + 1
+    header = raw[:header_end].decode("latin1")
+    start = header.index("'shape': (") + len("'shape': (")
+    end = header.index(")", start)
+    new_header = (header[:start] + "1000000, 10000, 10" + header[end:]).rstrip()
+    assert len(new_header) < len(header)  # fits in the header's padding
+    new_header = new_header.ljust(len(header) - 1) + "\n"
+    members["embeddings.npy"] = new_header.encode("latin1") + raw[header_end:]
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, content in members.items():
+            zf.writestr(name, content)
+    with pytest.raises(TrajectoryFormatError, match="'embeddings'.*header declares shape"):
+        Trajectory.load(path)
+
+
+def test_killed_saves_leave_no_temporaries_behind(tmp_path):
+    """Temporaries of a dead process (and legacy ones older than an hour) are
+    removed by the next save in the folder; a live process's are kept."""
+    import subprocess
+    import sys
+    import time
+    from particles.trajectory import remove_stale_temporaries
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    stale = tmp_path / f".run.npz.{dead.pid}.abc123.tmp"
+    alive = tmp_path / f".other.npz.{os.getppid()}.xyz789.tmp"
+    legacy = tmp_path / ".old.npz.q1w2e3.tmp"
+    recent_legacy = tmp_path / ".new.npz.r4t5y6.tmp"
+    for f in (stale, alive, legacy, recent_legacy):
+        f.write_bytes(b"partial")
+    old = time.time() - 7200
+    os.utime(legacy, (old, old))
+    _traj().save(tmp_path / "t.npz")
+    assert not stale.exists() and not legacy.exists()
+    assert alive.exists() and recent_legacy.exists()
+    assert remove_stale_temporaries(tmp_path) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, recent_legacy.name, "t.npz"])
