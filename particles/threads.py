@@ -12,6 +12,7 @@ serially.
 from __future__ import annotations
 
 import threading
+from collections import deque
 
 import numba
 
@@ -31,37 +32,68 @@ def usable_threads() -> int:
     return numba.get_num_threads()
 
 
+class _Window:
+    """Recent (seconds, evaluations) reports with running totals: the last
+    ``window`` reports, or more while the others span less than
+    ``min_seconds``."""
+
+    def __init__(self):
+        self.records: deque = deque()
+        self.seconds = 0.0
+        self.evaluations = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.records)
+
+    def add(self, seconds: float, evaluations: int, window: int, min_seconds: float) -> None:
+        self.records.append((seconds, evaluations))
+        self.seconds += seconds
+        self.evaluations += evaluations
+        while len(self.records) > window and self.seconds - self.records[0][0] >= min_seconds:
+            old_seconds, old_evaluations = self.records.popleft()
+            self.seconds -= old_seconds
+            self.evaluations -= old_evaluations
+
+
 class KernelChoice:
     """Recent timings of the serial and parallel kernel per system.
 
     ``choose(key, parallel, splittable)`` returns True for the parallel
-    kernel (only when the work splits into several row blocks);
-    ``report(key, parallel, seconds, evaluations)`` feeds a timing back.
-    ``key`` identifies the system (the number of training pairs).
+    kernel (only when the work splits: several row blocks, or the two force
+    terms of a one-block system); ``report(key, parallel, seconds,
+    evaluations)`` feeds a timing back. ``key`` identifies the system (the
+    engine uses (pairs, d, cut-off or not)).
 
-    Each kernel is tried in a *trial* of ``trial`` consecutive calls whose
-    first timing is dropped (threads that slept must wake up first) and
-    whose other timings replace that kernel's older ones. Until both have
-    been tried, the untried one runs; afterwards the one with the smaller
-    mean of its last ``window`` timings runs, and the other is tried again
-    after ``retry_every`` calls, since the load on the machine changes; each
-    trial that confirms the choice doubles that interval (up to
-    ``max_retry_every``), a trial that changes it resets it, so a settled
-    choice pays little for checking.
-    Means, not medians: on a shared machine the parallel kernel is usually
-    fast and now and then very slow (a thread waiting for a core), and it is
-    the average that a run pays.
+    Each kernel is tried in a *trial*: at least ``trial`` consecutive calls,
+    and more until the timed ones span ``min_seconds``, whose first timing is dropped
+    (threads that slept must wake up first) and whose other timings replace
+    that kernel's older ones. Until both have been tried, the untried one
+    runs; afterwards the one with the smaller mean time per evaluation runs,
+    over its recent timings (the last ``window`` reports, or more while they
+    span less than ``min_seconds``), and the other is tried again after
+    ``retry_every`` calls, since the load on the machine changes; each trial
+    that confirms the choice doubles that interval (up to
+    ``max_retry_every``), one that changes it resets it.
+
+    Means over at least ``min_seconds``, not medians of a few calls: on a
+    shared machine the parallel kernel is usually fast and now and then very
+    slow (a thread waiting for a core held by another process, for a
+    scheduler slice of milliseconds), and it is the average that a run pays.
     """
 
-    def __init__(self, retry_every: int = 32, window: int = 6, trial: int = 3, max_retry_every: int = 512):
+    def __init__(self, retry_every: int = 32, window: int = 6, trial: int = 3, max_retry_every: int = 512,
+                 min_seconds: float = 0.02):
         for name, value, low in (("retry_every", retry_every, 1), ("window", window, 1), ("trial", trial, 2),
                                  ("max_retry_every", max_retry_every, retry_every)):
             if isinstance(value, bool) or not isinstance(value, int) or value < low:
                 raise ValueError(f"KernelChoice {name} must be an int >= {low}, got {value!r}")
+        if not (isinstance(min_seconds, (int, float)) and min_seconds >= 0):
+            raise ValueError(f"KernelChoice min_seconds must be a number >= 0, got {min_seconds!r}")
         self.retry_every = retry_every
         self.max_retry_every = max_retry_every
         self.window = window
         self.trial = trial
+        self.min_seconds = float(min_seconds)
         self._lock = threading.Lock()
         self._stats: dict = {}
 
@@ -70,17 +102,17 @@ class KernelChoice:
             self._stats.clear()
 
     def _entry(self, key) -> dict:
-        return self._stats.setdefault(key, {False: [], True: [], "calls": 0, "trial_kind": False,
-                                            "trial_left": 0, "skip": False, "retry": self.retry_every,
-                                            "before": None})
+        return self._stats.setdefault(key, {False: _Window(), True: _Window(), "calls": 0, "trial_kind": False,
+                                            "trial_left": 0, "trial_seconds": 0.0, "skip": False,
+                                            "retry": self.retry_every, "before": None})
 
     @staticmethod
-    def _mean(values: list[float]) -> float:
-        return sum(values) / len(values)
+    def _mean(window: "_Window") -> float:
+        return window.seconds / window.evaluations
 
     def _start_trial(self, st: dict, kind: bool) -> bool:
-        st["trial_kind"], st["trial_left"], st["skip"] = kind, self.trial, True
-        st[kind] = []  # the trial's timings replace older ones: the load may have changed
+        st["trial_kind"], st["trial_left"], st["trial_seconds"], st["skip"] = kind, self.trial, 0.0, True
+        st[kind] = _Window()  # the trial's timings replace older ones: the load may have changed
         return kind
 
     def choose(self, key, parallel: bool | None, splittable: bool | None = None) -> bool:
@@ -118,18 +150,19 @@ class KernelChoice:
             st = self._entry(key)
             if st["trial_left"] > 0 and parallel == st["trial_kind"]:
                 st["trial_left"] -= 1
-                if st["skip"]:
+                if st["skip"]:  # the first call of a trial: threads were waking up
                     st["skip"] = False
                     return
-            times = st[parallel]
-            times.append(seconds / evaluations)
-            del times[:-self.window]
+                st["trial_seconds"] += seconds
+                if st["trial_left"] == 0 and st["trial_seconds"] < self.min_seconds:
+                    st["trial_left"] = 1  # keep trying until the trial spans min_seconds
+            st[parallel].add(seconds, evaluations, self.window, self.min_seconds)
 
     def timings(self, key) -> dict:
         """Mean seconds per force evaluation over the recent timings (None:
         not yet timed)."""
         with self._lock:
-            st = self._stats.get(key, {False: [], True: []})
+            st = self._stats.get(key, {False: _Window(), True: _Window()})
             return {"serial": self._mean(st[False]) if st[False] else None,
                     "parallel": self._mean(st[True]) if st[True] else None}
 

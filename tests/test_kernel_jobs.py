@@ -281,3 +281,19 @@ def test_chooser_checks_less_often_while_its_choice_holds(monkeypatch):
 def test_chooser_settings_checked(kwargs):
     with pytest.raises(ValueError, match="KernelChoice"):
         KernelChoice(**kwargs)
+
+
+def test_chooser_trials_of_tiny_calls_span_min_seconds(monkeypatch):
+    """Calls of about 1 ms with a 20 ms minimum: a trial goes on past its 3
+    calls until it spans 20 ms, so a slow call every so often is seen in
+    the mean."""
+    monkeypatch.setattr("particles.threads.usable_threads", lambda: 2)
+    choice = KernelChoice(min_seconds=0.02)
+    key = (300, "blocks")
+    # serial 1.0 ms; parallel 0.5 ms, but 20 ms every 10th call: mean 2.45 ms
+    times = [(1e-3, 20e-3 if i % 10 == 9 else 0.5e-3) for i in range(400)]
+    picks = _feed(choice, key, times)
+    first_parallel = picks.index(True)
+    run = next(i for i in range(first_parallel, len(picks)) if not picks[i]) - first_parallel
+    assert run > 3  # longer than a 3-call trial: it lasted until the slow call came
+    assert picks[-300:].count(False) >= 280
