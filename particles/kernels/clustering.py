@@ -1,8 +1,8 @@
 """Clustering: Gaussian attraction within a class, repulsion between classes.
 
-U_clu = sum over pairs u < v of  -k_a exp(-r^2 / 2 sig_a^2)  (same class)
-                              or  k_r exp(-r^2 / 2 sig_r^2)  (different),
-with r = |s_u - s_v|, each pair evaluated once (u < v) and applied to both.
+U_clu is the sum over pairs u < v of -k_a exp(-r^2 / 2 sig_a^2) for the
+same class and k_r exp(-r^2 / 2 sig_r^2) for different classes, with
+r = |s_u - s_v|; each pair is evaluated once (u < v) and applied to both.
 """
 
 from __future__ import annotations

@@ -61,11 +61,16 @@ def block_rows(n_pairs: int, n_blocks: int) -> tuple[np.ndarray, np.ndarray]:
 class PairSystem(NamedTuple):
     """The training pairs as the kernels see them (built once per dataset).
 
-    pairs : (n, 2) int64 token indices
-    same_ptr, same_idx : for each pair u, the pairs v > u of the same class
-        are ``same_idx[same_ptr[u]:same_ptr[u + 1]]`` (CSR)
-    block_ptr, block_rows : rows of block t are
-        ``block_rows[block_ptr[t]:block_ptr[t + 1]]`` (:func:`block_rows`)
+    Attributes
+    ----------
+    pairs : ndarray of int64, shape (n, 2)
+        Token indices.
+    same_ptr, same_idx : ndarray of int64
+        For each pair u, the pairs v > u of the same class are
+        ``same_idx[same_ptr[u]:same_ptr[u + 1]]`` (CSR).
+    block_ptr, block_rows : ndarray of int64
+        The rows of block t are ``block_rows[block_ptr[t]:block_ptr[t + 1]]``
+        (see :func:`block_rows`).
     """
 
     pairs: np.ndarray

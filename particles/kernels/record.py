@@ -16,14 +16,24 @@ __all__ = ["KernelParams"]
 class KernelParams(NamedTuple):
     """Force-law parameters of the compiled kernels.
 
-    k_a, sig_a : attraction strength and range (same class)
-    k_r, sig_r : repulsion strength and range (different classes)
-    lam : alignment weight as the forces use it (0: off)
-    sig_t : angular range of the alignment repulsion
-    eps : softening of the norm in the cosine, as the forces use it
-    wd : decay on the particles, force -wd x
-    polar : torque-driven alignment force instead of the gradient
-    axial : alignment energy on c**2 instead of c
+    Attributes
+    ----------
+    k_a, sig_a : float
+        Attraction strength and range (same class).
+    k_r, sig_r : float
+        Repulsion strength and range (different classes).
+    lam : float
+        Alignment weight as the forces use it (0: off).
+    sig_t : float
+        Angular range of the alignment repulsion.
+    eps : float
+        Softening of the norm in the cosine, as the forces use it.
+    wd : float
+        Decay on the particles, force -wd x.
+    polar : bool
+        Torque-driven alignment force instead of the gradient.
+    axial : bool
+        Alignment energy on c**2 instead of c.
     """
 
     k_a: float
