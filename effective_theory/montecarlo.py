@@ -64,7 +64,20 @@ def _nullity_prefixes(orders, pairs, labels, p, n_labels, q):
 
 
 def wilson_interval(successes: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson score interval of a binomial proportion."""
+    """Wilson score interval of a binomial proportion: ``successes`` (ints in
+    [0, n]) out of ``n`` >= 1 trials, at ``confidence`` in (0, 1)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"n must be an int >= 1, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be an int >= 1, got {n}")
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
+            or not 0.0 < float(confidence) < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    successes = np.asarray(successes)
+    if not (np.issubdtype(successes.dtype, np.number) and not np.iscomplexobj(successes)):
+        raise TypeError(f"successes must be real numbers in [0, n], got dtype {successes.dtype}")
+    if np.any(~np.isfinite(successes)) or np.any(successes < 0) or np.any(successes > n):
+        raise ValueError(f"successes must be finite and in [0, n = {n}]")
     z = norm.ppf(0.5 + confidence / 2)
     phat = np.asarray(successes, dtype=float) / n
     centre = (phat + z * z / (2 * n)) / (1 + z * z / n)

@@ -30,7 +30,12 @@ DC_SCALAR = "signal_dc"
 
 
 def n_frequencies(p: int) -> int:
-    """Number K = (p - 1) // 2 of distinct non-DC frequencies for p tokens."""
+    """Number K = (p - 1) // 2 of distinct non-DC frequencies for p tokens
+    (p an int >= 1)."""
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)):
+        raise TypeError(f"p must be an int >= 1, got {type(p).__name__}")
+    if p < 1:
+        raise ValueError(f"p must be an int >= 1, got {p}")
     return (int(p) - 1) // 2
 
 

@@ -63,6 +63,8 @@ class SweepTable:
     def from_csv(cls, path: str | os.PathLike, parameters: Sequence[str] | None = None) -> "SweepTable":
         """Read a table written by :meth:`to_csv`; numbers are parsed back.
         ``parameters`` defaults to the columns before ``seed``."""
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
         with open(path, newline="") as fh:
             reader = csv.DictReader(fh)
             columns = list(reader.fieldnames or [])
@@ -156,7 +158,12 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     points = grid_points(grid)
     for point in points:  # validate every point before any work starts
         base.replace(**point)
-    seed_list = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else [int(s) for s in seeds]
+    if isinstance(seeds, (str, bytes, bool)) or not (isinstance(seeds, (int, np.integer)) or hasattr(seeds, "__iter__")):
+        raise TypeError(f"seeds must be an int or an iterable of ints, got {type(seeds).__name__}")
+    seed_list = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else list(seeds)
+    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in seed_list):
+        raise TypeError("seeds must be ints")
+    seed_list = [int(s) for s in seed_list]
     if not seed_list:
         raise ValueError("seeds must name at least one seed")
     if any(s < 0 for s in seed_list):

@@ -271,3 +271,13 @@ def test_digits_collapse_keeps_Z():
     assert result.within_share[-1] < 1e-2 * result.within_share[0]
     z = result.trajectory.scalars["Z"]
     np.testing.assert_allclose(z, z[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("successes, n, confidence, err", [
+    (3, -1, 0.95, ValueError), (3, 0, 0.95, ValueError), (3, 2.5, 0.95, TypeError), (3, 10, 1.5, ValueError),
+    (11, 10, 0.95, ValueError), (-1, 10, 0.95, ValueError), (float("nan"), 10, 0.95, ValueError),
+    (np.array([1 + 1j]), 10, 0.95, TypeError)])
+def test_wilson_interval_checked(successes, n, confidence, err):
+    from effective_theory.montecarlo import wilson_interval
+    with pytest.raises(err, match="successes|n must|confidence"):
+        wilson_interval(successes, n, confidence)

@@ -198,3 +198,11 @@ def test_survival_classifier_separates_a_separable_population():
 def test_dc_scalar_name_is_a_valid_trajectory_scalar(rng):
     traj = Trajectory(embeddings=rng.normal(size=(1, 5, 2)), snapshot_steps=[0], scalars={DC_SCALAR: [1.0]})
     assert DC_SCALAR in traj.scalars
+
+
+@pytest.mark.parametrize("bad, err", [(-5, ValueError), (0, ValueError), ("5", TypeError), (5.0, TypeError),
+                                      (True, TypeError)])
+def test_n_frequencies_checked(bad, err):
+    from fitting.signals import n_frequencies
+    with pytest.raises(err, match="p must be"):
+        n_frequencies(bad)

@@ -130,3 +130,16 @@ def test_cli_malformed_name_value_is_one_line_exit_2(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "NAME=" in err[0]
+
+
+@pytest.mark.parametrize("bad, err", [("5", TypeError), (2.5, TypeError), ([1, "2"], TypeError), (True, TypeError)])
+def test_sweep_seeds_checked(bad, err):
+    from particles import sweep
+    with pytest.raises(err, match="seeds"):
+        sweep({"wd": [0.1]}, bad, base="grids")
+
+
+def test_sweep_table_from_csv_refuses_a_file_descriptor():
+    from particles.sweep import SweepTable
+    with pytest.raises(TypeError, match="path"):
+        SweepTable.from_csv(3)
