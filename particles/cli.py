@@ -110,7 +110,11 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         seconds = warmup(parallel=None if blocked else False, parts=("simulate",))
         print(f"ready in {seconds:.1f} s", file=sys.stderr)
     bar = None if args.quiet else ProgressBar(f"simulate {config.name} seed {args.seed}")
-    traj = config.run(args.seed, callback=bar)
+    try:
+        traj = config.run(args.seed, callback=bar)
+    except (ValueError, TypeError) as exc:  # bad steps, dt, ... (checked before the run starts)
+        print(f"embdyn simulate: {exc}", file=sys.stderr)
+        return 2
     dataset = config.dataset()
     metrics = structure_metrics(traj.final, dataset)
     traj_path = traj.save(out / f"{stem}.npz")

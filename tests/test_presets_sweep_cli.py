@@ -143,3 +143,11 @@ def test_sweep_table_from_csv_refuses_a_file_descriptor():
     from particles.sweep import SweepTable
     with pytest.raises(TypeError, match="path"):
         SweepTable.from_csv(3)
+
+
+@pytest.mark.parametrize("args", [["--steps", "-5"], ["--dt", "-0.1"]])
+def test_simulate_cli_bad_run_values_one_line_exit_2(args, tmp_path, capsys):
+    from particles.cli import main
+    assert main(["simulate", *args, "--quiet", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("embdyn simulate:")
