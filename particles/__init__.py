@@ -6,6 +6,7 @@ Public API::
 
     modular_addition, addition, PairDataset          datasets and splits
     ForceParams, energy, forces, energy_and_forces   the model
+    PairEnergy, PairTerm, fast_exp                   your own force law (compiled)
     simulate, minimize, warmup                       integrators
     Trajectory                                       the shared file format
     circularity, best_circularity, pair_sum_accuracy,
@@ -24,6 +25,7 @@ from .energy import energy, energy_and_forces, forces
 from .metrics import (STRUCTURES, best_circularity, circularity, classify_structure, grid_defects, line_ratio,
                       pair_sum_accuracy, structure_metrics)
 from .parallelograms import constraint_matrix, label_constraints, parallelograms
+from .pair_energy import PairEnergy, PairTerm, cosine_alignment, fast_exp, gaussian_clustering
 from .params import ALIGNMENT_FORMS, ALIGNMENTS, WD_TARGETS, ForceParams
 from .presets import PRESETS, Preset, preset, preset_names
 from .reference import energy_reference, forces_reference
@@ -39,7 +41,7 @@ __all__ = [
     "pair_sum_accuracy", "permutation_group", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
     "NORMALIZATIONS", "EffectiveLoss", "centroid_sum", "effective_loss", "effective_loss_gradient",
     "effective_loss_reference", "simulate_effective", "spread", "constraint_matrix", "label_constraints",
-    "parallelograms",
+    "parallelograms", "PairEnergy", "PairTerm", "fast_exp", "gaussian_clustering", "cosine_alignment",
 ]
 
 __version__ = "0.1.0"

@@ -11,6 +11,9 @@ from .datasets import PairDataset
 from .kernels import cells as _cells
 from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
+from .kernels import euler as _euler
+from .kernels import minimize as _minimize
+from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 
@@ -43,14 +46,27 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
     return x
 
 
-def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams, name: str = "x") -> np.ndarray:
+#: the built-in law's compiled functions
+BUILTIN_KERNELS = Kernels(_forces.forces_serial, _forces.forces_parallel, _euler.run_euler_serial,
+                          _euler.run_euler_parallel, _minimize.minimize_serial)
+
+
+def check_law(params) -> ForceParams | PairEnergy:
+    """``params`` if it is a force law (ForceParams or PairEnergy), else a TypeError."""
+    if not isinstance(params, (ForceParams, PairEnergy)):
+        raise TypeError(f"params must be a ForceParams or a PairEnergy, got {type(params).__name__}")
+    return params
+
+
+def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, name: str = "x"
+                  ) -> np.ndarray:
     if not isinstance(train, PairDataset):
         raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
-    if not isinstance(params, ForceParams):
-        raise TypeError(f"params must be a ForceParams, got {type(params).__name__}")
+    check_law(params)
     x = check_embedding(x, train.p, name)
     if params.effective_lam > 0 and x.shape[1] < 2:
-        raise ValueError(f"alignment (lam = {params.lam} > 0) needs dimension d >= 2, got d = {x.shape[1]}")
+        what = "a cosine term" if isinstance(params, PairEnergy) else f"alignment (lam = {params.lam} > 0)"
+        raise ValueError(f"{what} needs dimension d >= 2, got d = {x.shape[1]}")
     if len(train) == 0:
         raise ValueError("train holds no pairs")
     return x
@@ -79,11 +95,14 @@ def pair_system(train: PairDataset) -> _forces.PairSystem:
     return cached
 
 
-def check_repulsion_tol(repulsion_tol, d: int) -> float | None:
+def check_repulsion_tol(repulsion_tol, d: int, params=None) -> float | None:
     """``repulsion_tol`` checked: None (exact sums) or a float in (0, 0.5],
-    which needs d = 2."""
+    which needs d = 2 and the built-in law."""
     if repulsion_tol is None:
         return None
+    if isinstance(params, PairEnergy):
+        raise ValueError("repulsion_tol (the cell-list cut-off of the built-in repulsion) needs a ForceParams; "
+                         "a PairEnergy runs the exact sums (repulsion_tol=None)")
     if isinstance(repulsion_tol, bool) or not isinstance(repulsion_tol, (int, float, np.floating)):
         raise TypeError(f"repulsion_tol must be None or a float in (0, 0.5], got {type(repulsion_tol).__name__}")
     tol = float(repulsion_tol)
@@ -99,24 +118,26 @@ class _Engine:
     """Kernels, records and buffers of one system for a run: the exact path,
     or the cell-list path when a repulsion cut-off is asked for."""
 
-    def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams, repulsion_tol: float | None):
+    def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams | PairEnergy,
+                 repulsion_tol: float | None):
         self.system = system
         self.prm = params.kernel_params()
+        self.kernels = params.kernels() if isinstance(params, PairEnergy) else BUILTIN_KERNELS
         self.ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
         self.cells = None
         n_blocks = len(system.block_ptr) - 1
-        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, params)
+        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, self.prm)
         if repulsion_tol is not None and params.k_r > 0:
             self.cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol),
                                            n_blocks)
             self.prm_align = self.prm._replace(k_a=0.0, k_r=0.0)
             self.splittable = n_blocks > 1  # the cell path splits by blocks only
         #: what the kernel chooser keeps timings for
-        self.key = (len(system.pairs), d, self.cells is not None)
+        self.key = (len(system.pairs), d, self.cells is not None, id(self.kernels))
 
     def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
         if self.cells is None:
-            kernel = _forces.forces_parallel if parallel else _forces.forces_serial
+            kernel = self.kernels.forces_parallel if parallel else self.kernels.forces_serial
             args = (x, self.system, self.prm, self.ws, force)
         else:
             kernel = _forces.forces_parallel_cells if parallel else _forces.forces_serial_cells
@@ -157,7 +178,7 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         force for ``"polar"``.
     """
     x = _check_inputs(x, train, params)
-    tol = check_repulsion_tol(repulsion_tol, x.shape[1])
+    tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
     return evaluate(x, _Engine(x.shape[1], pair_system(train), params, tol), parallel)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .pair_energy import PairEnergy
 from .params import ForceParams
 
 __all__ = ["pair_sums_reference", "pair_forces_reference", "energy_reference", "forces_reference"]
@@ -31,7 +32,8 @@ def _alignment_terms(c: np.ndarray, same: np.ndarray, params: ForceParams) -> tu
     return h, dh
 
 
-def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams) -> tuple[np.ndarray, float]:
+def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
+                          ) -> tuple[np.ndarray, float]:
     """Forces f_u = -dU/ds_u on the pair sums (alignment transformed for the
     ``"polar"`` variant) and the interaction energy U_clu + lam U_ali.
 
@@ -39,13 +41,17 @@ def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams
     ----------
     s : ndarray, shape (n, d)
     labels : ndarray of int, shape (n,)
-    params : ForceParams
+    params : ForceParams or PairEnergy
+        A custom energy runs its own NumPy path
+        (:meth:`PairEnergy.pair_forces_reference`).
 
     Returns
     -------
     f : ndarray, shape (n, d)
     u : float
     """
+    if isinstance(params, PairEnergy):
+        return params.pair_forces_reference(s, labels)
     n = s.shape[0]
     off = ~np.eye(n, dtype=bool)
     same = labels[:, None] == labels[None, :]
@@ -83,13 +89,15 @@ def _scatter(f_pairs: np.ndarray, pairs: np.ndarray, p: int) -> np.ndarray:
     return force
 
 
-def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams) -> float:
+def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
+                     ) -> float:
     """U(x) of SPEC section 1."""
     _, u = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return u + 0.5 * params.particle_wd * float(np.sum(x**2))
 
 
-def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams) -> np.ndarray:
+def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
+                     ) -> np.ndarray:
     """F_a = sum over pairs u containing a of f_u (twice for u = (a, a)), minus the particle decay times x_a."""
     f_pairs, _ = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return _scatter(f_pairs, pairs, x.shape[0]) - params.particle_wd * x

@@ -19,6 +19,7 @@ from .energy import _check_inputs, _Engine, check_repulsion_tol, evaluate, pair_
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import minimize_serial
+from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
@@ -151,7 +152,7 @@ def _run_steps(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, 
     """Steps start .. stop-1 with the engine's step loop (exact or cell
     list, serial or parallel)."""
     if engine.cells is None:
-        loop = euler.run_euler_parallel if use_parallel else euler.run_euler_serial
+        loop = engine.kernels.euler_parallel if use_parallel else engine.kernels.euler_serial
         args = (x, engine.system, engine.prm, engine.ws, sched, start, stop, rng, traj, energies, slot)
     else:
         loop = euler.run_euler_parallel_cells if use_parallel else euler.run_euler_serial_cells
@@ -166,7 +167,7 @@ def _run_steps(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, 
 def simulate(
     x0: np.ndarray,
     train: PairDataset,
-    params: ForceParams,
+    params: ForceParams | PairEnergy,
     *,
     steps: int,
     dt: float,
@@ -192,7 +193,8 @@ def simulate(
         Initial positions; not modified.
     train : PairDataset
         Training pairs.
-    params : ForceParams
+    params : ForceParams or PairEnergy
+        The force law: the built-in one, or a custom pair energy.
     steps : int >= 1
     dt : float > 0
         Time step.
@@ -247,7 +249,7 @@ def simulate(
     traj = np.empty((n_records, x.shape[0], x.shape[1]))
     energies = np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]
-    tol = check_repulsion_tol(repulsion_tol, x.shape[1])
+    tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
     system = pair_system(train)
     engine = _Engine(x.shape[1], system, params, tol)
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
@@ -303,7 +305,7 @@ class MinimizeResult:
     max_force: float
 
 
-def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_steps: int = 10_000,
+def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *, max_steps: int = 10_000,
              gtol: float = 1e-6, step: float = 1e-2, max_growth: float = MAX_GROWTH) -> MinimizeResult:
     """Minimise U by gradient descent with Armijo backtracking.
 
@@ -325,8 +327,8 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams, *, max_ste
     force = np.empty_like(x)
     system = pair_system(train)
     ws = make_workspace(x.shape[1], system, 1)
-    code, n, energy, fmax = minimize_serial(x, system, params.kernel_params(), ws, max_steps, step, gtol, bound,
-                                            force)
+    kernel = params.kernels().minimize if isinstance(params, PairEnergy) else minimize_serial
+    code, n, energy, fmax = kernel(x, system, params.kernel_params(), ws, max_steps, step, gtol, bound, force)
     if code in (status.NONFINITE, status.RUNAWAY):
         raise stopped(code, int(n), bound, None, "minimize")
     return MinimizeResult(x=x, energy=float(energy), steps=int(n), converged=bool(fmax < gtol), max_force=float(fmax))

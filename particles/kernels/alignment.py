@@ -14,7 +14,39 @@ from numba import njit
 
 from .fastmath import FAST, exp_nonpositive, lane_sum
 
-__all__ = ["alignment_block", "alignment_forces", "alignment_reference"]
+__all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_params", "cosine_same",
+           "cosine_other"]
+
+
+# The alignment law as two scalar functions of c = U_u . U_v, each returning
+# (h(c), h'(c)): ``cosine_same`` for one class, ``cosine_other`` for
+# different classes, taking the parameters ``cosine_params`` reads; called by
+# these global names (see particles.kernels.clustering.distance_params).
+
+@njit(cache=True)
+def cosine_params(prm):
+    """The parameters cosine_same and cosine_other take: the record itself."""
+    return prm
+
+
+@njit(cache=True, fastmath=FAST)
+def cosine_same(c, prm):
+    """-g(c), with g = c (cosine form) or c^2 (axial form), and its derivative.
+    The form is a select, not a branch, so that the loops calling it
+    vectorise."""
+    g = c * (c if prm.axial else 1.0)
+    dg = (2.0 * c) if prm.axial else 1.0
+    return -g, -dg
+
+
+@njit(cache=True, fastmath=FAST)
+def cosine_other(c, prm):
+    """exp(-(1 - g(c)) / sig_t^2) and its derivative (selects, as above)."""
+    inv_st2 = 1.0 / (prm.sig_t * prm.sig_t)
+    g = c * (c if prm.axial else 1.0)
+    dg = (2.0 * c) if prm.axial else 1.0
+    hv = exp_nonpositive((g - 1.0) * inv_st2)
+    return hv, hv * dg * inv_st2
 
 
 @njit(cache=True, fastmath=FAST)
@@ -27,8 +59,7 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
     """
     d = U.shape[0]
     n = B.shape[0]
-    inv_st2 = 1.0 / (prm.sig_t * prm.sig_t)
-    axial = prm.axial
+    law = cosine_params(prm)
     cc = scratch[0]
     h = scratch[1]
     dh = scratch[2]
@@ -51,26 +82,18 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
                 uu = U[k, u]
                 for v in range(lo, hi):
                     cc[v] += uu * U[k, v]
-        # every v as another class: h = exp(-(1 - g) / sig_t^2), dh = h'(c)
-        if axial:
-            for v in range(lo, hi):
-                hv = exp_nonpositive((cc[v] * cc[v] - 1.0) * inv_st2)
-                h[v] = hv
-                dh[v] = hv * 2.0 * cc[v] * inv_st2
-        else:
-            for v in range(lo, hi):
-                hv = exp_nonpositive((cc[v] - 1.0) * inv_st2)
-                h[v] = hv
-                dh[v] = hv * inv_st2
+        # every v as another class: h(c) and dh = h'(c)
+        for v in range(lo, hi):
+            hv, dhv = cosine_other(cc[v], law)
+            h[v] = hv
+            dh[v] = dhv
         energy += lane_sum(h, lo, hi)
-        # the same-class partners: h = -g
+        # the same-class partners
         for p in range(same_ptr[u], same_ptr[u + 1]):
             v = same_idx[p]
-            c = cc[v]
-            g = c * c if axial else c
-            dg = 2.0 * c if axial else 1.0
-            energy += -g - h[v]
-            dh[v] = -dg
+            hs, dhs = cosine_same(cc[v], law)
+            energy += hs - h[v]
+            dh[v] = dhs
         # A_u += dh U_v, A_v += dh U_u, B_u and B_v += dh c
         for k in range(d):
             uu = U[k, u]

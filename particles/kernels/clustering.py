@@ -12,7 +12,37 @@ from numba import njit
 
 from .fastmath import FAST, exp_nonpositive, lane_sum
 
-__all__ = ["clustering_block", "clustering_reference"]
+__all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other"]
+
+
+# The force law as two scalar functions of r^2 = |s_u - s_v|^2, each
+# returning (energy, d energy / d r^2): ``distance_same`` for two pair sums of
+# one class, ``distance_other`` for different classes; they take the law's
+# parameters as ``distance_params`` reads them from the record, once per
+# block. clustering_block calls the three by these global names; a custom
+# pair energy (particles.pair_energy) compiles a copy of the kernels with its
+# own functions in their place (particles.kernels.rebind).
+
+@njit(cache=True)
+def distance_params(prm):
+    """The parameters distance_same and distance_other take: the record itself."""
+    return prm
+
+
+@njit(cache=True, fastmath=FAST)
+def distance_same(r2, prm):
+    """-k_a exp(-r^2 / 2 sig_a^2) and its derivative in r^2."""
+    inv_2sa2 = 0.5 / (prm.sig_a * prm.sig_a)
+    att = prm.k_a * np.exp(-r2 * inv_2sa2)
+    return -att, inv_2sa2 * att
+
+
+@njit(cache=True, fastmath=FAST)
+def distance_other(r2, prm):
+    """k_r exp(-r^2 / 2 sig_r^2) and its derivative in r^2."""
+    inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
+    ev = exp_nonpositive(-r2 * inv_2sr2) * prm.k_r
+    return ev, -(inv_2sr2 * ev)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -27,10 +57,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
     """
     d = S.shape[0]
     n = F.shape[1]
-    inv_2sa2 = 0.5 / (prm.sig_a * prm.sig_a)
-    inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
-    k_a = prm.k_a
-    k_r = prm.k_r
+    law = distance_params(prm)
     r2 = scratch[0]
     w = scratch[1]
     coef = scratch[2]
@@ -58,19 +85,19 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
                 for v in range(lo, hi):
                     dk = su - S[k, v]
                     r2[v] += dk * dk
-        # every v as another class: w = k_r exp(-r^2 / 2 sig_r^2), force
-        # coefficient coef = w / sig_r^2
+        # every v as another class: w = phi(r^2), force coefficient
+        # coef = -2 phi'(r^2), so that f_u = coef (s_u - s_v)
         for v in range(lo, hi):
-            ev = exp_nonpositive(-r2[v] * inv_2sr2) * k_r
+            ev, dev = distance_other(r2[v], law)
             w[v] = ev
-            coef[v] = 2.0 * inv_2sr2 * ev
+            coef[v] = -2.0 * dev
         energy += lane_sum(w, lo, hi)
         # the same-class partners
         for p in range(same_ptr[u], same_ptr[u + 1]):
             v = same_idx[p]
-            att = k_a * np.exp(-r2[v] * inv_2sa2)
-            energy += -att - w[v]
-            coef[v] = -2.0 * inv_2sa2 * att
+            ea, dea = distance_same(r2[v], law)
+            energy += ea - w[v]
+            coef[v] = -2.0 * dea
         # f_u += coef (s_u - s_v), f_v -= the same
         for k in range(d):
             su = S[k, u]

@@ -113,9 +113,10 @@ def combine_energies(e_clu, e_ali, lam):
 
 
 def splits_by_term(n_blocks: int, params) -> bool:
-    """One block with both clustering and alignment on: the parallel kernel
-    runs the two terms on two threads (:func:`run_term`)."""
-    return n_blocks == 1 and (params.k_a > 0 or params.k_r > 0) and params.effective_lam > 0
+    """One block with both clustering and alignment on (``params``: a
+    KernelParams): the parallel kernel runs the two terms on two threads
+    (:func:`run_term`)."""
+    return n_blocks == 1 and (params.k_a > 0 or params.k_r > 0) and params.lam > 0
 
 
 @njit(cache=True)

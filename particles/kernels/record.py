@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import numpy as np
+
 __all__ = ["KernelParams"]
 
 
@@ -34,6 +36,11 @@ class KernelParams(NamedTuple):
         Torque-driven alignment force instead of the gradient.
     axial : bool
         Alignment energy on c**2 instead of c.
+    user : ndarray of float64
+        The parameters of a custom pair energy's terms
+        (:class:`particles.PairEnergy`), one flat array (the parallel
+        kernels pass arrays to their threads, not tuples); empty for the
+        built-in force law.
     """
 
     k_a: float
@@ -46,3 +53,4 @@ class KernelParams(NamedTuple):
     wd: float
     polar: bool
     axial: bool
+    user: np.ndarray = np.zeros(0)

@@ -1,0 +1,71 @@
+"""Copies of compiled kernels with some of the functions they call replaced.
+
+The force kernels call the force law through a few global names (the slots
+``distance_same``, ``distance_other``, ``cosine_same`` and ``cosine_other``,
+see :mod:`.clustering` and :mod:`.alignment`). :func:`rebind` compiles a copy
+of a kernel, and of every kernel it reaches that calls a replaced name, with
+other functions in those slots; everything else (the built-in kernels, their
+on-disk cache) is untouched. This is how a custom pair energy runs on the
+same code as the built-in law, with no second copy of the loops.
+"""
+
+from __future__ import annotations
+
+import types as pytypes
+from typing import Any
+
+import numba
+from numba.core.registry import CPUDispatcher
+
+__all__ = ["rebind"]
+
+
+def rebind(kernel: CPUDispatcher, slots: dict[str, Any], memo: dict | None = None) -> CPUDispatcher:
+    """``kernel`` compiled with the global names in ``slots`` bound to other
+    functions, in it and in every compiled function it calls, directly or
+    not, that uses them.
+
+    Parameters
+    ----------
+    kernel : numba dispatcher
+        A compiled function of this package.
+    slots : dict of str to numba dispatcher
+        Global names and the functions to call in their place.
+    memo : dict, optional
+        Copies made so far (shared between calls so that a function reached
+        twice is compiled once).
+
+    Returns
+    -------
+    numba dispatcher
+        ``kernel`` itself when nothing it reaches uses a slot, else a new
+        dispatcher with the same compile options except ``cache`` (copies
+        are compiled once per process).
+    """
+    memo = {} if memo is None else memo
+    key = id(kernel)
+    if key in memo:
+        return memo[key]
+    func = kernel.py_func
+    changes = {}
+    for name in func.__code__.co_names:
+        if name in slots:
+            changes[name] = slots[name]
+            continue
+        target = func.__globals__.get(name)
+        if isinstance(target, CPUDispatcher):
+            copy = rebind(target, slots, memo)
+            if copy is not target:
+                changes[name] = copy
+    if not changes:
+        memo[key] = kernel
+        return kernel
+    namespace = dict(func.__globals__)
+    namespace.update(changes)
+    clone = pytypes.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__, func.__closure__)
+    clone.__qualname__ = func.__qualname__
+    clone.__doc__ = func.__doc__
+    options = {k: v for k, v in kernel.targetoptions.items() if k not in ("cache", "nopython")}
+    copy = numba.njit(**options)(clone)
+    memo[key] = copy
+    return copy

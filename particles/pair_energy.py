@@ -1,0 +1,502 @@
+"""Custom pair energies: your own force law between pair sums, compiled.
+
+A :class:`PairEnergy` is built from scalar functions of one variable q
+between two pair sums s_u, s_v (u != v), one for pairs of one class
+(``same``) and one for different classes (``other``):
+
+- ``"distance"`` terms: q = |s_u - s_v|^2 (translation and rotation
+  invariant, like the clustering forces);
+- ``"cosine"`` terms: q = c = U_u . U_v with U = s / sqrt(|s|^2 + eps^2)
+  (rotation invariant, like the alignment forces).
+
+The energy is U(x) = sum_{u<v} phi(q_uv) over the training pairs, summed over
+the terms, plus (wd/2) sum_a |x_a|^2, and the forces are -grad U. A function
+takes ``(q, params)`` and returns a float; its derivative in q is either
+supplied or derived by complex-step differentiation (exact to rounding for
+functions written with analytic operations: arithmetic, exp, log, sqrt,
+powers; no abs, min/max or comparisons on q). Give the derivative when your
+function branches on q (a cut-off) or uses :func:`fast_exp`.
+
+The compiled path runs the package's own kernels (the built-in law's loops,
+serial and parallel, the Euler/Langevin loops and the minimiser) with your
+functions in the force-law slots (see :mod:`particles.kernels.rebind`); the
+first call in a process compiles them (a few seconds). The NumPy path
+(:func:`particles.energy_reference`, :func:`particles.forces_reference`)
+calls the same functions on arrays of q, for prototyping without compiling:
+write them with NumPy operations (``np.where`` rather than ``if``) to use it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, NamedTuple
+
+import numba
+import numpy as np
+from numba import types
+from numba.core.registry import CPUDispatcher
+from numba.extending import overload
+
+from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
+
+__all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "fast_exp", "gaussian_clustering",
+           "cosine_alignment"]
+
+#: what a term's functions take as q
+VARIABLES = ("distance", "cosine")
+#: the imaginary step of the complex-step derivative
+#: d phi / dq = Im phi(q + i h) / h (no cancellation, so h can be tiny)
+COMPLEX_STEP = 1e-20
+
+def fast_exp(x):
+    """exp(x) for x <= 0 as the built-in kernels compute it: in compiled
+    code a polynomial exp that vectorises (within 2 ulp of ``np.exp``; 0
+    below x = -708), in Python ``np.exp``. Real x only: a function using it
+    needs its derivative supplied (no complex step)."""
+    return exp_nonpositive_reference(x)
+
+
+@overload(fast_exp, jit_options={"fastmath": FAST})
+def _fast_exp_compiled(x):
+    if isinstance(x, types.Float):
+        return lambda x: exp_nonpositive(x)
+    return None
+
+
+def _check_callable(name: str, fn: Any) -> Any:
+    if fn is not None and not callable(fn):
+        raise TypeError(f"{name} must be a function (q, params) -> float or None, got {type(fn).__name__}")
+    return fn
+
+
+def _check_params(params: Any) -> tuple:
+    if not isinstance(params, tuple):
+        raise TypeError("params must be a tuple or NamedTuple of real numbers (what numba can pass to compiled "
+                        f"code), got {type(params).__name__}")
+    for i, value in enumerate(params):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+            label = params._fields[i] if hasattr(params, "_fields") else f"[{i}]"
+            raise TypeError(f"params.{label} must be a real number, got {type(value).__name__}")
+        if not math.isfinite(float(value)):
+            label = params._fields[i] if hasattr(params, "_fields") else f"[{i}]"
+            raise ValueError(f"params.{label} must be finite, got {value}")
+    return params
+
+
+def _python(fn: Callable) -> Callable:
+    return fn.py_func if isinstance(fn, CPUDispatcher) else fn
+
+
+def _compiled(fn: Callable) -> CPUDispatcher:
+    return fn if isinstance(fn, CPUDispatcher) else numba.njit(fn)
+
+
+class PairTerm:
+    """One term of a :class:`PairEnergy`: phi_same(q) for pairs of one class,
+    phi_other(q) for different classes.
+
+    Parameters
+    ----------
+    same, other : callable (q, params) -> float, or None
+        The pair energy as a function of q; None for no interaction. Plain
+        Python functions are compiled with ``numba.njit`` when the compiled
+        path first needs them.
+    variable : {"distance", "cosine"}
+        q = |s_u - s_v|^2, or the softened cosine U_u . U_v.
+    params : tuple or NamedTuple of real numbers
+        Passed as the second argument of every function (values can change
+        between runs without recompiling).
+    same_derivative, other_derivative : callable (q, params) -> float, optional
+        d phi / dq; by default derived by complex step.
+    """
+
+    def __init__(self, same: Callable | None = None, other: Callable | None = None, *, variable: str = "distance",
+                 params: tuple = (), same_derivative: Callable | None = None,
+                 other_derivative: Callable | None = None) -> None:
+        self.same = _check_callable("same", same)
+        self.other = _check_callable("other", other)
+        self.same_derivative = _check_callable("same_derivative", same_derivative)
+        self.other_derivative = _check_callable("other_derivative", other_derivative)
+        if same is None and same_derivative is not None:
+            raise ValueError("same_derivative given without same")
+        if other is None and other_derivative is not None:
+            raise ValueError("other_derivative given without other")
+        if same is None and other is None:
+            raise ValueError("a PairTerm needs at least one of same and other")
+        if variable not in VARIABLES:
+            raise ValueError(f"variable must be one of {VARIABLES}, got {variable!r}")
+        self.variable = variable
+        self.params = _check_params(params)
+
+    def functions(self) -> tuple:
+        """The functions, the part of the term that needs compiling."""
+        return (self.same, self.other, self.same_derivative, self.other_derivative)
+
+    def with_params(self, params: tuple) -> "PairTerm":
+        """The same functions with other parameters (no recompilation)."""
+        return PairTerm(self.same, self.other, variable=self.variable, params=params,
+                        same_derivative=self.same_derivative, other_derivative=self.other_derivative)
+
+    def values(self, q: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """NumPy path: phi(q) and d phi / dq on arrays, by class relation."""
+        out = []
+        for fn, dfn in ((self.same, self.same_derivative), (self.other, self.other_derivative)):
+            if fn is None:
+                out.append((np.zeros_like(q), np.zeros_like(q)))
+                continue
+            f = _python(fn)
+            value = np.broadcast_to(np.asarray(f(q, self.params), dtype=float), q.shape)
+            if dfn is None:
+                deriv = np.imag(np.asarray(f(q + 1j * COMPLEX_STEP, self.params))) / COMPLEX_STEP
+            else:
+                deriv = np.asarray(_python(dfn)(q, self.params), dtype=float)
+            out.append((value, np.broadcast_to(deriv, q.shape)))
+        (vs, ds), (vo, do) = out
+        return np.where(same, vs, vo), np.where(same, ds, do)
+
+    def describe(self) -> dict[str, Any]:
+        names = {k: getattr(_python(f), "__qualname__", repr(f)) if f is not None else None
+                 for k, f in zip(("same", "other", "same_derivative", "other_derivative"), self.functions())}
+        params = self.params._asdict() if hasattr(self.params, "_asdict") else list(self.params)
+        return {"variable": self.variable, **names, "params": params}
+
+
+class Kernels(NamedTuple):
+    """The compiled functions a run needs, for one force law."""
+
+    forces_serial: Any
+    forces_parallel: Any
+    euler_serial: Any
+    euler_parallel: Any
+    minimize: Any
+
+
+#: compiled kernels per set of functions (parameters are runtime data)
+_COMPILED: dict[tuple, Kernels] = {}
+
+
+def _unpack(kind: type, lo: int, hi: int) -> CPUDispatcher:
+    """The parameter slot: a term's parameters from the record, as ``kind``
+    (a NamedTuple class, or tuple). The record holds every term's numbers in
+    one flat array ``prm.user`` (the parallel kernels pass arrays to their
+    threads, not tuples); the kernels read them once per block, so the loops
+    see plain numbers."""
+    items = ", ".join(f"prm.user[{i}]" for i in range(lo, hi))
+    if kind is tuple:
+        source = f"def unpack(prm):\n    return ({items}{',' if hi - lo == 1 else ''})\n"
+    else:
+        source = f"def unpack(prm):\n    return kind({items})\n"
+    namespace = {"kind": kind}
+    exec(source, namespace)
+    return numba.njit(namespace["unpack"])
+
+
+def _slot(value: Callable | None, derivative: Callable | None) -> CPUDispatcher:
+    """A force-law slot (q, params) -> (phi, dphi/dq)."""
+    if value is None:
+        return numba.njit(lambda q, p: (0.0, 0.0))
+    fn = _compiled(value)
+    h = COMPLEX_STEP
+    if derivative is None:
+        def slot(q, p):
+            return fn(q, p) * 1.0, fn(q + 1j * h, p).imag / h
+    else:
+        dfn = _compiled(derivative)
+
+        def slot(q, p):
+            return fn(q, p) * 1.0, dfn(q, p) * 1.0
+    return numba.njit(slot)
+
+
+class PairEnergy:
+    """A custom force law: a distance term, a cosine term, or both, plus
+    weight decay on the particles.
+
+    Use it wherever a :class:`ForceParams` goes (``energy``, ``forces``,
+    ``energy_and_forces``, ``simulate``, ``minimize``, the references and
+    :mod:`particles.testing`).
+
+    Parameters
+    ----------
+    distance : PairTerm, optional
+        A term in q = |s_u - s_v|^2.
+    cosine : PairTerm, optional
+        A term in q = U_u . U_v, U = s / sqrt(|s|^2 + eps^2); needs d >= 2.
+    eps : float > 0
+        Softening of the cosine term (default 1).
+    wd : float >= 0
+        Weight decay on the particles, energy (wd/2) sum |x|^2 (default 0).
+    name : str
+        Stored in a trajectory's ``meta["params"]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from particles import PairEnergy, PairTerm
+    >>> def well(r2, prm):
+    ...     return -prm[0] * np.exp(-r2 / 2)
+    >>> law = PairEnergy(distance=PairTerm(same=well, params=(3.0,)), wd=0.1)
+    """
+
+    def __init__(self, distance: PairTerm | None = None, cosine: PairTerm | None = None, *, eps: float = 1.0,
+                 wd: float = 0.0, name: str = "custom") -> None:
+        for label, term, variable in (("distance", distance, "distance"), ("cosine", cosine, "cosine")):
+            if term is not None and not isinstance(term, PairTerm):
+                raise TypeError(f"{label} must be a PairTerm or None, got {type(term).__name__}")
+            if term is not None and term.variable != variable:
+                raise ValueError(f"{label} must be a PairTerm with variable={variable!r}, got {term.variable!r}")
+        if distance is None and cosine is None:
+            raise ValueError("a PairEnergy needs a distance term, a cosine term or both")
+        for label, value, strict in (("eps", eps, True), ("wd", wd, False)):
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+                raise TypeError(f"{label} must be a real number, got {type(value).__name__}")
+            if not math.isfinite(value) or value < 0 or (strict and value == 0):
+                raise ValueError(f"{label} must be {'> 0' if strict else '>= 0'} and finite, got {value}")
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a str, got {type(name).__name__}")
+        self.distance = distance
+        self.cosine = cosine
+        self.eps = float(eps)
+        self.wd = float(wd)
+        self.name = name
+
+    # what the engine and the checks ask of a force law
+    is_gradient = True
+
+    @property
+    def effective_lam(self) -> float:
+        """1 with a cosine term (it needs d >= 2), else 0."""
+        return 1.0 if self.cosine is not None else 0.0
+
+    @property
+    def particle_wd(self) -> float:
+        return self.wd
+
+    @property
+    def translation_invariant(self) -> bool:
+        """True when U(x + t) = U(x): no cosine term and no weight decay."""
+        return self.cosine is None and self.wd == 0.0
+
+    def __add__(self, other: "PairEnergy") -> "PairEnergy":
+        """One law with the terms of both (at most one term of each variable;
+        weight decays add)."""
+        if not isinstance(other, PairEnergy):
+            return NotImplemented
+        for label in ("distance", "cosine"):
+            if getattr(self, label) is not None and getattr(other, label) is not None:
+                raise ValueError(f"both laws have a {label} term; write them as one function")
+        if self.cosine is not None and other.cosine is None:
+            eps = self.eps
+        else:
+            eps = other.eps if other.cosine is not None else self.eps
+        return PairEnergy(self.distance or other.distance, self.cosine or other.cosine, eps=eps,
+                          wd=self.wd + other.wd, name=f"{self.name}+{other.name}")
+
+    def replace(self, **changes: Any) -> "PairEnergy":
+        """A copy with ``distance``, ``cosine``, ``eps``, ``wd`` or ``name`` changed."""
+        fields = {"distance": self.distance, "cosine": self.cosine, "eps": self.eps, "wd": self.wd,
+                  "name": self.name}
+        unknown = set(changes) - set(fields)
+        if unknown:
+            raise TypeError(f"unknown PairEnergy field(s): {sorted(unknown)}")
+        fields.update(changes)
+        return PairEnergy(fields.pop("distance"), fields.pop("cosine"), **fields)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": "PairEnergy", "name": self.name, "eps": self.eps, "wd": self.wd,
+                "distance": self.distance.describe() if self.distance else None,
+                "cosine": self.cosine.describe() if self.cosine else None}
+
+    def __repr__(self) -> str:
+        terms = [t for t in ("distance", "cosine") if getattr(self, t) is not None]
+        return f"PairEnergy(name={self.name!r}, terms={terms}, eps={self.eps}, wd={self.wd})"
+
+    def kernel_params(self):
+        """The record the kernels take: switches for the terms, eps, wd and
+        the terms' parameters in ``user``."""
+        from .kernels.record import KernelParams
+
+        on_d = 1.0 if self.distance is not None else 0.0
+        on_c = 1.0 if self.cosine is not None else 0.0
+        user = np.array([float(v) for t in (self.distance, self.cosine) if t is not None for v in t.params])
+        return KernelParams(on_d, 1.0, on_d, 1.0, on_c, 1.0, self.eps, self.wd, False, False, user)
+
+    def kernels(self) -> Kernels:
+        """The compiled force kernels, step loops and minimiser of this law
+        (made once per set of functions and process)."""
+        layout = []
+        start = 0
+        for t in (self.distance, self.cosine):
+            size = len(t.params) if t is not None else 0
+            layout.append((type(t.params) if t is not None else tuple, start, start + size))
+            start += size
+        key = (tuple(t.functions() if t else None for t in (self.distance, self.cosine)), tuple(layout))
+        cached = _COMPILED.get(key)
+        if cached is None:
+            from .kernels import euler, forces, minimize
+            from .kernels.rebind import rebind
+
+            slots = {}
+            for term, (kind, lo, hi), prefix in zip((self.distance, self.cosine), layout, ("distance", "cosine")):
+                same, other, dsame, dother = term.functions() if term else (None, None, None, None)
+                slots[f"{prefix}_params"] = _unpack(kind, lo, hi)
+                slots[f"{prefix}_same"] = _slot(same, dsame)
+                slots[f"{prefix}_other"] = _slot(other, dother)
+            memo: dict = {}
+            cached = Kernels(*(rebind(k, slots, memo) for k in (
+                forces.forces_serial, forces.forces_parallel, euler.run_euler_serial, euler.run_euler_parallel,
+                minimize.minimize_serial)))
+            _COMPILED[key] = cached
+        return cached
+
+    def pair_forces_reference(self, s: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
+        """NumPy path: forces -dU/ds_u on the pair sums (n, d) and the pair
+        interaction energy, from dense u x v matrices."""
+        n = s.shape[0]
+        off = ~np.eye(n, dtype=bool)
+        same = labels[:, None] == labels[None, :]
+        f = np.zeros_like(s, dtype=float)
+        energy = 0.0
+        if self.distance is not None:
+            delta = s[:, None, :] - s[None, :, :]
+            r2 = np.sum(delta ** 2, axis=-1)
+            phi, dphi = self.distance.values(r2, same)
+            f -= 2.0 * np.einsum("uv,uvk->uk", dphi * off, delta)
+            energy += 0.5 * float(np.sum(phi * off))
+        if self.cosine is not None:
+            if s.shape[1] < 2:
+                raise ValueError("a cosine term needs dimension d >= 2")
+            rho = np.hypot(np.linalg.norm(s, axis=1), self.eps)
+            unit = s / rho[:, None]
+            c = unit @ unit.T
+            h, dh = self.cosine.values(c, same)
+            dh = dh * off
+            grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
+            f -= grad
+            energy += 0.5 * float(np.sum(h * off))
+        return f, energy
+
+
+# ---------------------------------------------------------------------------
+# the built-in law written as custom energies (the benchmark and the tests
+# compare them with the built-in kernels)
+
+class GaussianParams(NamedTuple):
+    k_a: float
+    sig_a: float
+    k_r: float
+    sig_r: float
+
+
+def _attraction(r2, prm):
+    return -(prm.k_a * np.exp(-r2 * (0.5 / (prm.sig_a * prm.sig_a))))
+
+
+def _attraction_derivative(r2, prm):
+    inv = 0.5 / (prm.sig_a * prm.sig_a)
+    return inv * (prm.k_a * np.exp(-r2 * inv))
+
+
+def _repulsion(r2, prm):
+    return fast_exp(-r2 * (0.5 / (prm.sig_r * prm.sig_r))) * prm.k_r
+
+
+def _repulsion_derivative(r2, prm):
+    inv = 0.5 / (prm.sig_r * prm.sig_r)
+    return -(inv * (fast_exp(-r2 * inv) * prm.k_r))
+
+
+def _repulsion_numpy(r2, prm):
+    return prm.k_r * np.exp(-r2 * (0.5 / (prm.sig_r * prm.sig_r)))
+
+
+def gaussian_clustering(k_a: float = 3.0, sig_a: float = 3.0, k_r: float = 1.0, sig_r: float = 1.0,
+                        wd: float = 0.1, *, fast: bool = True) -> PairEnergy:
+    """The built-in clustering law (``ForceParams(k_a, sig_a, k_r, sig_r,
+    wd=wd)``, lam = 0) as a custom energy: -k_a exp(-r^2 / 2 sig_a^2) within
+    a class, k_r exp(-r^2 / 2 sig_r^2) between classes.
+
+    ``fast=True`` computes the repulsion with :func:`fast_exp`, as the
+    built-in kernel does (derivative supplied); ``fast=False`` uses ``np.exp``
+    everywhere with complex-step derivatives.
+    """
+    params = GaussianParams(float(k_a), float(sig_a), float(k_r), float(sig_r))
+    if fast:
+        term = PairTerm(same=_attraction, other=_repulsion, params=params, same_derivative=_attraction_derivative,
+                        other_derivative=_repulsion_derivative)
+    else:
+        term = PairTerm(same=_attraction, other=_repulsion_numpy, params=params)
+    return PairEnergy(distance=term, wd=wd, name="gaussian_clustering")
+
+
+class AlignmentParams(NamedTuple):
+    lam: float
+    sig_t: float
+
+
+def _align_same(c, prm):
+    return -prm.lam * c
+
+
+def _align_other(c, prm):
+    return prm.lam * np.exp((c - 1.0) / (prm.sig_t * prm.sig_t))
+
+
+def _align_same_axial(c, prm):
+    return -prm.lam * c * c
+
+
+def _align_other_axial(c, prm):
+    return prm.lam * np.exp((c * c - 1.0) / (prm.sig_t * prm.sig_t))
+
+
+def _align_same_derivative(c, prm):
+    return -prm.lam + 0.0 * c
+
+
+def _align_other_fast(c, prm):
+    # the same expression as in the derivative, so compiled code computes the
+    # exp once for both
+    return prm.lam * fast_exp((c - 1.0) * (1.0 / (prm.sig_t * prm.sig_t)))
+
+
+def _align_other_fast_derivative(c, prm):
+    inv = 1.0 / (prm.sig_t * prm.sig_t)
+    return prm.lam * fast_exp((c - 1.0) * inv) * inv
+
+
+def _align_same_axial_derivative(c, prm):
+    return -2.0 * prm.lam * c
+
+
+def _align_other_axial_fast(c, prm):
+    return prm.lam * fast_exp((c * c - 1.0) * (1.0 / (prm.sig_t * prm.sig_t)))
+
+
+def _align_other_axial_fast_derivative(c, prm):
+    inv = 1.0 / (prm.sig_t * prm.sig_t)
+    return prm.lam * fast_exp((c * c - 1.0) * inv) * 2.0 * c * inv
+
+
+def cosine_alignment(lam: float = 1.0, sig_t: float = 0.2, eps: float = 1.0, *, axial: bool = False,
+                     fast: bool = True) -> PairEnergy:
+    """The built-in alignment energy (gradient form) as a custom energy:
+    lam times -g(c) within a class and exp(-(1 - g(c)) / sig_t^2) between
+    classes, g(c) = c (or c^2 with ``axial=True``). Add it to
+    :func:`gaussian_clustering` for the full law.
+
+    ``fast=True`` uses :func:`fast_exp` with the derivatives written out;
+    ``fast=False`` uses ``np.exp`` with complex-step derivatives.
+    """
+    params = AlignmentParams(float(lam), float(sig_t))
+    if fast and axial:
+        term = PairTerm(same=_align_same_axial, other=_align_other_axial_fast, variable="cosine", params=params,
+                        same_derivative=_align_same_axial_derivative,
+                        other_derivative=_align_other_axial_fast_derivative)
+    elif fast:
+        term = PairTerm(same=_align_same, other=_align_other_fast, variable="cosine", params=params,
+                        same_derivative=_align_same_derivative, other_derivative=_align_other_fast_derivative)
+    else:
+        same, other = (_align_same_axial, _align_other_axial) if axial else (_align_same, _align_other)
+        term = PairTerm(same=same, other=other, variable="cosine", params=params)
+    return PairEnergy(cosine=term, eps=eps, name="cosine_alignment")
