@@ -15,7 +15,7 @@ from .kernels import euler as _euler
 from .kernels import minimize as _minimize
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
-from .threads import dynamic_schedule, kernel_choice, usable_threads
+from .threads import dynamic_schedule, kernel_choice
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
 

@@ -88,7 +88,10 @@ def _python(fn: Callable) -> Callable:
 
 
 def _compiled(fn: Callable) -> CPUDispatcher:
-    return fn if isinstance(fn, CPUDispatcher) else numba.njit(fn)
+    # NumPy's error model: a division by zero gives inf or NaN, which the
+    # integrators report as a non-finite state, instead of an exception
+    # from inside a kernel
+    return fn if isinstance(fn, CPUDispatcher) else numba.njit(error_model="numpy")(fn)
 
 
 class PairTerm:

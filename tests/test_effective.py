@@ -8,9 +8,12 @@ from hypothesis import given, settings, strategies as st
 
 import effective_theory as et
 from particles import PairDataset, addition, modular_addition
-from particles.effective import (EffectiveLoss, centroid_sum, effective_loss, effective_loss_gradient,
+from particles.effective import (EffectiveLoss, effective_loss_gradient,
                                  effective_loss_reference, simulate_effective, spread, _loss_and_grad)
 from particles.parallelograms import constraint_matrix, label_constraints, parallelograms
+from particles.testing import (check_effective_centroid_conserved, check_effective_loss_invariance,
+                               check_effective_spread_conserved)
+from particles.testing import strategies as pst
 
 PROPS = settings(deadline=None, max_examples=30)
 
@@ -90,23 +93,15 @@ def test_kernel_matches_reference(seed, normalization):
 
 
 @PROPS
-@given(st.integers(0, 2**31 - 1), st.floats(-5, 5), st.floats(0.1, 10))
-def test_effective_loss_translation_and_scale_invariant(seed, shift, scale):
-    rng = np.random.default_rng(seed)
-    ds = addition(7)
-    E = rng.standard_normal((7, 2))
-    base = effective_loss(E, ds)
-    assert math.isclose(effective_loss(scale * E + shift, ds), base, rel_tol=1e-9)
+@given(pst.effective_systems(), st.floats(-5, 5), st.floats(0.1, 10))
+def test_effective_loss_translation_and_scale_invariant(system, shift, scale):
+    check_effective_loss_invariance(*system, shift=shift, scale=scale)
 
 
 @PROPS
-@given(st.integers(0, 2**31 - 1), st.floats(-3, 3))
-def test_centroid_conserved_exactly_by_centred_euler(seed, offset):
-    rng = np.random.default_rng(seed)
-    E0 = rng.standard_normal((8, 2)) + offset
-    traj = simulate_effective(E0, addition(8), steps=50, dt=0.2, record_every=10)
-    C = np.stack([traj.scalars["C0"], traj.scalars["C1"]], axis=1)
-    np.testing.assert_allclose(C, np.broadcast_to(centroid_sum(E0), C.shape), rtol=0, atol=1e-12 * (1 + abs(offset)))
+@given(pst.effective_systems())
+def test_centroid_conserved_exactly_by_centred_euler(system):
+    check_effective_centroid_conserved(*system)
 
 
 @settings(deadline=None, max_examples=15)
@@ -122,19 +117,9 @@ def test_uncentred_normalization_moves_C_unless_zero(seed):
 
 
 @settings(deadline=None, max_examples=15)
-@given(st.integers(0, 2**31 - 1))
-def test_Z_drift_is_second_order_and_projection_is_exact(seed):
-    rng = np.random.default_rng(seed)
-    E0 = rng.standard_normal((8, 2))
-    ds = addition(8)
-    drifts = []
-    for dt in (0.02, 0.01):
-        traj = simulate_effective(E0, ds, steps=1, dt=dt)
-        drifts.append(abs(traj.scalars["Z"][-1] - traj.scalars["Z"][0]))
-    # one Euler step: Z changes by O(dt^2), so halving dt quarters the drift
-    assert drifts[1] <= drifts[0] / 3.5 + 1e-15
-    traj = simulate_effective(E0, ds, steps=200, dt=0.5, project=True, record_every=20)
-    np.testing.assert_allclose(traj.scalars["Z"], spread(E0), rtol=1e-12)
+@given(pst.effective_systems())
+def test_Z_drift_is_second_order_and_projection_is_exact(system):
+    check_effective_spread_conserved(*system)
 
 
 def test_unique_structure_reaches_rqi_and_degenerate_does_not():

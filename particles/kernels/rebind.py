@@ -11,6 +11,7 @@ same code as the built-in law, with no second copy of the loops.
 
 from __future__ import annotations
 
+import itertools
 import types as pytypes
 from typing import Any
 
@@ -18,6 +19,9 @@ import numba
 from numba.core.registry import CPUDispatcher
 
 __all__ = ["rebind"]
+
+#: numbers the copies' names
+_COPIES = itertools.count(1)
 
 
 def rebind(kernel: CPUDispatcher, slots: dict[str, Any], memo: dict | None = None) -> CPUDispatcher:
@@ -63,7 +67,11 @@ def rebind(kernel: CPUDispatcher, slots: dict[str, Any], memo: dict | None = Non
     namespace = dict(func.__globals__)
     namespace.update(changes)
     clone = pytypes.FunctionType(func.__code__, namespace, func.__name__, func.__defaults__, func.__closure__)
-    clone.__qualname__ = func.__qualname__
+    # a name of its own: numba names compiled symbols by module, qualified
+    # name and a per-process counter, and the built-in kernels come from the
+    # on-disk cache with counters of the process that compiled them; a copy
+    # named like its original could take an original's symbol at link time
+    clone.__qualname__ = f"{func.__qualname__}_law{next(_COPIES)}"
     clone.__doc__ = func.__doc__
     options = {k: v for k, v in kernel.targetoptions.items() if k not in ("cache", "nopython")}
     copy = numba.njit(**options)(clone)
