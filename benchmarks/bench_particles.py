@@ -14,8 +14,11 @@ core (a busy neighbour). Then the repulsion cut-off against the exact sums
 (grids force law, spread states). Then whole runs: 10 000-step N = 17 runs of every
 preset, and the cost per step of the ``grids`` force law at N = 113 and 211
 (the exact path costs the same at every step, so 10 000 steps cost 10 000
-times that). Last, the cold compile of everything ``embdyn demo`` needs, in
-a fresh process with an empty Numba cache (CPU seconds).
+times that). Then custom energies (:class:`particles.PairEnergy`) written
+to equal a built-in law against that law (force evaluations at N = 17 and
+113, and a whole N = 17 run), as ratios custom / built-in. Last, the cold
+compile of everything ``embdyn demo`` needs, in a fresh process with an
+empty Numba cache (CPU seconds).
 
 Interactions: a force evaluation with n training pair sums has n(n-1)/2
 pair-pair interactions; rates are those per second (exact path: every
@@ -41,8 +44,9 @@ import numpy as np
 
 from _timing import best_time
 
-from particles import ForceParams, forces, forces_reference, modular_addition, preset, warmup
-from particles.energy import pair_system
+from particles import (ForceParams, cosine_alignment, energy_and_forces, forces, forces_reference,
+                       gaussian_clustering, modular_addition, preset, simulate, warmup)
+from particles.energy import BUILTIN_KERNELS, pair_system
 from particles.kernels import forces as kernels
 from particles.threads import dynamic_schedule, kernel_choice
 
@@ -124,7 +128,7 @@ def bench_forces(sizes, repeats: int) -> list[dict]:
             with busy_neighbour(neighbour):
                 kernel_choice.reset()  # the chooser starts afresh and settles (about 0.5 s of calls)
                 settle = time.perf_counter()
-                key = (n, 2, False)
+                key = (n, 2, False, id(BUILTIN_KERNELS))
                 while time.perf_counter() - settle < 30.0:  # until both kernels are timed, 0.5 s at least
                     forces(x, train, BENCH_PARAMS)
                     timed = all(v is not None for v in kernel_choice.timings(key).values())
@@ -136,6 +140,43 @@ def bench_forces(sizes, repeats: int) -> list[dict]:
                 t_ref = best_time(ref, 1, min_time=0.0)
             rows.append(dict(p=p, pairs=n, busy_neighbour=neighbour, public=t_pub, serial=t_ser, parallel=t_par,
                              numpy=t_ref, numpy_kind=ref_name, interactions=n * (n - 1) / 2))
+    return rows
+
+
+CUSTOM_LAWS = {
+    # name: (built-in, the same law as a PairEnergy)
+    "clustering, fast_exp": (ForceParams(), gaussian_clustering()),
+    "clustering, np.exp + complex step": (ForceParams(), gaussian_clustering(fast=False)),
+    "clustering + alignment, fast_exp": (ForceParams(lam=1.0), gaussian_clustering() + cosine_alignment(1.0)),
+    "clustering + alignment, np.exp + complex step": (
+        ForceParams(lam=1.0), gaussian_clustering(fast=False) + cosine_alignment(1.0, fast=False)),
+}
+
+
+def bench_custom(sizes, repeats: int, steps: int) -> list[dict]:
+    """A custom energy equal to a built-in law against that law: one force
+    evaluation (serial kernel, N in sizes) and a whole run (N = 17)."""
+    rows = []
+    for name, (builtin, custom) in CUSTOM_LAWS.items():
+        for p in sizes:
+            train = modular_addition(p).split(0.8, seed=0)[0]
+            x = np.random.default_rng(0).standard_normal((p, 2))
+            f0 = energy_and_forces(x, train, builtin, parallel=False)[1]
+            f1 = energy_and_forces(x, train, custom, parallel=False)[1]  # compiles the custom kernels
+            diff = float(np.max(np.abs(f1 - f0)) / max(1.0, np.max(np.abs(f0))))
+            t0 = best_time(lambda: energy_and_forces(x, train, builtin, parallel=False), repeats)
+            t1 = best_time(lambda: energy_and_forces(x, train, custom, parallel=False), repeats)
+            rows.append(dict(law=name, p=p, pairs=len(train), kind="force evaluation", builtin=t0, custom=t1,
+                             ratio=t1 / t0, max_rel_force_diff=diff))
+        train = modular_addition(17).split(0.8, seed=0)[0]
+        x = np.random.default_rng(0).standard_normal((17, 2))
+        runs = []
+        for law in (builtin, custom):
+            simulate(x, train, law, steps=10, dt=0.01, parallel=False)
+            runs.append(best_time(lambda: simulate(x, train, law, steps=steps, dt=0.01, parallel=False), repeats,
+                                  min_time=0.0))
+        rows.append(dict(law=name, p=17, pairs=len(train), kind=f"{steps}-step run", builtin=runs[0], custom=runs[1],
+                         ratio=runs[1] / runs[0], max_rel_force_diff=None))
     return rows
 
 
@@ -275,6 +316,16 @@ def main() -> None:
     for r in run_rows:
         print(f"  {r['run']:<28} {r['seconds']:>8.2f} s{'  (extrapolated)' if r.get('extrapolated') else ''}")
     print()
+    print("custom energies (particles.PairEnergy) written to equal a built-in law, against that law (serial "
+          "kernels); the target is custom / built-in <= 1.5")
+    custom_rows = bench_custom((17,) if args.quick else (17, 113), repeats, steps)
+    print(f"  {'law':<46} {'N':>4} {'what':<18} {'built-in':>10} {'custom':>10} {'custom/built-in':>16} "
+          f"{'max force diff':>15}")
+    for r in custom_rows:
+        diff = "" if r["max_rel_force_diff"] is None else f"{r['max_rel_force_diff']:.1e}"
+        print(f"  {r['law']:<46} {r['p']:>4} {r['kind']:<18} {r['builtin'] * 1e3:>8.2f}ms {r['custom'] * 1e3:>8.2f}ms "
+              f"{r['ratio']:>15.2f}x {diff:>15}")
+    print()
     cpu, wall = bench_cold_compile()
     print(f"cold compile of the demo's kernels (empty cache, fresh process): {cpu:.1f} s CPU, {wall:.1f} s wall")
     if args.figure:
@@ -282,7 +333,8 @@ def main() -> None:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"numba": numba.__version__, "threads": numba.get_num_threads(), "load_average": load,
-                       "forces": force_rows, "cutoff": cutoff_rows, "runs": run_rows, "cold_compile_cpu_s": cpu,
+                       "forces": force_rows, "cutoff": cutoff_rows, "runs": run_rows, "custom": custom_rows,
+                       "cold_compile_cpu_s": cpu,
                        "cold_compile_wall_s": wall, "command": "python benchmarks/bench_particles.py"
                        + (" --quick" if args.quick else "")}, fh, indent=1)
 
