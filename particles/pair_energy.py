@@ -108,7 +108,8 @@ class PairTerm:
         q = |s_u - s_v|^2, or the softened cosine U_u . U_v.
     params : tuple or NamedTuple of real numbers
         Passed as the second argument of every function (values can change
-        between runs without recompiling).
+        between runs without recompiling). The compiled path passes every
+        value as a float64.
     same_derivative, other_derivative : callable (q, params) -> float, optional
         d phi / dq; by default derived by complex step.
     """

@@ -13,7 +13,7 @@ from particles import (ForceParams, NonFiniteStateError, PairEnergy, PairTerm, R
                        cosine_alignment, energy_and_forces, fast_exp, gaussian_clustering, minimize,
                        modular_addition, simulate)
 from particles.reference import energy_reference, forces_reference
-from particles.testing.strategies import SoftParams, _cos_pull, _cos_push, _soft_bump, _soft_well
+from particles.testing.strategies import SoftParams, cubic_pull, exp_push, soft_bump, soft_well
 
 PROPS = settings(deadline=None, max_examples=25)
 
@@ -93,11 +93,11 @@ def test_blocked_system_parallel_equals_serial_and_builtin():
 
 
 def _rational(k=1.3, s=0.8, wd=0.2):
-    return PairEnergy(distance=PairTerm(same=_soft_well, other=_soft_bump, params=SoftParams(k, s)), wd=wd)
+    return PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump, params=SoftParams(k, s)), wd=wd)
 
 
 def _cubic(k=0.7, s=1.1, eps=0.6):
-    return PairEnergy(cosine=PairTerm(same=_cos_pull, other=_cos_push, variable="cosine", params=SoftParams(k, s)),
+    return PairEnergy(cosine=PairTerm(same=cubic_pull, other=exp_push, variable="cosine", params=SoftParams(k, s)),
                       eps=eps)
 
 
@@ -123,7 +123,7 @@ def test_complex_step_equals_written_derivative():
 
     # on the NumPy path (which test_compiled_matches_numpy_path ties to the
     # compiled one)
-    written = PairEnergy(distance=PairTerm(same=_soft_well, other=_soft_bump, params=SoftParams(1.3, 0.8),
+    written = PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump, params=SoftParams(1.3, 0.8),
                                            same_derivative=well_derivative, other_derivative=bump_derivative))
     x, train = _system(11, 3, 2)
     f0 = forces_reference(x, train.pairs, train.labels, _rational(wd=0.0))
@@ -190,12 +190,12 @@ def test_builtin_runs_unchanged_after_a_custom_law_compiled():
     code = """
 import numpy as np
 from particles import ForceParams, PairEnergy, PairTerm, forces, modular_addition, simulate
-from particles.testing.strategies import SoftParams, _soft_bump, _soft_well
+from particles.testing.strategies import SoftParams, soft_bump, soft_well
 x = np.array([[0.12573022], [-0.13210486], [0.64042265]])
 train = modular_addition(3)
 prm = ForceParams(k_a=0.0, sig_a=1.0, k_r=1.0, sig_r=1.0, wd=0.0)
 before = simulate(x, train, prm, steps=50, dt=0.01).embeddings
-law = PairEnergy(distance=PairTerm(same=_soft_well, other=_soft_bump, params=SoftParams(1.0, 1.0)))
+law = PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump, params=SoftParams(1.0, 1.0)))
 forces(x, train, law)
 simulate(x, train, law, steps=5, dt=0.01)
 after = simulate(x, train, prm, steps=50, dt=0.01).embeddings
@@ -209,17 +209,17 @@ print("same")
 
 @pytest.mark.parametrize("make, err, match", [
     (lambda: PairTerm(same=3), TypeError, "same must be a function"),
-    (lambda: PairTerm(other=_soft_bump, variable="angle"), ValueError, "variable must be one of"),
+    (lambda: PairTerm(other=soft_bump, variable="angle"), ValueError, "variable must be one of"),
     (lambda: PairTerm(), ValueError, "at least one of same and other"),
-    (lambda: PairTerm(same=_soft_well, params=[1.0]), TypeError, "params must be a tuple"),
-    (lambda: PairTerm(same=_soft_well, params=SoftParams(float("nan"), 1.0)), ValueError, "params.k must be finite"),
-    (lambda: PairTerm(same=_soft_well, params=("a",)), TypeError, r"params.\[0\] must be a real number"),
-    (lambda: PairTerm(other=_soft_bump, same_derivative=_soft_well), ValueError, "same_derivative given without"),
+    (lambda: PairTerm(same=soft_well, params=[1.0]), TypeError, "params must be a tuple"),
+    (lambda: PairTerm(same=soft_well, params=SoftParams(float("nan"), 1.0)), ValueError, "params.k must be finite"),
+    (lambda: PairTerm(same=soft_well, params=("a",)), TypeError, r"params.\[0\] must be a real number"),
+    (lambda: PairTerm(other=soft_bump, same_derivative=soft_well), ValueError, "same_derivative given without"),
     (lambda: PairEnergy(), ValueError, "needs a distance term, a cosine term or both"),
-    (lambda: PairEnergy(distance=PairTerm(same=_cos_pull, variable="cosine")), ValueError,
+    (lambda: PairEnergy(distance=PairTerm(same=cubic_pull, variable="cosine")), ValueError,
      "distance must be a PairTerm with variable='distance'"),
-    (lambda: PairEnergy(cosine=PairTerm(same=_cos_pull, variable="cosine"), eps=0.0), ValueError, "eps must be > 0"),
-    (lambda: PairEnergy(distance=PairTerm(same=_soft_well), wd=-1), ValueError, "wd must be >= 0"),
+    (lambda: PairEnergy(cosine=PairTerm(same=cubic_pull, variable="cosine"), eps=0.0), ValueError, "eps must be > 0"),
+    (lambda: PairEnergy(distance=PairTerm(same=soft_well), wd=-1), ValueError, "wd must be >= 0"),
     (lambda: _rational() + _rational(), ValueError, "both laws have a distance term"),
 ])
 def test_bad_construction(make, err, match):

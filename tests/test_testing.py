@@ -15,7 +15,7 @@ from particles.testing import (check_centroid_conserved, check_energy_decreases,
                                check_total_force_vanishes, check_zero_torque, rotation_invariant,
                                translation_invariant)
 from particles.testing import strategies as pst
-from particles.testing.strategies import SoftParams, _soft_bump, _soft_well
+from particles.testing.strategies import SoftParams, soft_bump, soft_well
 
 
 def _system(p=7, d=2, seed=0, fraction=0.8):
@@ -61,7 +61,7 @@ def test_wrong_supplied_derivative_fails_on_the_compiled_path():
     def wrong_sign(r2, prm):  # d/dr2 of k / (1 + r2/s^2)^2 with its sign flipped: the bump now attracts
         return 2.0 * prm.k / (prm.s * prm.s) / (1.0 + r2 / (prm.s * prm.s)) ** 3
 
-    law = PairEnergy(distance=PairTerm(same=_soft_well, other=_soft_bump, params=SoftParams(1.5, 0.9),
+    law = PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump, params=SoftParams(1.5, 0.9),
                                        other_derivative=wrong_sign))
     x, train = _system(seed=3)
     with pytest.raises(AssertionError, match="forces are not -grad U"):

@@ -11,6 +11,11 @@ from that seed, so failures shrink to small systems and replay exactly.
 - :func:`systems` -- ``(law, x, train)`` triples, ready for the checks
 - :func:`effective_systems` -- ``(E, train)`` for the effective loss
 - :func:`trajectories` -- :class:`~particles.Trajectory` objects
+
+The custom laws :func:`pair_energies` draws are built from the example
+functions :func:`soft_well`, :func:`soft_bump` (distance terms),
+:func:`cubic_pull` and :func:`exp_push` (cosine terms), all with
+:class:`SoftParams` and complex-step derivatives.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from ..params import ForceParams
 from ..trajectory import Trajectory
 
 __all__ = ["datasets", "splits", "embeddings", "force_params", "pair_energies", "laws", "systems",
-           "effective_systems", "trajectories"]
+           "effective_systems", "trajectories", "SoftParams", "soft_well", "soft_bump", "cubic_pull", "exp_push",
+           "DISTANCE_KINDS", "COSINE_KINDS"]
 
 DATASET_KINDS = ("modular", "addition")
 
@@ -89,24 +95,29 @@ def force_params(draw, alignment=True, decay=True, gradient_only=False) -> Force
 
 
 class SoftParams(NamedTuple):
+    """Strength ``k`` and scale ``s`` of the example terms."""
+
     k: float
     s: float
 
 
-def _soft_well(r2, prm):
-    # a rational well (no exp): -k / (1 + r^2 / s^2)
+def soft_well(r2, prm):
+    """-k / (1 + r^2 / s^2): a rational well (no exp)."""
     return -prm.k / (1.0 + r2 / (prm.s * prm.s))
 
 
-def _soft_bump(r2, prm):
+def soft_bump(r2, prm):
+    """k / (1 + r^2 / s^2)^2: a rational bump."""
     return prm.k / (1.0 + r2 / (prm.s * prm.s)) ** 2
 
 
-def _cos_pull(c, prm):
+def cubic_pull(c, prm):
+    """-k c^3: pulls a class's directions together."""
     return -prm.k * c * c * c
 
 
-def _cos_push(c, prm):
+def exp_push(c, prm):
+    """k exp(c / s): pushes classes apart in angle."""
     return prm.k * np.exp(c / prm.s)
 
 
@@ -131,7 +142,7 @@ def pair_energies(draw, alignment=True, decay=True, kinds=DISTANCE_KINDS, cosine
     wd = draw(st.floats(0.0, 0.5)) if decay else 0.0
     kind = draw(st.sampled_from(list(kinds)))
     if kind == "rational":
-        law = PairEnergy(distance=PairTerm(same=_soft_well, other=_soft_bump,
+        law = PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump,
                                            params=SoftParams(draw(strength), draw(positive))), wd=wd,
                          name="rational")
     else:
@@ -144,7 +155,7 @@ def pair_energies(draw, alignment=True, decay=True, kinds=DISTANCE_KINDS, cosine
             extra = cosine_alignment(draw(st.floats(0.1, 3.0)), draw(st.floats(0.2, 1.0)), eps,
                                      axial=draw(st.booleans()), fast=cosine == "alignment")
         else:
-            extra = PairEnergy(cosine=PairTerm(same=_cos_pull, other=_cos_push, variable="cosine",
+            extra = PairEnergy(cosine=PairTerm(same=cubic_pull, other=exp_push, variable="cosine",
                                                params=SoftParams(draw(strength), draw(st.floats(0.5, 2.0)))),
                                eps=eps, name="cubic")
         law = law + extra
