@@ -86,7 +86,17 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     plot_fit(model, signals, t, window=window, names=names).savefig(out / "fit.png", dpi=110)
     plot_coefficients(model, names).savefig(out / "coefficients.png", dpi=110)
     report["equations"] = model.equations(names)
-    (out / "fit.json").write_text(json.dumps(report, indent=2))
+    # the fit as numbers: coef[i][j] multiplies term j in the equation of variable i
+    report["variables"] = names
+    report["terms"] = model.feature_names(names)
+    report["coefficients"] = model.coef_.tolist()
+    report["model_file"] = "model.joblib"
+    import joblib
+
+    from particles.trajectory import atomic_write
+
+    atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
+    atomic_write(out / "fit.json", lambda fh: fh.write(json.dumps(report, indent=2).encode()))
     for key, value in report.items():
         if key != "equations":
             print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
@@ -94,7 +104,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         print("equations:")
         for line in report["equations"]:
             print("  " + line)
-    print(f"wrote {out / 'fit.json'}, {out / 'signals.png'}, {out / 'fit.png'}, {out / 'coefficients.png'}")
+    print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
+          f"{out / 'coefficients.png'}")
     return 0
 
 

@@ -151,25 +151,12 @@ def register_simulate(subparsers: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------- sweep
-def _cmd_sweep(args: argparse.Namespace) -> int:
+def _write_sweep(table, out: Path, grid_axes: list | None, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     from .plot import plot_phase_diagram
-    from .presets import preset
-    from .sweep import sweep
 
-    try:
-        grid = _key_lists(args.grid or [], "--grid")
-        if not grid:
-            raise ValueError("give at least one --grid NAME=V1,V2,...")
-        base = preset(args.preset).replace(**key_values(args.set or [], "--set"))
-        bar = None if args.quiet else ProgressBar("sweep")
-        table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar)
-    except (ValueError, TypeError) as exc:
-        print(f"embdyn sweep: {exc}", file=sys.stderr)
-        return 2
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "sweep.csv")
     rates = table.rates()
@@ -179,15 +166,68 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         setting = ", ".join(f"{n}={v}" for n, v in zip(table.parameters, key))
         shares = ", ".join(f"{k} {v:.2f}" for k, v in value.items() if v > 0)
         print(f"{setting}: {shares}")
-    if len(grid) == 2:
-        (x_name, xs), (y_name, ys) = grid.items()
-        fixed = ", ".join(args.set or [])
-        fig = plot_phase_diagram(rates, xs, ys, x_name=x_name, y_name=y_name,
-                                 title=f"base preset {args.preset!r}{' with ' + fixed if fixed else ''}, "
-                                       f"{args.seeds} seeds a cell")
+    if grid_axes is not None and len(grid_axes) == 2:
+        (x_name, xs), (y_name, ys) = grid_axes
+        fig = plot_phase_diagram(rates, xs, ys, x_name=x_name, y_name=y_name, title=title)
         fig.savefig(out / "phase_diagram.png", dpi=120, bbox_inches="tight")
         print(f"wrote {out / 'phase_diagram.png'}")
     print(f"wrote {out / 'sweep.csv'} and {out / 'rates.json'}")
+
+
+def _cmd_sweep_merge(args: argparse.Namespace, journals: list[str]) -> int:
+    from .sweep import merge_journals, read_journal
+
+    try:
+        if not journals:
+            raise ValueError("embdyn sweep merge needs the journal files of the shards")
+        for path in journals:
+            if not Path(path).is_file():
+                raise ValueError(f"journal {path!r} does not exist")
+        table = merge_journals(journals)
+        header, _ = read_journal(journals[0])
+    except (ValueError, TypeError, OSError) as exc:
+        print(f"embdyn sweep merge: {exc}", file=sys.stderr)
+        return 2
+    axes: dict[str, list] = {}
+    for point in header["grid"]:
+        for name, value in point.items():
+            axes.setdefault(name, [])
+            if value not in axes[name]:
+                axes[name].append(value)
+    _write_sweep(table, Path(args.out), list(axes.items()),
+                 f"base preset {header['base'].get('name')!r}, {len(header['seeds'])} seeds a cell")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from .presets import preset
+    from .sweep import JournalError, parse_shard, sweep
+
+    extra = list(args.action or [])
+    if extra and extra[0] == "merge":
+        return _cmd_sweep_merge(args, extra[1:])
+    try:
+        if extra:
+            raise ValueError(f"unexpected argument {extra[0]!r} (the only action is 'merge')")
+        grid = _key_lists(args.grid or [], "--grid")
+        if not grid:
+            raise ValueError("give at least one --grid NAME=V1,V2,...")
+        base = preset(args.preset).replace(**key_values(args.set or [], "--set"))
+        shard = parse_shard(args.shard)
+        out = Path(args.out)
+        journal = out / ("sweep.journal.jsonl" if shard is None else f"sweep.shard-{shard[0]}-of-{shard[1]}.jsonl")
+        bar = None if args.quiet else ProgressBar("sweep")
+        table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar, journal=journal, shard=shard)
+    except (ValueError, TypeError, JournalError) as exc:
+        print(f"embdyn sweep: {exc}", file=sys.stderr)
+        return 2
+    if shard is not None:
+        print(f"wrote {journal} ({len(table)} runs of shard {shard[0]}/{shard[1]}); when every shard is done: "
+              f"embdyn sweep merge {out}/sweep.shard-*-of-{shard[1]}.jsonl --out DIR")
+        return 0
+    fixed = ", ".join(args.set or [])
+    _write_sweep(table, out, list(grid.items()),
+                 f"base preset {args.preset!r}{' with ' + fixed if fixed else ''}, {args.seeds} seeds a cell")
     return 0
 
 
@@ -196,14 +236,22 @@ def register_sweep(subparsers: argparse._SubParsersAction) -> None:
 
     p = subparsers.add_parser("sweep", help="sweep parameters over seeds; phase diagram for two axes",
                               description="Run a preset over a grid of parameters and seeds in parallel; write "
-                                          "sweep.csv, rates.json and, for two grid axes, phase_diagram.png.")
+                                          "sweep.csv, rates.json and, for two grid axes, phase_diagram.png. Each "
+                                          "finished run is appended to OUT/sweep.journal.jsonl, so the same command "
+                                          "after an interruption runs only what is missing. With --shard i/n only "
+                                          "every n-th run is done (one shard per machine); "
+                                          "'embdyn sweep merge JOURNAL... --out DIR' puts the shards together.")
+    p.add_argument("action", nargs="*", metavar="merge JOURNAL",
+                   help="'merge' followed by the shards' journal files")
     p.add_argument("--preset", default="grids", choices=preset_names(), help="base preset")
     p.add_argument("--grid", action="append", metavar="NAME=V1,V2,...", help="a swept parameter (repeatable)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="fixed override of the base preset")
     p.add_argument("--seeds", type=int, default=10)
-    p.add_argument("--jobs", type=int, default=None, help="worker processes (default: all cores)")
-    p.add_argument("--out", default="embdyn-sweep")
-    p.add_argument("--quiet", action="store_true")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="worker processes (default: joblib.parallel_config's, else all cores)")
+    p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (0 <= I < N)")
+    p.add_argument("--out", default="embdyn-sweep", help="output folder (default ./embdyn-sweep)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
 
 

@@ -1,9 +1,19 @@
-"""Parameter sweeps over seeds, run in parallel with joblib."""
+"""Parameter sweeps over seeds, run in parallel with joblib.
+
+Runs go wherever ``joblib.parallel_config`` sends them (local processes by
+default, a Dask cluster with ``parallel_config(backend="dask")``). A sweep can
+keep a *journal*, a JSON Lines file to which each finished run is appended:
+a killed sweep started again with the same journal runs only what is
+missing, and a sweep split into shards (``shard=(i, n)``, one per machine)
+is put back together with :func:`merge_journals`.
+"""
 
 from __future__ import annotations
 
 import csv
+import io
 import itertools
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,8 +25,16 @@ from joblib import Parallel, delayed
 from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
+from .trajectory import atomic_write
 
-__all__ = ["sweep", "SweepTable", "grid_points"]
+__all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
+
+#: first line of a journal names the format
+JOURNAL_FORMAT = "embdyn-sweep-journal/1"
+
+
+class JournalError(ValueError):
+    """A sweep journal that cannot be used: damaged, or from another sweep."""
 
 DIVERGED = "diverged"
 
@@ -73,17 +91,24 @@ class SweepTable:
             parameters = columns[: columns.index("seed")] if "seed" in columns else []
         return cls(rows=rows, parameters=list(parameters))
 
+    def to_pandas(self):
+        """The rows as a ``pandas.DataFrame`` (needs pandas)."""
+        try:
+            import pandas as pd
+        except ImportError as exc:
+            raise ImportError("SweepTable.to_pandas needs pandas: pip install pandas") from exc
+        return pd.DataFrame(self.rows, columns=self.columns or None)
+
     def to_csv(self, path: str | os.PathLike) -> Path:
         """Write the rows as CSV (atomically)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "w", newline="") as fh:
-            writer = csv.DictWriter(fh, fieldnames=self.columns)
+        def write(fh) -> None:
+            text = io.StringIO(newline="")
+            writer = csv.DictWriter(text, fieldnames=self.columns)
             writer.writeheader()
             writer.writerows(self.rows)
-        os.replace(tmp, path)
-        return path
+            fh.write(text.getvalue().encode())
+
+        return atomic_write(path, write)
 
 
 def _parse_cell(text: str) -> Any:
@@ -127,9 +152,114 @@ def _run_one(base: Preset, overrides: dict[str, Any], seed: int) -> dict[str, An
     return row
 
 
+def parse_shard(shard: Any) -> tuple[int, int] | None:
+    """``shard`` as ``(i, n)`` with 0 <= i < n, from a pair or a string
+    ``"i/n"``; None stays None."""
+    if shard is None:
+        return None
+    if isinstance(shard, str):
+        parts = shard.split("/")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            shard = (int(parts[0]), int(parts[1]))
+        except ValueError:
+            raise ValueError(f"shard must look like i/n with integers 0 <= i < n, got {shard!r}") from None
+    if (not isinstance(shard, (tuple, list)) or len(shard) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in shard)):
+        raise TypeError(f"shard must be a pair (i, n) of ints or a string 'i/n', got {shard!r}")
+    i, n = int(shard[0]), int(shard[1])
+    if not (n >= 1 and 0 <= i < n):
+        raise ValueError(f"shard must satisfy 0 <= i < n with n >= 1, got {i}/{n}")
+    return i, n
+
+
+def _task_key(point: Mapping[str, Any], seed: int) -> str:
+    return json.dumps([sorted(point.items()), int(seed)], default=str)
+
+
+def _journal_header(base: Preset, points: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
+    return {"format": JOURNAL_FORMAT, "base": base.to_dict(), "grid": points, "seeds": seeds}
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value)
+    raise TypeError(f"cannot write {type(value).__name__} to a journal")
+
+
+def read_journal(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The header and the rows of a journal. A last line cut short (a run
+    killed while writing) is dropped; any other damage raises JournalError
+    naming the line."""
+    path = Path(path)
+    lines = path.read_bytes().split(b"\n")
+    complete = lines[:-1]  # every finished record ends with a newline
+    if not complete:
+        raise JournalError(f"journal {path}: no header line (empty or cut short)")
+    try:
+        header = json.loads(complete[0])
+    except ValueError:
+        raise JournalError(f"journal {path}, line 1: not a JSON header") from None
+    if not isinstance(header, dict) or header.get("format") != JOURNAL_FORMAT:
+        raise JournalError(f"journal {path}, line 1: not a sweep journal (format {JOURNAL_FORMAT!r} expected)")
+    for field_name in ("base", "grid", "seeds"):
+        if field_name not in header:
+            raise JournalError(f"journal {path}, line 1: header field {field_name!r} missing")
+    rows = []
+    for number, line in enumerate(complete[1:], start=2):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise JournalError(f"journal {path}, line {number}: damaged record") from None
+        if not isinstance(record, dict) or not isinstance(record.get("row"), dict) or "seed" not in record["row"]:
+            raise JournalError(f"journal {path}, line {number}: record without a 'row' holding a 'seed'")
+        rows.append(record["row"])
+    return header, rows
+
+
+class _Journal:
+    """Appends finished rows to a journal, one complete line per write."""
+
+    def __init__(self, path: Path, header: dict[str, Any]):
+        self.path = path
+        if not path.exists() or path.stat().st_size == 0:
+            line = (json.dumps(header, default=_json_default) + "\n").encode()
+            atomic_write(path, lambda fh: fh.write(line))
+        else:
+            self._truncate_partial_line()
+        self.fh = open(path, "ab")
+
+    def _truncate_partial_line(self) -> None:
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):
+            with open(self.path, "r+b") as fh:
+                fh.truncate(end)
+
+    def append(self, row: dict[str, Any]) -> None:
+        self.fh.write((json.dumps({"row": row}, default=_json_default) + "\n").encode())
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+
+    def close(self) -> None:
+        self.fh.close()
+
+
+def _same_sweep(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    keys = ("base", "grid", "seeds")
+    return json.dumps([a[k] for k in keys], sort_keys=True, default=str) == \
+        json.dumps([b[k] for k in keys], sort_keys=True, default=str)
+
+
 def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds: int | Iterable[int] = 10, *,
-          base: Preset | str = "grids", n_jobs: int | None = None, backend: str = "loky",
-          callback: Callable[[int, int], None] | None = None) -> SweepTable:
+          base: Preset | str = "grids", n_jobs: int | None = None, backend: str | None = None,
+          callback: Callable[[int, int], None] | None = None, journal: str | os.PathLike | None = None,
+          shard: tuple[int, int] | str | None = None) -> SweepTable:
     """Run every (grid point, seed) combination and tabulate final structure.
 
     Parameters
@@ -142,15 +272,30 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
         ``range(seeds)`` or the given seeds.
     base : Preset or preset name
     n_jobs : int, optional
-        joblib workers (default: all cores). Each run uses the serial kernel.
-    backend : str
-        joblib backend, ``"loky"`` (local processes) by default.
+        joblib workers; by default the ``n_jobs`` of an active
+        ``joblib.parallel_config``, else all cores. Each run uses the serial
+        kernel.
+    backend : str, optional
+        joblib backend; by default the one of an active
+        ``joblib.parallel_config`` (e.g. ``"dask"`` with a
+        ``dask.distributed.Client``), else local processes (loky).
     callback : callable(done, total), optional
-        Called after each finished run.
+        Called after each finished run (runs found in the journal count as
+        done at the start).
+    journal : path, optional
+        A JSON Lines file; each finished run is appended as it finishes.
+        Started again with the same journal (same base, grid, seeds), the
+        sweep runs only the missing runs; a journal of another sweep raises
+        :class:`JournalError`.
+    shard : (i, n) or "i/n", optional
+        Run only every n-th task starting at i (0 <= i < n), e.g. one shard
+        per machine; put the shards' journals together with
+        :func:`merge_journals`.
 
     Returns
     -------
     SweepTable
+        The rows of this sweep (or shard), in task order.
     """
     base = preset(base) if isinstance(base, str) else base
     if not isinstance(base, Preset):
@@ -158,6 +303,57 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     points = grid_points(grid)
     for point in points:  # validate every point before any work starts
         base.replace(**point)
+    seed_list = _check_seeds(seeds)
+    shard = parse_shard(shard)
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
+                               or n_jobs < -1):
+        raise ValueError(f"n_jobs must be a positive int, -1 (all cores) or None, got {n_jobs!r}")
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend must be a joblib backend name or None, got {type(backend).__name__}")
+    tasks = [(point, seed) for point in points for seed in seed_list]
+    if shard is not None:
+        tasks = tasks[shard[0]::shard[1]]
+    names = list(dict.fromkeys(name for point in points for name in point))
+    header = _journal_header(base, points, seed_list)
+    found: dict[str, dict[str, Any]] = {}
+    writer = None
+    if journal is not None:
+        path = Path(journal)
+        if path.exists() and path.stat().st_size > 0:
+            old, rows = read_journal(path)
+            if not _same_sweep(old, header):
+                raise JournalError(f"journal {path} belongs to another sweep (base, grid or seeds differ); use a new "
+                                   "journal file")
+            for row in rows:
+                found[_task_key({n: row[n] for n in names if n in row}, row["seed"])] = row
+        writer = _Journal(path, header)
+    todo = [(point, seed) for point, seed in tasks if _task_key(point, seed) not in found]
+    if n_jobs is None:
+        from joblib.parallel import get_active_backend
+
+        configured = get_active_backend()[1]
+        n_jobs = configured if configured is not None else (os.cpu_count() or 1)
+    runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered",
+                      **({"backend": backend} if backend is not None else {}))
+    done = len(tasks) - len(todo)
+    if callback is not None and done:
+        callback(done, len(tasks))
+    try:
+        for row in runner(delayed(_run_one)(base, point, seed) for point, seed in todo):
+            found[_task_key({n: row[n] for n in names if n in row}, row["seed"])] = row
+            if writer is not None:
+                writer.append(row)
+            done += 1
+            if callback is not None:
+                callback(done, len(tasks))
+    finally:
+        if writer is not None:
+            writer.close()
+    rows = [found[_task_key(point, seed)] for point, seed in tasks]
+    return SweepTable(rows=rows, parameters=names)
+
+
+def _check_seeds(seeds: Any) -> list[int]:
     if isinstance(seeds, (str, bytes, bool)) or not (isinstance(seeds, (int, np.integer)) or hasattr(seeds, "__iter__")):
         raise TypeError(f"seeds must be an int or an iterable of ints, got {type(seeds).__name__}")
     seed_list = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else list(seeds)
@@ -168,13 +364,37 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
         raise ValueError("seeds must name at least one seed")
     if any(s < 0 for s in seed_list):
         raise ValueError("seeds must be >= 0")
-    tasks = [(point, seed) for point in points for seed in seed_list]
-    n_jobs = (os.cpu_count() or 1) if n_jobs is None else n_jobs
-    runner = Parallel(n_jobs=n_jobs, backend=backend, return_as="generator")
-    rows = []
-    for done, row in enumerate(runner(delayed(_run_one)(base, point, seed) for point, seed in tasks), start=1):
-        rows.append(row)
-        if callback is not None:
-            callback(done, len(tasks))
-    names = list(dict.fromkeys(name for point in points for name in point))
-    return SweepTable(rows=rows, parameters=names)
+    return seed_list
+
+
+def merge_journals(paths: Sequence[str | os.PathLike]) -> SweepTable:
+    """One table from the journals of a sweep's shards (or of one sweep).
+
+    Every journal must belong to the same sweep (base, grid, seeds), and
+    together they must hold every (grid point, seed) exactly once; otherwise
+    :class:`JournalError` says which runs are missing or repeated.
+    """
+    if isinstance(paths, (str, os.PathLike)) or not paths:
+        raise TypeError("paths must be a non-empty list of journal files")
+    header = None
+    found: dict[str, dict[str, Any]] = {}
+    for path in paths:
+        h, rows = read_journal(path)
+        if header is None:
+            header = h
+        elif not _same_sweep(h, header):
+            raise JournalError(f"journal {path} belongs to another sweep than {paths[0]}")
+        names = list(dict.fromkeys(name for point in h["grid"] for name in point))
+        for row in rows:
+            key = _task_key({n: row[n] for n in names if n in row}, row["seed"])
+            if key in found:
+                raise JournalError(f"journal {path}: run {key} appears twice across the journals")
+            found[key] = row
+    assert header is not None
+    names = list(dict.fromkeys(name for point in header["grid"] for name in point))
+    keys = [_task_key(point, seed) for point in header["grid"] for seed in header["seeds"]]
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise JournalError(f"{len(missing)} of {len(keys)} runs are missing from the journals (first: {missing[0]}); "
+                           "finish the shards (the same command resumes them)")
+    return SweepTable(rows=[found[k] for k in keys], parameters=names)

@@ -315,6 +315,34 @@ class Trajectory:
             arrays[f"snapshot_{name}"] = value
         return arrays
 
+    def to_xarray(self):
+        """The trajectory as an ``xarray.Dataset`` (needs xarray).
+
+        ``embeddings`` has dimensions (snapshot_step, token, dim); per-step
+        series (``signals`` with dimension ``frequency`` = 1..K, and every
+        scalar) share the dimension ``step``; snapshot arrays get
+        ``snapshot_step`` and dimensions of their own; ``meta`` goes into the
+        attributes as JSON text (``attrs["meta"]``).
+        """
+        try:
+            import xarray as xr
+        except ImportError as exc:
+            raise ImportError("Trajectory.to_xarray needs xarray: pip install xarray") from exc
+        data = {"embeddings": (("snapshot_step", "token", "dim"), self.embeddings)}
+        if self.signals is not None:
+            data["signals"] = (("step", "frequency"), self.signals)
+        for name, series in self.scalars.items():
+            data[name] = (("step",), series)
+        for name, arr in self.snapshot_arrays.items():
+            data[name] = (("snapshot_step", *(f"{name}_dim{i}" for i in range(1, arr.ndim))), arr)
+        coords = {"snapshot_step": self.snapshot_steps, "token": np.arange(self.embeddings.shape[1]),
+                  "dim": np.arange(self.embeddings.shape[2])}
+        if self.signals is not None or self.scalars:
+            coords["step"] = self.steps
+        if self.signals is not None:
+            coords["frequency"] = np.arange(1, self.signals.shape[1] + 1)
+        return xr.Dataset(data, coords=coords, attrs={"meta": json.dumps(self.meta, default=str)})
+
     def save(self, path: str | os.PathLike, compress: bool = True) -> Path:
         """Write the ``.npz`` atomically (temporary file in the same folder,
         then rename): a reader never sees a half-written file."""

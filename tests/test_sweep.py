@@ -1,0 +1,152 @@
+"""Sweeps (particles.sweep): journals that resume a killed sweep, shards
+that merge into one sweep, the joblib backend taken from parallel_config,
+and the CLI's shard/merge commands."""
+import json
+
+import joblib
+import numpy as np
+import pytest
+from joblib._parallel_backends import SequentialBackend
+
+from particles import preset
+from particles.cli import main
+from particles.sweep import JournalError, merge_journals, parse_shard, read_journal, sweep
+
+BASE = preset("grids").replace(steps=60)
+GRID = {"lam": [0.0, 0.5], "wd": [1.0, 4.0]}
+
+
+def _same(a, b):
+    assert a.parameters == b.parameters and len(a) == len(b)
+    for ra, rb in zip(a.rows, b.rows):
+        assert ra.keys() == rb.keys()
+        for k in ra:
+            if isinstance(ra[k], float) and np.isnan(ra[k]):
+                assert np.isnan(rb[k])
+            else:
+                assert ra[k] == rb[k], k
+
+
+@pytest.fixture(scope="module")
+def full():
+    return sweep(GRID, 2, base=BASE, n_jobs=1)
+
+
+class Stop(Exception):
+    pass
+
+
+def test_killed_sweep_resumes_from_its_journal(tmp_path, full):
+    journal = tmp_path / "j.jsonl"
+
+    def kill_after_three(done, total):
+        if done == 3:
+            raise Stop
+
+    with pytest.raises(Stop):
+        sweep(GRID, 2, base=BASE, n_jobs=1, journal=journal, callback=kill_after_three)
+    _, rows = read_journal(journal)
+    assert len(rows) == 3
+    with open(journal, "ab") as fh:  # a record cut short by the kill
+        fh.write(b'{"row": {"lam": 0.5, "se')
+    calls = []
+    table = sweep(GRID, 2, base=BASE, n_jobs=1, journal=journal, callback=lambda d, t: calls.append(d))
+    assert calls[0] == 3 and calls[-1] == 8  # the three journal runs count as done, five more ran
+    _same(table, full)
+    _, rows = read_journal(journal)
+    assert len(rows) == 8
+    again = sweep(GRID, 2, base=BASE, n_jobs=1, journal=journal, callback=lambda d, t: calls.append(("x", d)))
+    assert calls[-1] == ("x", 8) and len(calls) == len([c for c in calls if c != ("x", 8)]) + 1  # nothing re-ran
+    _same(again, full)
+
+
+def test_journal_of_another_sweep_or_damaged_is_refused(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    sweep({"lam": [0.0]}, 1, base=BASE, n_jobs=1, journal=journal)
+    with pytest.raises(JournalError, match="belongs to another sweep"):
+        sweep({"lam": [0.5]}, 1, base=BASE, n_jobs=1, journal=journal)
+    lines = journal.read_text().splitlines()
+    journal.write_text(lines[0] + "\n" + "{not json}\n" + "\n".join(lines[1:]) + "\n")
+    with pytest.raises(JournalError, match="line 2: damaged record"):
+        read_journal(journal)
+    other = tmp_path / "x.jsonl"
+    other.write_text('{"format": "something else"}\n')
+    with pytest.raises(JournalError, match="line 1: not a sweep journal"):
+        read_journal(other)
+
+
+def test_shards_merge_into_the_whole_sweep(tmp_path, full):
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"s{i}.jsonl")
+        part = sweep(GRID, 2, base=BASE, n_jobs=1, journal=paths[-1], shard=f"{i}/3")
+        assert len(part) == len(range(i, 8, 3))
+    _same(merge_journals(paths), full)
+    with pytest.raises(JournalError, match="2 of 8 runs are missing"):
+        merge_journals(paths[:2])
+    with pytest.raises(JournalError, match="appears twice"):
+        merge_journals(paths + paths[:1])
+
+
+@pytest.mark.parametrize("shard, err", [("3/3", ValueError), ("1-2", ValueError), ((0, 0), ValueError),
+                                        ((0.5, 2), TypeError), (5, TypeError)])
+def test_bad_shards(shard, err):
+    with pytest.raises(err, match="shard"):
+        parse_shard(shard)
+
+
+class CountingBackend(SequentialBackend):
+    used = 0
+
+    def configure(self, *args, **kwargs):
+        CountingBackend.used += 1
+        return super().configure(*args, **kwargs)
+
+
+def test_backend_comes_from_parallel_config(full):
+    joblib.register_parallel_backend("counting", CountingBackend)
+    with joblib.parallel_config(backend="counting"):
+        table = sweep(GRID, 2, base=BASE)
+    assert CountingBackend.used >= 1
+    _same(table, full)
+    with joblib.parallel_config(backend="threading", n_jobs=2):
+        _same(sweep(GRID, 2, base=BASE), full)
+
+
+def test_bad_n_jobs_and_backend():
+    with pytest.raises(ValueError, match="n_jobs must be"):
+        sweep(GRID, 1, base=BASE, n_jobs=0)
+    with pytest.raises(TypeError, match="backend must be"):
+        sweep(GRID, 1, base=BASE, backend=3)
+
+
+def test_cli_shards_and_merge(tmp_path, capsys):
+    args = ["sweep", "--preset", "grids", "--grid", "lam=0,0.5", "--grid", "wd=1,4", "--set", "steps=60",
+            "--seeds", "2", "--quiet", "--jobs", "1", "--out", str(tmp_path / "shards")]
+    for i in range(2):
+        assert main(args + ["--shard", f"{i}/2"]) == 0
+    journals = sorted(str(p) for p in (tmp_path / "shards").glob("sweep.shard-*-of-2.jsonl"))
+    assert len(journals) == 2
+    assert main(["sweep", "merge", *journals, "--out", str(tmp_path / "merged")]) == 0
+    assert main(args[:-1] + [str(tmp_path / "whole")]) == 0
+    merged = (tmp_path / "merged" / "sweep.csv").read_text()
+    assert merged == (tmp_path / "whole" / "sweep.csv").read_text()
+    assert (tmp_path / "merged" / "phase_diagram.png").stat().st_size > 0
+    capsys.readouterr()
+    assert main(["sweep", "merge", journals[0], "--out", str(tmp_path / "m2")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs are missing" in err[0]
+    assert main(args + ["--shard", "2/2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "0 <= i < n" in err[0]
+    assert main(["sweep", "merge", str(tmp_path / "nope.jsonl"), "--out", str(tmp_path / "m3")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_journal_records_are_one_json_object_per_line(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    sweep({"lam": [0.0, 3.0]}, 1, base=BASE, n_jobs=1, journal=journal)
+    lines = journal.read_text().splitlines()
+    header = json.loads(lines[0])
+    assert header["grid"] == [{"lam": 0.0}, {"lam": 3.0}] and header["seeds"] == [0]
+    assert all("row" in json.loads(line) for line in lines[1:])
