@@ -322,8 +322,8 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
         if path.exists() and path.stat().st_size > 0:
             old, rows = read_journal(path)
             if not _same_sweep(old, header):
-                raise JournalError(f"journal {path} belongs to another sweep (base, grid or seeds differ); use a new "
-                                   "journal file")
+                raise JournalError(f"journal {path} belongs to another sweep (base, grid or seeds differ); use "
+                                   "another journal file (with embdyn sweep: another --out), or delete it")
             for row in rows:
                 found[_task_key({n: row[n] for n in names if n in row}, row["seed"])] = row
         writer = _Journal(path, header)
