@@ -1,22 +1,46 @@
 """Effective theory of representation learning (SPEC section 2): exact
 degeneracy of parallelogram constraints, the critical training fraction,
-Hessian grokking rates, RQI, predicted accuracy and learning phases."""
+Hessian grokking rates, RQI, predicted accuracy and learning phases.
+"""
 
-from particles.parallelograms import constraint_matrix, parallelograms
+# public names and the submodules that define them; a submodule is imported
+# the first time one of its names is used, so that importing the package (and
+# `embdyn --help`) stays cheap
+from particles.lazy import attach as _attach
 
-from .linalg import (degeneracy, grokking_rate, hessian_spectrum, laplacian_spectrum, nullity, predicted_steps,
-                     rank)
-from ._warmup import warmup
-from .montecarlo import (GrokkingRateCurve, StructureProbability, grokking_rate_curve, unique_structure_probability,
-                         wilson_interval)
+_EXPORTS = {
+    'constraint_matrix': ('particles.parallelograms', 'constraint_matrix'),
+    'parallelograms': ('particles.parallelograms', 'parallelograms'),
+    'degeneracy': ('.linalg', 'degeneracy'),
+    'grokking_rate': ('.linalg', 'grokking_rate'),
+    'hessian_spectrum': ('.linalg', 'hessian_spectrum'),
+    'laplacian_spectrum': ('.linalg', 'laplacian_spectrum'),
+    'nullity': ('.linalg', 'nullity'),
+    'predicted_steps': ('.linalg', 'predicted_steps'),
+    'rank': ('.linalg', 'rank'),
+    'warmup': ('._warmup', 'warmup'),
+    'GrokkingRateCurve': ('.montecarlo', 'GrokkingRateCurve'),
+    'StructureProbability': ('.montecarlo', 'StructureProbability'),
+    'grokking_rate_curve': ('.montecarlo', 'grokking_rate_curve'),
+    'unique_structure_probability': ('.montecarlo', 'unique_structure_probability'),
+    'wilson_interval': ('.montecarlo', 'wilson_interval'),
+    'PHASES': ('.metrics', 'PHASES'),
+    'classify_phase': ('.metrics', 'classify_phase'),
+    'normalized_embedding': ('.metrics', 'normalized_embedding'),
+    'predicted_accuracy': ('.metrics', 'predicted_accuracy'),
+    'realised_parallelograms': ('.metrics', 'realised_parallelograms'),
+    'rqi': ('.metrics', 'rqi'),
+    'rqi_series': ('.metrics', 'rqi_series'),
+}
 
 __all__ = ["warmup", 
     "GrokkingRateCurve", "StructureProbability", "constraint_matrix", "degeneracy", "grokking_rate",
     "grokking_rate_curve", "hessian_spectrum", "laplacian_spectrum", "nullity", "parallelograms", "predicted_steps",
     "rank", "unique_structure_probability", "wilson_interval",
 ]
-from .metrics import (PHASES, classify_phase, normalized_embedding, predicted_accuracy, realised_parallelograms,
-                      rqi, rqi_series)
 
 __all__ += ["PHASES", "classify_phase", "normalized_embedding", "predicted_accuracy", "realised_parallelograms",
             "rqi", "rqi_series"]
+
+
+__getattr__, __dir__ = _attach(__name__, _EXPORTS)

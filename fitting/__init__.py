@@ -22,16 +22,49 @@ The torch backend (SPEC 5) lives in ``fitting.backend``: its configurations
 import without torch, training needs ``pip install 'embedding-dynamics[torch]'``.
 """
 
-from .analysis import ODEAnalysis, survival_ode_analysis
-from .derivatives import DERIVATIVES, differentiate
-from .examples import example_trajectory
-from .ode import (OLS, REGRESSORS, STLSQ, BlowUpError, BootstrapEnsemble, CustomLibrary, FiniteDifference, FlowMap,
-                  FourierLibrary, Lasso, LassoCV, LinearODE, LotkaVolterra, ODEModel, PolynomialLibrary, SavitzkyGolay,
-                  WeakForm, linear_solution)
-from .signals import (DC_SCALAR, fourier_signals, frequency_circularity, n_frequencies, surviving_frequencies,
-                      trajectory_signals)
-from .survival import (SurvivalClassifierResult, fitness_correlation, initial_gradient, initial_signal,
-                       survival_classifier, survival_rate, survival_table)
+# public names and the submodules that define them; a submodule is imported
+# the first time one of its names is used, so that importing the package (and
+# `embdyn --help`) stays cheap
+from particles.lazy import attach as _attach
+
+_EXPORTS = {
+    'ODEAnalysis': ('.analysis', 'ODEAnalysis'),
+    'survival_ode_analysis': ('.analysis', 'survival_ode_analysis'),
+    'DERIVATIVES': ('.derivatives', 'DERIVATIVES'),
+    'differentiate': ('.derivatives', 'differentiate'),
+    'example_trajectory': ('.examples', 'example_trajectory'),
+    'OLS': ('.ode', 'OLS'),
+    'REGRESSORS': ('.ode', 'REGRESSORS'),
+    'STLSQ': ('.ode', 'STLSQ'),
+    'BlowUpError': ('.ode', 'BlowUpError'),
+    'BootstrapEnsemble': ('.ode', 'BootstrapEnsemble'),
+    'CustomLibrary': ('.ode', 'CustomLibrary'),
+    'FiniteDifference': ('.ode', 'FiniteDifference'),
+    'FlowMap': ('.ode', 'FlowMap'),
+    'FourierLibrary': ('.ode', 'FourierLibrary'),
+    'Lasso': ('.ode', 'Lasso'),
+    'LassoCV': ('.ode', 'LassoCV'),
+    'LinearODE': ('.ode', 'LinearODE'),
+    'LotkaVolterra': ('.ode', 'LotkaVolterra'),
+    'ODEModel': ('.ode', 'ODEModel'),
+    'PolynomialLibrary': ('.ode', 'PolynomialLibrary'),
+    'SavitzkyGolay': ('.ode', 'SavitzkyGolay'),
+    'WeakForm': ('.ode', 'WeakForm'),
+    'linear_solution': ('.ode', 'linear_solution'),
+    'DC_SCALAR': ('.signals', 'DC_SCALAR'),
+    'fourier_signals': ('.signals', 'fourier_signals'),
+    'frequency_circularity': ('.signals', 'frequency_circularity'),
+    'n_frequencies': ('.signals', 'n_frequencies'),
+    'surviving_frequencies': ('.signals', 'surviving_frequencies'),
+    'trajectory_signals': ('.signals', 'trajectory_signals'),
+    'SurvivalClassifierResult': ('.survival', 'SurvivalClassifierResult'),
+    'fitness_correlation': ('.survival', 'fitness_correlation'),
+    'initial_gradient': ('.survival', 'initial_gradient'),
+    'initial_signal': ('.survival', 'initial_signal'),
+    'survival_classifier': ('.survival', 'survival_classifier'),
+    'survival_rate': ('.survival', 'survival_rate'),
+    'survival_table': ('.survival', 'survival_table'),
+}
 
 __all__ = [
     "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FlowMap", "FourierLibrary", "Lasso", "LassoCV",
@@ -41,3 +74,6 @@ __all__ = [
     "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",
     "survival_ode_analysis", "survival_rate", "survival_table", "surviving_frequencies", "trajectory_signals",
 ]
+
+
+__getattr__, __dir__ = _attach(__name__, _EXPORTS)

@@ -110,7 +110,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
 
 def register_fit(subparsers: argparse._SubParsersAction) -> None:
-    from .ode import DERIVATIVE_METHODS, REGRESSORS
+    from .ode.names import DERIVATIVE_METHODS, REGRESSORS
 
     p = subparsers.add_parser("fit", help="fit an ODE to the Fourier signals of a trajectory",
                               description="Fit a linear or Lotka-Volterra ODE to the Fourier signals of a "

@@ -17,21 +17,67 @@ Public API::
                                                      effective-loss dynamics (SPEC 2)
 """
 
-from ._warmup import warmup
-from .datasets import PairDataset, addition, make_rng, modular_addition, permutation_group
-from .effective import (NORMALIZATIONS, EffectiveLoss, centroid_sum, effective_loss, effective_loss_gradient,
-                        effective_loss_reference, simulate_effective, spread)
-from .energy import energy, energy_and_forces, forces
-from .metrics import (STRUCTURES, best_circularity, circularity, classify_structure, grid_defects, line_ratio,
-                      pair_sum_accuracy, structure_metrics)
-from .parallelograms import constraint_matrix, label_constraints, parallelograms
-from .pair_energy import PairEnergy, PairTerm, cosine_alignment, fast_exp, gaussian_clustering
-from .params import ALIGNMENT_FORMS, ALIGNMENTS, WD_TARGETS, ForceParams
-from .presets import PRESETS, Preset, preset, preset_names
-from .reference import energy_reference, forces_reference
-from .simulate import MAX_GROWTH, MinimizeResult, NonFiniteStateError, RunawayError, minimize, simulate
-from .sweep import SweepTable, sweep
-from .trajectory import SCHEMA_VERSION, Trajectory, TrajectoryFormatError
+# public names and the submodules that define them; a submodule is imported
+# the first time one of its names is used, so that importing the package (and
+# `embdyn --help`) stays cheap
+from .lazy import attach as _attach
+
+_EXPORTS = {
+    'warmup': ('._warmup', 'warmup'),
+    'PairDataset': ('.datasets', 'PairDataset'),
+    'addition': ('.datasets', 'addition'),
+    'make_rng': ('.datasets', 'make_rng'),
+    'modular_addition': ('.datasets', 'modular_addition'),
+    'permutation_group': ('.datasets', 'permutation_group'),
+    'NORMALIZATIONS': ('.effective', 'NORMALIZATIONS'),
+    'EffectiveLoss': ('.effective', 'EffectiveLoss'),
+    'centroid_sum': ('.effective', 'centroid_sum'),
+    'effective_loss': ('.effective', 'effective_loss'),
+    'effective_loss_gradient': ('.effective', 'effective_loss_gradient'),
+    'effective_loss_reference': ('.effective', 'effective_loss_reference'),
+    'simulate_effective': ('.effective', 'simulate_effective'),
+    'spread': ('.effective', 'spread'),
+    'energy': ('.energy', 'energy'),
+    'energy_and_forces': ('.energy', 'energy_and_forces'),
+    'forces': ('.energy', 'forces'),
+    'STRUCTURES': ('.metrics', 'STRUCTURES'),
+    'best_circularity': ('.metrics', 'best_circularity'),
+    'circularity': ('.metrics', 'circularity'),
+    'classify_structure': ('.metrics', 'classify_structure'),
+    'grid_defects': ('.metrics', 'grid_defects'),
+    'line_ratio': ('.metrics', 'line_ratio'),
+    'pair_sum_accuracy': ('.metrics', 'pair_sum_accuracy'),
+    'structure_metrics': ('.metrics', 'structure_metrics'),
+    'constraint_matrix': ('.parallelograms', 'constraint_matrix'),
+    'label_constraints': ('.parallelograms', 'label_constraints'),
+    'parallelograms': ('.parallelograms', 'parallelograms'),
+    'PairEnergy': ('.pair_energy', 'PairEnergy'),
+    'PairTerm': ('.pair_energy', 'PairTerm'),
+    'cosine_alignment': ('.pair_energy', 'cosine_alignment'),
+    'fast_exp': ('.pair_energy', 'fast_exp'),
+    'gaussian_clustering': ('.pair_energy', 'gaussian_clustering'),
+    'ALIGNMENT_FORMS': ('.params', 'ALIGNMENT_FORMS'),
+    'ALIGNMENTS': ('.params', 'ALIGNMENTS'),
+    'WD_TARGETS': ('.params', 'WD_TARGETS'),
+    'ForceParams': ('.params', 'ForceParams'),
+    'PRESETS': ('.presets', 'PRESETS'),
+    'Preset': ('.presets', 'Preset'),
+    'preset': ('.presets', 'preset'),
+    'preset_names': ('.presets', 'preset_names'),
+    'energy_reference': ('.reference', 'energy_reference'),
+    'forces_reference': ('.reference', 'forces_reference'),
+    'MAX_GROWTH': ('.simulate', 'MAX_GROWTH'),
+    'MinimizeResult': ('.simulate', 'MinimizeResult'),
+    'NonFiniteStateError': ('.simulate', 'NonFiniteStateError'),
+    'RunawayError': ('.simulate', 'RunawayError'),
+    'minimize': ('.simulate', 'minimize'),
+    'simulate': ('.simulate', 'simulate'),
+    'SweepTable': ('.sweep', 'SweepTable'),
+    'sweep': ('.sweep', 'sweep'),
+    'SCHEMA_VERSION': ('.trajectory', 'SCHEMA_VERSION'),
+    'Trajectory': ('.trajectory', 'Trajectory'),
+    'TrajectoryFormatError': ('.trajectory', 'TrajectoryFormatError'),
+}
 
 __all__ = [
     "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "PRESETS",
@@ -45,3 +91,6 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+
+__getattr__, __dir__ = _attach(__name__, _EXPORTS)

@@ -95,6 +95,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
         if args.dt is not None:
             changes["dt"] = args.dt
         config = config.replace(**changes)
+        config.sample(args.seed)  # the dataset, the split and the seed, checked before compiling
     except (ValueError, TypeError) as exc:
         print(f"embdyn simulate: {exc}", file=sys.stderr)
         return 2
@@ -280,7 +281,12 @@ class OneLineParser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .version import package_version
+
     parser = OneLineParser(prog="embdyn", description="Embedding dynamics: simulate, sweep, analyse.")
+    parser.add_argument("--version", action="version", version=f"embdyn (embedding-dynamics) {package_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error instead of one line")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     registered = set()
     for ep in sorted(entry_points(group="embdyn.commands"), key=lambda e: e.name):
@@ -305,12 +311,27 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``embdyn``. Bad values (a ``ValueError``/``TypeError`` from the
+    library) end as one line on stderr and exit code 2, an interruption as
+    one line and 130; ``--debug`` shows the traceback instead."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, TypeError) as exc:
+        if args.debug:
+            raise
+        message = " ".join(str(exc).split())
+        print(f"embdyn {args.command}: {message} (--debug shows where)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"embdyn {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

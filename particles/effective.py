@@ -30,7 +30,7 @@ from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
 from .kernels.status import NONFINITE, OK, check_state
-from .simulate import MAX_GROWTH, NonFiniteStateError, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
+from .simulate import MAX_GROWTH, NonFiniteStateError, check_record_memory, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
 
 __all__ = [
@@ -294,6 +294,7 @@ def simulate_effective(
     if spread(E, normalization) <= 0:
         raise ValueError("E0 has Z = 0 (all embeddings coincide): l_eff is undefined")
     d = E.shape[1]
+    check_record_memory(steps // record_every + 2, loss.p, d, extra_series=2 + d)
     record_steps = list(range(0, steps, record_every)) + [steps]
     traj = np.empty((len(record_steps), loss.p, d))
     series = np.empty((len(record_steps), 2 + d))

@@ -18,7 +18,6 @@ import numpy as np
 
 from .datasets import PairDataset, modular_addition
 from .params import ForceParams
-from .simulate import simulate
 from .trajectory import Trajectory
 
 __all__ = ["Preset", "preset", "PRESETS", "preset_names"]
@@ -92,6 +91,8 @@ class Preset:
             parallel: bool | None = None, repulsion_tol: float | None = None) -> Trajectory:
         """Simulate from the seed's x0 and split; returns the Trajectory
         (``parallel`` and ``repulsion_tol`` as in :func:`particles.simulate`)."""
+        from .simulate import simulate  # the integrators (and numba) load only when a preset runs
+
         x0, train, noise = self.sample(seed)
         return simulate(x0, train, self.params, steps=self.steps, dt=self.dt, record_every=self.record_every,
                         temperature=self.temperature, final_temperature=self.final_temperature, seed=noise,

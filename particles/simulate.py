@@ -8,6 +8,7 @@ is identical either way.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -23,6 +24,7 @@ from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
+from .version import package_version  # noqa: F401 (part of this module's API since 0.1)
 
 __all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH"]
 
@@ -68,21 +70,31 @@ def growth_bound(x0: np.ndarray, max_growth: Any) -> float:
     return max_growth * max(1.0, float(np.max(np.abs(x0))))
 
 
+def physical_memory() -> int | None:
+    """Bytes of physical memory of this machine (None where unknown)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def check_record_memory(n_records: int, p: int, d: int, extra_series: int = 1) -> None:
+    """Refuse, before allocating, a run whose snapshots (n_records x p x d
+    float64, plus ``extra_series`` per-record numbers) would not fit in
+    this machine's memory; the message names ``steps`` and ``record_every``."""
+    need = 8 * n_records * (p * d + extra_series)
+    total = physical_memory()
+    if total is not None and need > total:
+        raise ValueError(f"steps / record_every = {n_records} snapshots of {p} x {d} would need "
+                         f"{need / 2**30:.3g} GiB, more than this machine's {total / 2**30:.3g} GiB; raise "
+                         "record_every or lower steps")
+
+
 def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, integrator: str) -> Exception:
     """The exception for a kernel status other than OK."""
     if code == status.RUNAWAY:
         return RunawayError(step, bound, trajectory, integrator)
     return NonFiniteStateError(step, trajectory, integrator)
-
-
-def package_version() -> str:
-    """The installed embedding-dynamics version, or "0+unknown" from a source tree."""
-    try:
-        from importlib.metadata import version
-
-        return version("embedding-dynamics")
-    except Exception:  # not installed (running from a source tree)
-        return "0+unknown"
 
 
 def _positive_int(name: str, value: Any) -> int:
@@ -246,6 +258,7 @@ def simulate(
     rng = make_rng(seed)
 
     n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
+    check_record_memory(n_records, x.shape[0], x.shape[1])
     traj = np.empty((n_records, x.shape[0], x.shape[1]))
     energies = np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]

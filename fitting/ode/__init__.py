@@ -15,14 +15,37 @@
 =====================  ====================================================
 """
 
-from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
-from .ensemble import BootstrapEnsemble, EnsembleSimulation
-from .flowmap import FlowMap
-from .integrate import BlowUpError, linear_solution
-from .library import ConcatLibrary, CustomLibrary, FourierLibrary, Library, PolynomialLibrary
-from .models import DERIVATIVE_METHODS, LinearODE, LotkaVolterra, ODEModel
-from .regression import OLS, REGRESSORS, STLSQ, Lasso, LassoCV, Regressor
-from .weak import WeakForm
+# public names and the submodules that define them; a submodule is imported
+# the first time one of its names is used, so that importing the package (and
+# `embdyn --help`) stays cheap
+from particles.lazy import attach as _attach
+
+_EXPORTS = {
+    'FiniteDifference': ('.differentiation', 'FiniteDifference'),
+    'Formulation': ('.differentiation', 'Formulation'),
+    'SavitzkyGolay': ('.differentiation', 'SavitzkyGolay'),
+    'BootstrapEnsemble': ('.ensemble', 'BootstrapEnsemble'),
+    'EnsembleSimulation': ('.ensemble', 'EnsembleSimulation'),
+    'FlowMap': ('.flowmap', 'FlowMap'),
+    'BlowUpError': ('.integrate', 'BlowUpError'),
+    'linear_solution': ('.integrate', 'linear_solution'),
+    'ConcatLibrary': ('.library', 'ConcatLibrary'),
+    'CustomLibrary': ('.library', 'CustomLibrary'),
+    'FourierLibrary': ('.library', 'FourierLibrary'),
+    'Library': ('.library', 'Library'),
+    'PolynomialLibrary': ('.library', 'PolynomialLibrary'),
+    'DERIVATIVE_METHODS': ('.models', 'DERIVATIVE_METHODS'),
+    'LinearODE': ('.models', 'LinearODE'),
+    'LotkaVolterra': ('.models', 'LotkaVolterra'),
+    'ODEModel': ('.models', 'ODEModel'),
+    'OLS': ('.regression', 'OLS'),
+    'REGRESSORS': ('.regression', 'REGRESSORS'),
+    'STLSQ': ('.regression', 'STLSQ'),
+    'Lasso': ('.regression', 'Lasso'),
+    'LassoCV': ('.regression', 'LassoCV'),
+    'Regressor': ('.regression', 'Regressor'),
+    'WeakForm': ('.weak', 'WeakForm'),
+}
 
 __all__ = [
     "BlowUpError", "BootstrapEnsemble", "ConcatLibrary", "CustomLibrary", "DERIVATIVE_METHODS", "EnsembleSimulation",
@@ -30,3 +53,6 @@ __all__ = [
     "ODEModel", "OLS", "PolynomialLibrary", "REGRESSORS", "Regressor", "STLSQ", "SavitzkyGolay", "WeakForm",
     "linear_solution",
 ]
+
+
+__getattr__, __dir__ = _attach(__name__, _EXPORTS)

@@ -27,13 +27,13 @@ from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, map_to_generator
 from .integrate import SIMULATION_METHODS, integrate
 from .library import Library, PolynomialLibrary, as_library
+from .names import DERIVATIVE_METHODS
 from .regression import OLS, Regressor, as_regressor
 from .stable import stable_least_squares
 from .weak import WeakForm
 
 __all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation"]
 
-DERIVATIVE_METHODS = ("weak", "forward", "central", "savgol", "flowmap")
 
 
 def _store_params(estimator: BaseEstimator, params: dict) -> None:

@@ -28,10 +28,10 @@ from sklearn.linear_model import LassoLarsCV
 from sklearn.model_selection import TimeSeriesSplit
 
 from .checks import check_bool, check_int, check_number
+from .names import REGRESSORS
 
 __all__ = ["Regressor", "STLSQ", "OLS", "Lasso", "LassoCV", "REGRESSORS", "as_regressor"]
 
-REGRESSORS = ("stlsq", "ols", "lasso", "lasso_cv")
 
 
 def _rms(a: np.ndarray) -> np.ndarray:
