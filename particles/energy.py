@@ -148,7 +148,7 @@ class _Engine:
         return kernel(*args)
 
 
-def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
+def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *,
                       parallel: bool | None = None, repulsion_tol: float | None = None) -> tuple[float, np.ndarray]:
     """U(x) and the forces on every particle.
 
@@ -158,7 +158,8 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams, *,
         Particle positions (token embeddings).
     train : PairDataset
         Training pairs; pair sums interact by their labels.
-    params : ForceParams
+    params : ForceParams or PairEnergy
+        The built-in force law, or a custom one.
     parallel : bool, optional
         ``True``/``False`` forces the multi-threaded or the single-threaded
         kernel; by default the faster one as measured on this machine (see
@@ -194,14 +195,14 @@ def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[flo
     return float(u), force
 
 
-def energy(x: np.ndarray, train: PairDataset, params: ForceParams, *, parallel: bool | None = None,
+def energy(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *, parallel: bool | None = None,
            repulsion_tol: float | None = None) -> float:
     """U(x) = U_clu + lam U_ali + (wd/2) sum_a |x_a|^2 (SPEC section 1); see
     :func:`energy_and_forces`."""
     return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[0]
 
 
-def forces(x: np.ndarray, train: PairDataset, params: ForceParams, *, parallel: bool | None = None,
+def forces(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *, parallel: bool | None = None,
            repulsion_tol: float | None = None) -> np.ndarray:
     """Force on every particle, shape (p, d); see :func:`energy_and_forces`."""
     return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[1]

@@ -38,9 +38,10 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import overload
 
 from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
+from .params import ForceParams
 
-__all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "fast_exp", "gaussian_clustering",
-           "cosine_alignment"]
+__all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
+           "gaussian_clustering", "cosine_alignment"]
 
 #: what a term's functions take as q
 VARIABLES = ("distance", "cosine")
@@ -48,18 +49,33 @@ VARIABLES = ("distance", "cosine")
 #: d phi / dq = Im phi(q + i h) / h (no cancellation, so h can be tiny)
 COMPLEX_STEP = 1e-20
 
+#: above this argument :func:`fast_exp` returns inf (exp overflows near 709.78)
+FAST_EXP_CEILING = 709.0
+
+
 def fast_exp(x):
-    """exp(x) for x <= 0 as the built-in kernels compute it: in compiled
-    code a polynomial exp that vectorises (within 2 ulp of ``np.exp``; 0
-    below x = -708), in Python ``np.exp``. Real x only: a function using it
-    needs its derivative supplied (no complex step)."""
-    return exp_nonpositive_reference(x)
+    """exp(x) as the built-in kernels compute it: in compiled code a
+    polynomial exp that vectorises (within 2 ulp of ``np.exp``), in Python
+    ``np.exp``. 0 below x = -708 and inf above x = 709 on both paths. Real x
+    only: complex input raises a TypeError, so a function that uses it needs
+    its derivative supplied (complex step cannot go through it)."""
+    if np.iscomplexobj(x):
+        raise TypeError("fast_exp takes real numbers; give the derivative of a function that uses it "
+                        "(same_derivative=/other_derivative=), complex-step differentiation cannot go through it")
+    x = np.asarray(x, dtype=float)
+    with np.errstate(over="ignore"):
+        return np.where(x > FAST_EXP_CEILING, np.inf, exp_nonpositive_reference(x))
 
 
 @overload(fast_exp, jit_options={"fastmath": FAST})
 def _fast_exp_compiled(x):
     if isinstance(x, types.Float):
-        return lambda x: exp_nonpositive(x)
+        # a select, not a branch: loops calling it still vectorise
+        return lambda x: exp_nonpositive(x) if x <= FAST_EXP_CEILING else np.inf
+    if isinstance(x, types.Complex):
+        raise numba.core.errors.TypingError(
+            "fast_exp takes real numbers; give the derivative of a function that uses it "
+            "(same_derivative=/other_derivative=), complex-step differentiation cannot go through it")
     return None
 
 
@@ -70,17 +86,21 @@ def _check_callable(name: str, fn: Any) -> Any:
 
 
 def _check_params(params: Any) -> tuple:
+    """``params`` with every value a float (NumPy scalars included), as the
+    same NamedTuple class, or as a plain tuple."""
     if not isinstance(params, tuple):
         raise TypeError("params must be a tuple or NamedTuple of real numbers (what numba can pass to compiled "
                         f"code), got {type(params).__name__}")
+    fields = getattr(params, "_fields", None)
+    values = []
     for i, value in enumerate(params):
+        label = fields[i] if fields else f"[{i}]"
         if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-            label = params._fields[i] if hasattr(params, "_fields") else f"[{i}]"
             raise TypeError(f"params.{label} must be a real number, got {type(value).__name__}")
         if not math.isfinite(float(value)):
-            label = params._fields[i] if hasattr(params, "_fields") else f"[{i}]"
             raise ValueError(f"params.{label} must be finite, got {value}")
-    return params
+        values.append(float(value))
+    return type(params)(*values) if fields else tuple(values)
 
 
 def _python(fn: Callable) -> Callable:
@@ -94,7 +114,20 @@ def _compiled(fn: Callable) -> CPUDispatcher:
     return fn if isinstance(fn, CPUDispatcher) else numba.njit(error_model="numpy")(fn)
 
 
-class PairTerm:
+class _Immutable:
+    """Attributes fixed once built (like the frozen ForceParams): change a
+    law with ``replace`` / ``with_params``, which validate again."""
+
+    _frozen = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._frozen:
+            raise AttributeError(f"{type(self).__name__} is immutable; make a changed copy with "
+                                 f"{'with_params' if isinstance(self, PairTerm) else 'replace'}()")
+        object.__setattr__(self, name, value)
+
+
+class PairTerm(_Immutable):
     """One term of a :class:`PairEnergy`: phi_same(q) for pairs of one class,
     phi_other(q) for different classes.
 
@@ -131,6 +164,7 @@ class PairTerm:
             raise ValueError(f"variable must be one of {VARIABLES}, got {variable!r}")
         self.variable = variable
         self.params = _check_params(params)
+        self._frozen = True
 
     def functions(self) -> tuple:
         """The functions, the part of the term that needs compiling."""
@@ -142,21 +176,23 @@ class PairTerm:
                         same_derivative=self.same_derivative, other_derivative=self.other_derivative)
 
     def values(self, q: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """NumPy path: phi(q) and d phi / dq on arrays, by class relation."""
-        out = []
-        for fn, dfn in ((self.same, self.same_derivative), (self.other, self.other_derivative)):
-            if fn is None:
-                out.append((np.zeros_like(q), np.zeros_like(q)))
+        """NumPy path: phi(q) and d phi / dq on arrays, by class relation
+        (each function only where it applies; 0 elsewhere)."""
+        phi = np.zeros(q.shape)
+        dphi = np.zeros(q.shape)
+        for mask, fn, dfn in ((same, self.same, self.same_derivative), (~same, self.other, self.other_derivative)):
+            if fn is None or not np.any(mask):
                 continue
             f = _python(fn)
-            value = np.broadcast_to(np.asarray(f(q, self.params), dtype=float), q.shape)
-            if dfn is None:
-                deriv = np.imag(np.asarray(f(q + 1j * COMPLEX_STEP, self.params))) / COMPLEX_STEP
-            else:
-                deriv = np.asarray(_python(dfn)(q, self.params), dtype=float)
-            out.append((value, np.broadcast_to(deriv, q.shape)))
-        (vs, ds), (vo, do) = out
-        return np.where(same, vs, vo), np.where(same, ds, do)
+            qm = q[mask]
+            with np.errstate(all="ignore"):
+                phi[mask] = np.broadcast_to(np.asarray(f(qm, self.params), dtype=float), qm.shape)
+                if dfn is None:
+                    deriv = np.imag(np.asarray(f(qm + 1j * COMPLEX_STEP, self.params))) / COMPLEX_STEP
+                else:
+                    deriv = np.asarray(_python(dfn)(qm, self.params), dtype=float)
+            dphi[mask] = np.broadcast_to(deriv, qm.shape)
+        return phi, dphi
 
     def describe(self) -> dict[str, Any]:
         names = {k: getattr(_python(f), "__qualname__", repr(f)) if f is not None else None
@@ -212,7 +248,7 @@ def _slot(value: Callable | None, derivative: Callable | None) -> CPUDispatcher:
     return numba.njit(slot)
 
 
-class PairEnergy:
+class PairEnergy(_Immutable):
     """A custom force law: a distance term, a cosine term, or both, plus
     weight decay on the particles.
 
@@ -253,9 +289,9 @@ class PairEnergy:
             raise ValueError("a PairEnergy needs a distance term, a cosine term or both")
         for label, value, strict in (("eps", eps, True), ("wd", wd, False)):
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise TypeError(f"{label} must be a real number, got {type(value).__name__}")
+                raise TypeError(f"PairEnergy.{label} must be a real number, got {type(value).__name__}")
             if not math.isfinite(value) or value < 0 or (strict and value == 0):
-                raise ValueError(f"{label} must be {'> 0' if strict else '>= 0'} and finite, got {value}")
+                raise ValueError(f"PairEnergy.{label} must be {'> 0' if strict else '>= 0'} and finite, got {value}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self.distance = distance
@@ -263,6 +299,7 @@ class PairEnergy:
         self.eps = float(eps)
         self.wd = float(wd)
         self.name = name
+        self._frozen = True
 
     # what the engine and the checks ask of a force law
     is_gradient = True
@@ -332,7 +369,8 @@ class PairEnergy:
         start = 0
         for t in (self.distance, self.cosine):
             size = len(t.params) if t is not None else 0
-            layout.append((type(t.params) if t is not None else tuple, start, start + size))
+            kind = type(t.params) if t is not None and hasattr(t.params, "_fields") else tuple
+            layout.append((kind, start, start + size))
             start += size
         key = (tuple(t.functions() if t else None for t in (self.distance, self.cosine)), tuple(layout))
         cached = _COMPILED.get(key)
@@ -340,7 +378,7 @@ class PairEnergy:
             from .kernels import euler, forces, minimize
             from .kernels.rebind import rebind
 
-            slots = {}
+            slots: dict[str, Any] = {"EXACT_SAME": True}
             for term, (kind, lo, hi), prefix in zip((self.distance, self.cosine), layout, ("distance", "cosine")):
                 same, other, dsame, dother = term.functions() if term else (None, None, None, None)
                 slots[f"{prefix}_params"] = _unpack(kind, lo, hi)
@@ -365,8 +403,10 @@ class PairEnergy:
             delta = s[:, None, :] - s[None, :, :]
             r2 = np.sum(delta ** 2, axis=-1)
             phi, dphi = self.distance.values(r2, same)
-            f -= 2.0 * np.einsum("uv,uvk->uk", dphi * off, delta)
-            energy += 0.5 * float(np.sum(phi * off))
+            # the diagonal (u = v) is no pair: masked with where, as inf * 0 would be NaN
+            phi, dphi = np.where(off, phi, 0.0), np.where(off, dphi, 0.0)
+            f -= 2.0 * np.einsum("uv,uvk->uk", dphi, delta)
+            energy += 0.5 * float(np.sum(phi))
         if self.cosine is not None:
             if s.shape[1] < 2:
                 raise ValueError("a cosine term needs dimension d >= 2")
@@ -374,10 +414,10 @@ class PairEnergy:
             unit = s / rho[:, None]
             c = unit @ unit.T
             h, dh = self.cosine.values(c, same)
-            dh = dh * off
+            h, dh = np.where(off, h, 0.0), np.where(off, dh, 0.0)
             grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
             f -= grad
-            energy += 0.5 * float(np.sum(h * off))
+            energy += 0.5 * float(np.sum(h))
         return f, energy
 
 
@@ -424,7 +464,10 @@ def gaussian_clustering(k_a: float = 3.0, sig_a: float = 3.0, k_r: float = 1.0, 
     built-in kernel does (derivative supplied); ``fast=False`` uses ``np.exp``
     everywhere with complex-step derivatives.
     """
-    params = GaussianParams(float(k_a), float(sig_a), float(k_r), float(sig_r))
+    checked = ForceParams(k_a=k_a, sig_a=sig_a, k_r=k_r, sig_r=sig_r, wd=wd)  # the same ranges and messages
+    if not isinstance(fast, bool):
+        raise TypeError(f"fast must be a bool, got {type(fast).__name__}")
+    params = GaussianParams(checked.k_a, checked.sig_a, checked.k_r, checked.sig_r)
     if fast:
         term = PairTerm(same=_attraction, other=_repulsion, params=params, same_derivative=_attraction_derivative,
                         other_derivative=_repulsion_derivative)
@@ -492,7 +535,11 @@ def cosine_alignment(lam: float = 1.0, sig_t: float = 0.2, eps: float = 1.0, *, 
     ``fast=True`` uses :func:`fast_exp` with the derivatives written out;
     ``fast=False`` uses ``np.exp`` with complex-step derivatives.
     """
-    params = AlignmentParams(float(lam), float(sig_t))
+    checked = ForceParams(lam=lam, sig_t=sig_t, eps=eps)  # the same ranges and messages
+    for label, flag in (("axial", axial), ("fast", fast)):
+        if not isinstance(flag, bool):
+            raise TypeError(f"{label} must be a bool, got {type(flag).__name__}")
+    params = AlignmentParams(checked.lam, checked.sig_t)
     if fast and axial:
         term = PairTerm(same=_align_same_axial, other=_align_other_axial_fast, variable="cosine", params=params,
                         same_derivative=_align_same_axial_derivative,

@@ -236,3 +236,85 @@ def test_bad_use():
         simulate(x2, train, _rational(), steps=5, dt=0.01, repulsion_tol=1e-8)
     with pytest.raises(TypeError, match="params must be a ForceParams or a PairEnergy"):
         energy_and_forces(x2, train, {"k_a": 1.0})
+
+
+class Strength(NamedTuple):
+    k: float
+
+
+def _singular_push(r2, prm):  # infinite where two pair sums coincide
+    return prm.k / r2
+
+
+def _log_well(r2, prm):  # -inf at r2 = 0 (the diagonal of the NumPy path's matrices)
+    return 0.5 * prm.k * np.log(r2 + 0.1)
+
+
+def test_other_is_never_evaluated_into_same_class_energy():
+    # ordered pairs: (a, b) and (b, a) have the same pair sum and the same
+    # label, so an ``other`` evaluated on them would be infinite
+    from particles import PairDataset, energy_reference
+    p = 5
+    pairs = np.array([(a, b) for a in range(p) for b in range(p)])
+    train = PairDataset(pairs, pairs.sum(axis=1) % p, p)
+    x = np.random.default_rng(0).normal(size=(p, 2))
+    law = PairEnergy(distance=PairTerm(same=_log_well, other=_singular_push, params=Strength(1.0)))
+    e, f = energy_and_forces(x, train, law)
+    e_ref = energy_reference(x, train.pairs, train.labels, law)
+    assert np.isfinite(e) and np.all(np.isfinite(f))
+    assert abs(e - e_ref) <= 1e-12 * abs(e_ref)
+    assert _rel(f, forces_reference(x, train.pairs, train.labels, law)) <= 1e-12
+
+
+def test_numpy_path_masks_the_diagonal():
+    law = PairEnergy(distance=PairTerm(same=lambda r2, prm: prm.k * np.log(r2), params=Strength(1.0)))
+    x, train = _system(7, 2, 4)
+    assert np.isfinite(energy_reference(x, train.pairs, train.labels, law))
+    assert np.all(np.isfinite(forces_reference(x, train.pairs, train.labels, law)))
+
+
+def test_fast_exp_refuses_complex_and_caps_overflow():
+    import numba
+
+    with pytest.raises(TypeError, match="give the derivative"):
+        fast_exp(np.array([1j]))
+    compiled = numba.njit(lambda v: fast_exp(v))
+    for v in (709.5, 720.0, 2000.0):
+        assert compiled(v) == np.inf and fast_exp(v) == np.inf
+
+
+def test_params_are_floats_and_laws_immutable(tmp_path):
+    term = PairTerm(same=soft_well, params=SoftParams(np.float32(1.5), np.int64(2)))
+    assert type(term.params) is SoftParams and all(type(v) is float for v in term.params)
+    assert PairTerm(same=soft_well, params=(np.float32(1.5), 2)).params == (1.5, 2.0)
+    law = PairEnergy(distance=term)
+    x, train = _system(5, 2, 0)
+    traj = simulate(x, train, law, steps=5, dt=0.01)
+    traj.save(tmp_path / "t.npz")  # meta is JSON: no NumPy scalars
+    with pytest.raises(AttributeError, match="immutable"):
+        law.wd = 1.0
+    with pytest.raises(AttributeError, match="with_params"):
+        term.params = (1.0, 1.0)
+    assert law.replace(wd=0.5).wd == 0.5
+
+
+def test_builtin_written_laws_validate_like_forceparams():
+    with pytest.raises(ValueError, match="sig_a must be > 0"):
+        gaussian_clustering(sig_a=0.0)
+    with pytest.raises(ValueError, match="k_r must be >= 0"):
+        gaussian_clustering(k_r=-1.0)
+    with pytest.raises(ValueError, match="sig_t must be > 0"):
+        cosine_alignment(sig_t=0.0)
+    with pytest.raises(TypeError, match="axial must be a bool"):
+        cosine_alignment(axial="yes")
+
+
+@pytest.mark.slow
+@PROPS
+@given(st.integers(3, 13), st.integers(2, 4), st.integers(0, 2**31 - 1), st.floats(0.0, 3.0), st.floats(0.3, 3.0))
+def test_compiled_matches_numpy_path_cosine_only(p, d, seed, k, s):
+    x, train = _system(p, d, seed)
+    law = _cubic(k, s)
+    e, f = energy_and_forces(x, train, law)
+    assert _rel(f, forces_reference(x, train.pairs, train.labels, law)) <= 1e-11
+    assert abs(e - energy_reference(x, train.pairs, train.labels, law)) <= 1e-11 * max(1.0, abs(e))

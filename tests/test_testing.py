@@ -141,3 +141,13 @@ def test_systems_strategy_is_consistent(system):
     assert x.shape[0] == train.p and len(train) >= 1
     assert x.shape[1] >= (2 if law.effective_lam > 0 else 1)
     assert math.isfinite(float(np.abs(x).max()))
+
+
+def test_relabelling_identity_and_bad_tolerances_are_refused():
+    x, train = _system(p=7)
+    with pytest.raises(ValueError, match="identity relabelling"):
+        check_relabelling_equivariance(ForceParams(), x, train, 8)
+    with pytest.raises(ValueError, match="h must be a finite number > 0"):
+        check_forces_are_gradient(ForceParams(), x, train, h=0.0)
+    with pytest.raises(ValueError, match="rtol must be"):
+        check_forces_are_gradient(ForceParams(), x, train, rtol=-1)

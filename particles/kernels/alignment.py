@@ -23,6 +23,10 @@ __all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine
 # different classes, taking the parameters ``cosine_params`` reads; called by
 # these global names (see particles.kernels.clustering.distance_params).
 
+#: see particles.kernels.clustering.EXACT_SAME
+EXACT_SAME = False
+
+
 @njit(cache=True)
 def cosine_params(prm):
     """The parameters cosine_same and cosine_other take: the record itself."""
@@ -87,13 +91,22 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
             hv, dhv = cosine_other(cc[v], law)
             h[v] = hv
             dh[v] = dhv
-        energy += lane_sum(h, lo, hi)
-        # the same-class partners
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law)
-            energy += hs - h[v]
-            dh[v] = dhs
+        if EXACT_SAME:
+            # as in clustering_block: same-class entries replaced before the sum
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                hs, dhs = cosine_same(cc[v], law)
+                h[v] = hs
+                dh[v] = dhs
+            energy += lane_sum(h, lo, hi)
+        else:
+            energy += lane_sum(h, lo, hi)
+            # the same-class partners
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                hs, dhs = cosine_same(cc[v], law)
+                energy += hs - h[v]
+                dh[v] = dhs
         # A_u += dh U_v, A_v += dh U_u, B_u and B_v += dh c
         for k in range(d):
             uu = U[k, u]

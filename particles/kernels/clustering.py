@@ -23,6 +23,11 @@ __all__ = ["clustering_block", "clustering_reference", "distance_params", "dista
 # pair energy (particles.pair_energy) compiles a copy of the kernels with its
 # own functions in their place (particles.kernels.rebind).
 
+#: False for the built-in law (its arithmetic, bit for bit); a custom law's
+#: copy of the kernels sets it True (see clustering_block)
+EXACT_SAME = False
+
+
 @njit(cache=True)
 def distance_params(prm):
     """The parameters distance_same and distance_other take: the record itself."""
@@ -91,13 +96,25 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
             ev, dev = distance_other(r2[v], law)
             w[v] = ev
             coef[v] = -2.0 * dev
-        energy += lane_sum(w, lo, hi)
-        # the same-class partners
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law)
-            energy += ea - w[v]
-            coef[v] = -2.0 * dea
+        if EXACT_SAME:
+            # the same-class partners replace their entries before the sum,
+            # so an ``other`` that is huge or infinite where same-class pair
+            # sums meet (a custom law) never enters the energy
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                ea, dea = distance_same(r2[v], law)
+                w[v] = ea
+                coef[v] = -2.0 * dea
+            energy += lane_sum(w, lo, hi)
+        else:
+            energy += lane_sum(w, lo, hi)
+            # the same-class partners (the built-in arithmetic: ``other`` is
+            # at most k_r, so subtracting it back is exact enough)
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                ea, dea = distance_same(r2[v], law)
+                energy += ea - w[v]
+                coef[v] = -2.0 * dea
         # f_u += coef (s_u - s_v), f_v -= the same
         for k in range(d):
             su = S[k, u]

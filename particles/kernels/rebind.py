@@ -33,8 +33,9 @@ def rebind(kernel: CPUDispatcher, slots: dict[str, Any], memo: dict | None = Non
     ----------
     kernel : numba dispatcher
         A compiled function of this package.
-    slots : dict of str to numba dispatcher
-        Global names and the functions to call in their place.
+    slots : dict of str to numba dispatcher or constant
+        Global names and the functions (or compile-time constants) to use in
+        their place.
     memo : dict, optional
         Copies made so far (shared between calls so that a function reached
         twice is compiled once).
