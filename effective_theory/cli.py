@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 __all__ = ["register_theory"]
@@ -16,11 +15,20 @@ def _out(args: argparse.Namespace) -> Path:
     return out
 
 
+def _bar(args: argparse.Namespace, what: str):
+    """A progress bar on stderr, or None with --quiet."""
+    if args.quiet:
+        return None
+    from particles.cli import ProgressBar
+
+    return ProgressBar(f"theory {args.theory_command}: {what}")
+
+
 def _critical_fraction(args: argparse.Namespace) -> int:
     from .montecarlo import unique_structure_probability
     from .plot import plot_structure_probability
 
-    result = unique_structure_probability(args.p, samples=args.samples, seed=args.seed)
+    result = unique_structure_probability(args.p, samples=args.samples, seed=args.seed, callback=_bar(args, "sets"))
     out = _out(args)
     lo, hi = result.critical_fraction_interval
     print(f"addition p = {args.p}, {args.samples} random training sets a size")
@@ -45,7 +53,8 @@ def _grokking_rate(args: argparse.Namespace) -> int:
     from .plot import plot_grokking_rate_curve
 
     fractions = np.round(np.linspace(0.2, 1.0, 17), 3)
-    curve = grokking_rate_curve(args.p, fractions, samples=args.samples, seed=args.seed)
+    curve = grokking_rate_curve(args.p, fractions, samples=args.samples, seed=args.seed,
+                                callback=_bar(args, "sets"))
     out = _out(args)
     print(f"addition p = {args.p}, {args.samples} random training sets a fraction; l3 of H0 (0 when n0 > 2)")
     print("fraction  mean l3   q10      q90      share n0=2")
@@ -95,8 +104,9 @@ def register_theory(subparsers: argparse._SubParsersAction) -> None:
         p.add_argument("--p", type=int, default=10, help="tokens (addition), default 10")
         if samples is not None:
             p.add_argument("--samples", type=int, default=samples, help=f"random sets (default {samples})")
-        p.add_argument("--seed", type=int, default=0)
-        p.add_argument("--out", default="embdyn-theory")
+        p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+        p.add_argument("--out", default="embdyn-theory", help="output folder (default ./embdyn-theory)")
+        p.add_argument("--quiet", action="store_true", help="no progress bar")
 
     c = sub.add_parser("critical-fraction", help="P(n0 = 2) against training fraction")
     common(c, 10_000)
@@ -107,10 +117,11 @@ def register_theory(subparsers: argparse._SubParsersAction) -> None:
     s = sub.add_parser("steps", help="measured steps to RQI > 0.95 against 1/(l3 eta)")
     common(s)
     s.add_argument("--sets", type=int, default=10, help="training sets per fraction")
-    s.add_argument("--eta", type=float, default=0.5)
+    s.add_argument("--eta", type=float, default=0.5, help="learning rate eta (default 0.5)")
     s.set_defaults(func=_steps)
     d = sub.add_parser("digits", help="classification variant on scikit-learn's digits")
-    d.add_argument("--steps", type=int, default=200)
-    d.add_argument("--seed", type=int, default=0)
-    d.add_argument("--out", default="embdyn-theory")
+    d.add_argument("--steps", type=int, default=200, help="Euler steps of the flow (default 200)")
+    d.add_argument("--seed", type=int, default=0, help="random seed of the 2-D map (default 0)")
+    d.add_argument("--out", default="embdyn-theory", help="output folder (default ./embdyn-theory)")
+    d.add_argument("--quiet", action="store_true", help="no progress bar (this command has none)")
     d.set_defaults(func=_digits)

@@ -135,7 +135,7 @@ class StructureProbability:
 
 def unique_structure_probability(p: int, sizes: np.ndarray | None = None, samples: int = 10_000,
                                  seed: int | np.random.Generator | None = 0,
-                                 bootstrap: int = 200) -> StructureProbability:
+                                 bootstrap: int = 200, callback=None) -> StructureProbability:
     """Monte Carlo P(n0 = 2) for addition over random training sets.
 
     Parameters
@@ -149,6 +149,9 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
     seed : int or Generator
     bootstrap : int >= 0
         Resamples for the critical fraction's uncertainty.
+    callback : callable(done, total), optional
+        Progress over the random training sets (about 50 calls); the result
+        does not depend on it.
     """
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 3 <= p <= MAX_EXACT_P:
         raise ValueError(f"p must be an int in [3, {MAX_EXACT_P}], got {p!r}")
@@ -159,9 +162,21 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
     sizes = np.arange(1, n + 1) if sizes is None else np.unique(np.asarray(sizes, dtype=np.int64))
     if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
         raise ValueError(f"sizes must lie in [1, {n}], got range [{sizes.min()}, {sizes.max()}]")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)
     orders = np.argsort(rng.random((samples, n)), axis=1).astype(np.int64)
-    n0 = _nullity_prefixes(orders, data.pairs, data.labels, int(p), int(data.labels.max()) + 1, PRIMES[0])
+    n_classes = int(data.labels.max()) + 1
+    if callback is None:
+        n0 = _nullity_prefixes(orders, data.pairs, data.labels, int(p), n_classes, PRIMES[0])
+    else:  # the same rows in chunks, so progress can be reported between them
+        chunk = max(1, math.ceil(samples / 50))
+        parts = []
+        for start in range(0, samples, chunk):
+            parts.append(_nullity_prefixes(orders[start:start + chunk], data.pairs, data.labels, int(p), n_classes,
+                                           PRIMES[0]))
+            callback(min(samples, start + chunk), samples)
+        n0 = np.concatenate(parts, axis=0)
     unique = n0[:, sizes - 1] == 2  # (samples, S)
     count = unique.sum(axis=0)
     fractions = sizes / n
@@ -205,13 +220,20 @@ class GrokkingRateCurve:
 
 
 def grokking_rate_curve(p: int, fractions: np.ndarray, samples: int = 100,
-                        seed: int | np.random.Generator | None = 0) -> GrokkingRateCurve:
-    """l3 of random addition training sets of each fraction (0 when n0 > 2)."""
+                        seed: int | np.random.Generator | None = 0, callback=None) -> GrokkingRateCurve:
+    """l3 of random addition training sets of each fraction (0 when n0 > 2).
+
+    ``callback(done, total)`` reports progress after each fraction.
+    """
     if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 3:
         raise ValueError(f"p must be an int >= 3, got {p!r}")
     fractions = np.asarray(fractions, dtype=float)
     if fractions.ndim != 1 or fractions.size == 0 or np.any(fractions <= 0) or np.any(fractions > 1):
         raise ValueError("fractions must be a non-empty 1-D array in (0, 1]")
+    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
+        raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)
     data = addition(int(p))
     rates = np.zeros((fractions.size, samples))
@@ -219,4 +241,6 @@ def grokking_rate_curve(p: int, fractions: np.ndarray, samples: int = 100,
         for s in range(samples):
             train, _ = data.split(float(f), rng)
             rates[i, s] = grokking_rate(train)
+        if callback is not None:
+            callback((i + 1) * samples, fractions.size * samples)
     return GrokkingRateCurve(p=int(p), fractions=fractions, rates=rates)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -18,31 +17,28 @@ __all__ = ["main", "ProgressBar", "register_simulate", "register_sweep", "parse_
 
 
 class ProgressBar:
-    """A small text progress bar on stderr, usable as a ``callback(done, total)``."""
+    """A tqdm progress bar on stderr, usable as a library ``callback(done,
+    total)``: created at the first call, closed when ``done`` reaches
+    ``total``. On a terminal it redraws in place; in a log file it writes a
+    line every 10 s at most."""
 
-    def __init__(self, label: str, stream=None, width: int = 30):
+    def __init__(self, label: str, stream=None):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
-        self.width = width
-        self.start = time.perf_counter()
-        self._last_shown = -1
-        self._tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self._bar = None
 
     def __call__(self, done: int, total: int) -> None:
-        frac = 0.0 if total <= 0 else min(1.0, done / total)
-        percent = int(frac * 100)
-        if not self._tty and percent // 10 == self._last_shown // 10 and done < total:
-            return  # in logs, one line per 10 %
-        if self._tty and percent == self._last_shown and done < total:
-            return
-        self._last_shown = percent
-        filled = int(frac * self.width)
-        elapsed = time.perf_counter() - self.start
-        bar = "#" * filled + "-" * (self.width - filled)
-        line = f"{self.label} [{bar}] {percent:3d}% {done}/{total} {elapsed:6.1f}s"
-        end = "\n" if (done >= total or not self._tty) else ""
-        self.stream.write(("\r" if self._tty else "") + line + end)
-        self.stream.flush()
+        if self._bar is None:
+            from tqdm import tqdm
+
+            tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+            self._bar = tqdm(total=total, desc=self.label, file=self.stream, mininterval=0.1 if tty else 10.0,
+                             ascii=not tty, dynamic_ncols=tty, leave=True)
+        if total != self._bar.total:
+            self._bar.total = total
+        self._bar.update(max(0, done - self._bar.n))
+        if done >= total:
+            self._bar.close()
 
 
 def parse_value(text: str) -> Any:

@@ -266,3 +266,17 @@ def test_wilson_interval_checked(successes, n, confidence, err):
     from effective_theory.montecarlo import wilson_interval
     with pytest.raises(err, match="successes|n must|confidence"):
         wilson_interval(successes, n, confidence)
+
+
+def test_progress_callbacks_do_not_change_results():
+    calls = []
+    a = et.unique_structure_probability(6, samples=120, seed=3, bootstrap=20)
+    b = et.unique_structure_probability(6, samples=120, seed=3, bootstrap=20, callback=lambda d, t: calls.append(d))
+    assert np.array_equal(a.probability, b.probability) and a.critical_fraction == b.critical_fraction
+    assert calls[-1] == 120 and calls == sorted(calls)
+    fr = np.array([0.5, 1.0])
+    c = et.grokking_rate_curve(6, fr, samples=5, seed=1)
+    d = et.grokking_rate_curve(6, fr, samples=5, seed=1, callback=lambda d, t: calls.append((d, t)))
+    assert np.array_equal(c.rates, d.rates) and calls[-1] == (10, 10)
+    with pytest.raises(TypeError, match="callback must be callable"):
+        et.grokking_rate_curve(6, fr, samples=5, callback=3)
