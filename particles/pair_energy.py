@@ -355,16 +355,24 @@ class PairEnergy(_Immutable):
     def kernel_params(self):
         """The record the kernels take: switches for the terms, eps, wd and
         the terms' parameters in ``user``."""
+        cached = self.__dict__.get("_kernel_params")
+        if cached is not None:  # a law is immutable: built once
+            return cached
         from .kernels.record import KernelParams
 
         on_d = 1.0 if self.distance is not None else 0.0
         on_c = 1.0 if self.cosine is not None else 0.0
         user = np.array([float(v) for t in (self.distance, self.cosine) if t is not None for v in t.params])
-        return KernelParams(on_d, 1.0, on_d, 1.0, on_c, 1.0, self.eps, self.wd, False, False, user)
+        record = KernelParams(on_d, 1.0, on_d, 1.0, on_c, 1.0, self.eps, self.wd, False, False, user)
+        object.__setattr__(self, "_kernel_params", record)
+        return record
 
     def kernels(self) -> Kernels:
         """The compiled force kernels, step loops and minimiser of this law
         (made once per set of functions and process)."""
+        mine = self.__dict__.get("_kernels")
+        if mine is not None:
+            return mine
         layout = []
         start = 0
         for t in (self.distance, self.cosine):
@@ -389,6 +397,7 @@ class PairEnergy(_Immutable):
                 forces.forces_serial, forces.forces_parallel, euler.run_euler_serial, euler.run_euler_parallel,
                 minimize.minimize_serial)))
             _COMPILED[key] = cached
+        object.__setattr__(self, "_kernels", cached)
         return cached
 
     def pair_forces_reference(self, s: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:

@@ -61,12 +61,6 @@ def test_gaussian_clustering_equals_builtin(args):
     _gaussian_equals_builtin(*args, fast=True)
 
 
-@PROPS
-@given(st.tuples(*FULL))
-def test_full_law_equals_builtin(args):
-    _full_law_equals_builtin(*args, axial=False, fast=True)
-
-
 @pytest.mark.slow
 @PROPS
 @given(st.tuples(*GAUSSIAN, st.booleans()))
@@ -81,6 +75,7 @@ def test_full_law_equals_builtin_every_form(args):
     _full_law_equals_builtin(*args)
 
 
+@pytest.mark.slow
 def test_blocked_system_parallel_equals_serial_and_builtin():
     # 31 tokens: 496 pairs, so 16 row blocks
     x, train = _system(31, 2, 5, fraction=1.0)
@@ -159,19 +154,17 @@ class Slope(NamedTuple):
     a: float
 
 
-def _nan_well(r2, prm):
-    return np.log(prm.a - r2)  # NaN once r2 > a
-
-
 def _pull_out(r2, prm):
     return -prm.a * r2  # unbounded below: particles fly apart
 
 
 def test_custom_law_nonfinite_status():
-    x, train = _system(5, 2, 1)
-    nan_law = PairEnergy(distance=PairTerm(other=_nan_well, params=Slope(0.5)))
+    # the rational law with scale s = 0: 0/0 = NaN where two pair sums of one
+    # class coincide, as (a, b) and (b, a) do (NumPy's error model: no exception)
+    train = modular_addition(5, ordered=True)
+    x = np.random.default_rng(1).normal(size=(5, 2))
     with pytest.raises(NonFiniteStateError, match="simulate stopped at step 0"):
-        simulate(x, train, nan_law, steps=10, dt=0.01)
+        simulate(x, train, _rational(1.0, 0.0), steps=10, dt=0.01)
 
 
 @pytest.mark.slow
@@ -284,7 +277,7 @@ def test_fast_exp_refuses_complex_and_caps_overflow():
 
 
 def test_params_are_floats_and_laws_immutable(tmp_path):
-    term = PairTerm(same=soft_well, params=SoftParams(np.float32(1.5), np.int64(2)))
+    term = PairTerm(same=soft_well, other=soft_bump, params=SoftParams(np.float32(1.5), np.int64(2)))
     assert type(term.params) is SoftParams and all(type(v) is float for v in term.params)
     assert PairTerm(same=soft_well, params=(np.float32(1.5), 2)).params == (1.5, 2.0)
     law = PairEnergy(distance=term)

@@ -15,6 +15,8 @@ Public API::
     toy_phase_setting, TOY_PHASE_SETTINGS           the paper's toy phase-diagram settings
     train_network_sweep, NetworkSweep               constant-attention runs over weight decays x seeds, to convergence
     compare_network, NetworkComparison              that network beside a particle preset over weight decay
+    EmbeddingRecorder, load_checkpoints             bring your own run: record any torch model's embedding
+                                                    while it trains, or load it from saved checkpoints
     TrainingDivergedError, TorchMissingError
 """
 
@@ -29,7 +31,7 @@ from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig
 __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "SurvivalMLPConfig", "ToyConfig",
            "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched",
            "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting", "train_network_sweep",
-           "NetworkSweep", "compare_network", "NetworkComparison"]
+           "NetworkSweep", "compare_network", "NetworkComparison", "EmbeddingRecorder", "load_checkpoints"]
 
 INSTALL_HINT = ("the torch backend needs PyTorch: pip install 'embedding-dynamics[torch]' "
                 "(pins torch==2.13.0, the CPU build)")
@@ -73,10 +75,12 @@ train_network_sweep = _needs_torch("network_sweep", "train_network_sweep",
                                    "stacked model")
 compare_network = _needs_torch("compare", "compare_network",
                                "The network and a particle preset side by side over weight decay")
+load_checkpoints = _needs_torch("recorder", "load_checkpoints",
+                                "A Trajectory from a series of saved torch checkpoints")
 
 #: classes that need torch, imported on first access
 _LAZY_CLASSES = {"GridResult": "grid", "TrainingDivergedError": "trainer", "NetworkSweep": "network_sweep",
-                 "NetworkComparison": "compare"}
+                 "NetworkComparison": "compare", "EmbeddingRecorder": "recorder"}
 
 
 def __getattr__(name: str):

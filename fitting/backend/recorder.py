@@ -1,0 +1,199 @@
+"""Bring your own run: record the embedding of any torch model while it
+trains, or load it from a series of saved checkpoints, as our
+:class:`~particles.Trajectory` (with Fourier signals at every recorded step),
+ready for :mod:`fitting` (signals, survival, ODE fits).
+
+This lives in :mod:`fitting.backend` because it touches torch; nothing else
+of the distribution imports torch.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import torch
+
+from particles.trajectory import Trajectory
+from particles.version import package_version
+
+from ..signals import fourier_signals
+
+__all__ = ["EmbeddingRecorder", "load_checkpoints"]
+
+
+def _as_matrix(value: Any, name: str) -> np.ndarray:
+    if isinstance(value, torch.Tensor):
+        value = value.detach().to("cpu", torch.float64).numpy()
+    arr = np.asarray(value)
+    if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be a real matrix (p, d), got shape {arr.shape} and dtype {arr.dtype}")
+    return np.array(arr, dtype=np.float64)
+
+
+def _check_int(name: str, value: Any, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    return int(value)
+
+
+class EmbeddingRecorder:
+    """Record a token-embedding matrix during training.
+
+    Parameters
+    ----------
+    embedding : torch.Tensor or callable returning one
+        The (p, d) embedding: a parameter such as ``model.embed.weight`` (a
+        (vocab, d) matrix whose first p rows are the tokens), or a function
+        that returns the current embedding (for example ``lambda:
+        model.W_E``).
+    p : int, optional
+        Number of tokens (rows used); default all rows.
+    every : int >= 1
+        Record the Fourier signals every this many calls of :meth:`record`.
+    snapshot_every : int >= 1, optional
+        Keep the whole embedding every this many calls (default 100 x
+        ``every``); the first and the last recorded state are always kept.
+    power : {1, 2}
+        Signals ||F_k|| or ||F_k||^2 (see :func:`fitting.fourier_signals`).
+
+    Examples
+    --------
+    >>> rec = EmbeddingRecorder(model.embed.weight, p=113)   # doctest: +SKIP
+    >>> handle = rec.attach(optimizer)                        # doctest: +SKIP
+    >>> ... train ...                                         # doctest: +SKIP
+    >>> rec.trajectory().save("run.npz")                      # doctest: +SKIP
+    """
+
+    def __init__(self, embedding: torch.Tensor | Callable[[], Any], *, p: int | None = None, every: int = 1,
+                 snapshot_every: int | None = None, power: int = 1) -> None:
+        if not (isinstance(embedding, torch.Tensor) or callable(embedding)):
+            raise TypeError("embedding must be a torch.Tensor or a function returning the embedding, got "
+                            f"{type(embedding).__name__}")
+        self._source = embedding
+        first = self._read()
+        self.p = first.shape[0] if p is None else _check_int("p", p, 3)
+        if self.p > first.shape[0]:
+            raise ValueError(f"p = {self.p} is more than the embedding's {first.shape[0]} rows")
+        self.every = _check_int("every", every, 1)
+        self.snapshot_every = 100 * self.every if snapshot_every is None else _check_int("snapshot_every",
+                                                                                         snapshot_every, 1)
+        if power not in (1, 2):
+            raise ValueError(f"power must be 1 or 2, got {power!r}")
+        self.power = power
+        self.calls = 0
+        self._steps: list[int] = []
+        self._signals: list[np.ndarray] = []
+        self._snap_steps: list[int] = []
+        self._snaps: list[np.ndarray] = []
+        self._last: tuple[int, np.ndarray] | None = None
+        self._last_step = -1
+
+    def _read(self) -> np.ndarray:
+        value = self._source() if callable(self._source) and not isinstance(self._source, torch.Tensor) \
+            else self._source
+        return _as_matrix(value, "embedding")
+
+    def record(self, step: int | None = None) -> None:
+        """Record the current state (call it after each optimiser step);
+        ``step`` defaults to the number of calls so far."""
+        step = self.calls if step is None else _check_int("step", step, 0)
+        if step <= self._last_step:
+            raise ValueError(f"step must increase, got {step} after {self._last_step}")
+        due_signal = self.calls % self.every == 0
+        due_snapshot = self.calls % self.snapshot_every == 0
+        self.calls += 1
+        self._last_step = step
+        if not (due_signal or due_snapshot):
+            return
+        E = self._read()[: self.p]
+        if not np.all(np.isfinite(E)):
+            raise FloatingPointError(f"the embedding is not finite at step {step}")
+        self._last = (step, E)
+        if due_signal:
+            self._steps.append(step)
+            self._signals.append(fourier_signals(E, power=self.power))
+        if due_snapshot:
+            self._snap_steps.append(step)
+            self._snaps.append(E)
+
+    def attach(self, optimizer: torch.optim.Optimizer):
+        """Record after every step of ``optimizer`` (a post-step hook);
+        returns the hook's handle (``handle.remove()`` detaches it)."""
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        return optimizer.register_step_post_hook(lambda opt, args, kwargs: self.record())
+
+    def trajectory(self, meta: dict[str, Any] | None = None) -> Trajectory:
+        """The recording as a :class:`~particles.Trajectory`: snapshots
+        (with the last recorded state), and ``signals`` at every recorded
+        step (``meta["signal_power"]``)."""
+        if self._last is None:
+            raise ValueError("nothing recorded yet: call record() (or attach() to an optimizer) first")
+        snap_steps, snaps = list(self._snap_steps), list(self._snaps)
+        if snap_steps[-1] != self._last_step:  # the state after the last call: the current one
+            snap_steps.append(self._last_step)
+            snaps.append(self._read()[: self.p])
+        info = {"source": "fitting.backend.EmbeddingRecorder", "p": self.p, "d": int(snaps[0].shape[1]),
+                "signal_power": self.power, "every": self.every, "version": package_version()}
+        info.update(meta or {})
+        return Trajectory(np.stack(snaps), np.asarray(snap_steps, dtype=np.int64),
+                          steps=np.asarray(self._steps, dtype=np.int64), signals=np.stack(self._signals), meta=info)
+
+
+def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[dict], Any], *,
+                     steps: Sequence[int] | None = None, p: int | None = None, power: int = 1) -> Trajectory:
+    """A :class:`~particles.Trajectory` from a series of saved checkpoints.
+
+    Parameters
+    ----------
+    paths : sequence of paths
+        Files written by ``torch.save`` (a state dict, or a dict holding
+        one under ``"model"``/``"state_dict"``), in training order; loaded
+        with ``weights_only=True``.
+    key : str or callable
+        The embedding's entry in the state dict (e.g. ``"embed.W_E"``), or a
+        function from the loaded object to the (p, d) embedding.
+    steps : sequence of int, optional
+        Training step of each checkpoint (default 0, 1, 2, ...).
+    p : int, optional
+        Number of tokens (rows used); default all rows.
+    power : {1, 2}
+        Signal power, as in :class:`EmbeddingRecorder`.
+    """
+    if isinstance(paths, (str, os.PathLike)) or not len(paths):
+        raise TypeError("paths must be a non-empty list of checkpoint files")
+    steps = list(range(len(paths))) if steps is None else [_check_int("steps[i]", s, 0) for s in steps]
+    if len(steps) != len(paths):
+        raise ValueError(f"steps has {len(steps)} entries for {len(paths)} checkpoints")
+    if any(b <= a for a, b in zip(steps, steps[1:])):
+        raise ValueError("steps must increase")
+    snaps = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            raise FileNotFoundError(f"checkpoint {path} does not exist")
+        obj = torch.load(path, map_location="cpu", weights_only=True)
+        if callable(key):
+            value = key(obj)
+        else:
+            state = obj
+            for wrapper in ("model", "state_dict"):
+                if isinstance(state, dict) and key not in state and isinstance(state.get(wrapper), dict):
+                    state = state[wrapper]
+            if not isinstance(state, dict) or key not in state:
+                names = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
+                raise KeyError(f"checkpoint {path} has no entry {key!r} (entries: {names} ...)")
+            value = state[key]
+        E = _as_matrix(value, f"checkpoint {path} entry {key!r}")
+        snaps.append(E if p is None else E[: _check_int("p", p, 3)])
+    shapes = {s.shape for s in snaps}
+    if len(shapes) != 1:
+        raise ValueError(f"the checkpoints' embeddings differ in shape: {sorted(shapes)}")
+    stack = np.stack(snaps)
+    return Trajectory(stack, np.asarray(steps, dtype=np.int64), signals=fourier_signals(stack, power=power),
+                      meta={"source": "fitting.backend.load_checkpoints", "p": int(stack.shape[1]),
+                            "d": int(stack.shape[2]), "signal_power": power, "files": [str(x) for x in paths],
+                            "version": package_version()})
