@@ -10,6 +10,9 @@ napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"
+# the torch backend's modules import torch; the docs build with .[docs]
+# alone, so autodoc mocks the optional imports (torch, dask, pandas, xarray)
+autodoc_mock_imports = ["torch", "dask", "distributed", "pandas", "xarray"]
 myst_heading_anchors = 3
 html_theme = "alabaster"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 
 import numba
@@ -189,7 +190,10 @@ def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[flo
     use_parallel = kernel_choice.choose(engine.key, parallel, engine.splittable)
     force = np.empty_like(x)
     start = time.perf_counter()
-    u = engine.forces(x, force, use_parallel)
+    try:
+        u = engine.forces(x, force, use_parallel)
+    except ZeroDivisionError:  # a custom law's complex-step derivative (numba's complex division raises)
+        u, force[:] = math.nan, math.nan
     if parallel is None and engine.splittable:
         kernel_choice.report(engine.key, use_parallel, time.perf_counter() - start)
     return float(u), force

@@ -60,6 +60,13 @@ class RunawayError(NonFiniteStateError):
         self.bound = bound
 
 
+#: the message when a custom law divides by zero inside compiled code (a
+#: complex-step derivative: numba's complex division raises, whatever the
+#: error model), which makes the state non-finite
+ZERO_DIVISION = ("a custom law divided by zero between steps {start} and {stop} (in a complex-step derivative, "
+                 "where 1/0 cannot give inf); the state is not finite there")
+
+
 def growth_bound(x0: np.ndarray, max_growth: Any) -> float:
     """max_growth * max(1, max |x0|), with max_growth checked (> 1, finite)."""
     if isinstance(max_growth, bool) or not isinstance(max_growth, (int, float, np.floating, np.integer)):
@@ -272,7 +279,10 @@ def simulate(
     next_report = report_every
     for start, stop, use_parallel, timed in _segments(steps, engine, parallel, callback):
         began = time.perf_counter()
-        code, reached, slot = _run_steps(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
+        try:
+            code, reached, slot = _run_steps(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
+        except ZeroDivisionError:  # numba's complex division raises even under NumPy's error model
+            raise NonFiniteStateError(start, None, "simulate", ZERO_DIVISION.format(start=start, stop=stop)) from None
         if timed:
             kernel_choice.report(engine.key, use_parallel, time.perf_counter() - began, stop - start)
         if code != status.OK:
@@ -341,7 +351,10 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnerg
     system = pair_system(train)
     ws = make_workspace(x.shape[1], system, 1)
     kernel = params.kernels().minimize if isinstance(params, PairEnergy) else minimize_serial
-    code, n, energy, fmax = kernel(x, system, params.kernel_params(), ws, max_steps, step, gtol, bound, force)
+    try:
+        code, n, energy, fmax = kernel(x, system, params.kernel_params(), ws, max_steps, step, gtol, bound, force)
+    except ZeroDivisionError:
+        raise NonFiniteStateError(0, None, "minimize", ZERO_DIVISION.format(start=0, stop=max_steps)) from None
     if code in (status.NONFINITE, status.RUNAWAY):
         raise stopped(code, int(n), bound, None, "minimize")
     return MinimizeResult(x=x, energy=float(energy), steps=int(n), converged=bool(fmax < gtol), max_force=float(fmax))
