@@ -35,6 +35,8 @@ def plot_embedding(E: np.ndarray, ax=None, *, dataset: PairDataset | None = None
     for k, (px, py) in enumerate(xy):
         ax.annotate(str(k), (px, py), textcoords="offset points", xytext=(3, 3), fontsize=7, zorder=4)
     ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("embedding dimension 1", fontsize=8)
+    ax.set_ylabel("embedding dimension 2" if E.shape[1] >= 2 else "(d = 1)", fontsize=8)
     ax.axhline(0, color="0.85", lw=0.5, zorder=0)
     ax.axvline(0, color="0.85", lw=0.5, zorder=0)
     if title:
@@ -137,6 +139,9 @@ def animate_trajectory(traj: Trajectory, *, dataset: PairDataset | None = None, 
         i = idx[frame]
         plot_embedding(traj.embeddings[i], ax, dataset=dataset,
                        title=f"{title + ', ' if title else ''}step {traj.snapshot_steps[i]}")
+        # fixed limits for every frame: the equal aspect then adjusts the box,
+        # not the limits (which matplotlib would warn about on every frame)
+        ax.set_aspect("equal", adjustable="box")
         ax.set_xlim(lo[0] - pad, hi[0] + pad)
         ax.set_ylim(lo[1] - pad, hi[1] + pad)
         return []
