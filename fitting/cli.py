@@ -95,10 +95,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     from particles.trajectory import atomic_write
 
-    atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
     atomic_write(out / "fit.json", lambda fh: fh.write(json.dumps(report, indent=2).encode()))
+    atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
     for key, value in report.items():
-        if key != "equations":
+        if key not in ("equations", "variables", "terms", "coefficients"):  # those are in fit.json
             print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
     if not args.quiet:
         print("equations:")

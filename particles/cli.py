@@ -18,9 +18,10 @@ __all__ = ["main", "ProgressBar", "register_simulate", "register_sweep", "parse_
 
 class ProgressBar:
     """A tqdm progress bar on stderr, usable as a library ``callback(done,
-    total)``: created at the first call, closed when ``done`` reaches
-    ``total``. On a terminal it redraws in place; in a log file it writes a
-    line every 10 s at most."""
+    total)``: created at the first call (starting from that call's ``done``,
+    so a resumed sweep's rate counts new work only), closed when ``done``
+    reaches ``total``. On a terminal it redraws in place; elsewhere it
+    updates at most every 10 s."""
 
     def __init__(self, label: str, stream=None):
         self.label = label
@@ -32,8 +33,8 @@ class ProgressBar:
             from tqdm import tqdm
 
             tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-            self._bar = tqdm(total=total, desc=self.label, file=self.stream, mininterval=0.1 if tty else 10.0,
-                             ascii=not tty, dynamic_ncols=tty, leave=True)
+            self._bar = tqdm(total=total, initial=done, desc=self.label, file=self.stream,
+                             mininterval=0.1 if tty else 10.0, ascii=not tty, dynamic_ncols=tty, leave=True)
         if total != self._bar.total:
             self._bar.total = total
         self._bar.update(max(0, done - self._bar.n))
@@ -213,6 +214,13 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         shard = parse_shard(args.shard)
         out = Path(args.out)
         journal = out / ("sweep.journal.jsonl" if shard is None else f"sweep.shard-{shard[0]}-of-{shard[1]}.jsonl")
+        if args.restart and journal.exists():
+            journal.unlink()
+        elif journal.exists() and not args.quiet:
+            from .sweep import read_journal
+
+            print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
+                  "starts afresh)", file=sys.stderr)
         bar = None if args.quiet else ProgressBar("sweep")
         table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar, journal=journal, shard=shard)
     except (ValueError, TypeError, JournalError) as exc:
@@ -247,6 +255,8 @@ def register_sweep(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes (default: joblib.parallel_config's, else all cores)")
     p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (0 <= I < N)")
+    p.add_argument("--restart", action="store_true",
+                   help="discard the journal of an earlier run in --out instead of resuming it")
     p.add_argument("--out", default="embdyn-sweep", help="output folder (default ./embdyn-sweep)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_sweep)
@@ -317,11 +327,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, OSError, FloatingPointError) as exc:
+        # bad values, files that cannot be read or written, runs that diverged
+        # (NonFiniteStateError and BlowUpError are FloatingPointErrors)
         if args.debug:
             raise
         message = " ".join(str(exc).split())
-        print(f"embdyn {args.command}: {message} (--debug shows where)", file=sys.stderr)
+        print(f"embdyn {args.command}: {message} (embdyn --debug {args.command} ... shows where)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         if args.debug:

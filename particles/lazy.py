@@ -41,10 +41,16 @@ def attach(package: str, exports: dict[str, tuple[str, str]]) -> tuple[Callable,
     module.__class__ = _LazyPackage
 
     def __getattr__(name: str):
-        try:
-            submodule, attr = exports[name]
-        except KeyError:
-            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        if name not in exports:
+            # a submodule (``particles.metrics`` after ``import particles``),
+            # as an eager package would have had it
+            try:
+                return import_module(f"{package}.{name}")
+            except ModuleNotFoundError as exc:
+                if exc.name != f"{package}.{name}":
+                    raise
+                raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+        submodule, attr = exports[name]
         value = getattr(import_module(submodule, package), attr)
         module.__dict__[name] = value
         return value

@@ -97,7 +97,8 @@ class SweepTable:
             import pandas as pd
         except ImportError as exc:
             raise ImportError("SweepTable.to_pandas needs pandas: pip install pandas") from exc
-        return pd.DataFrame(self.rows, columns=self.columns or None)
+        columns = list(dict.fromkeys(k for row in self.rows for k in row))  # every row's keys, in order
+        return pd.DataFrame(self.rows, columns=columns or None)
 
     def to_csv(self, path: str | os.PathLike) -> Path:
         """Write the rows as CSV (atomically)."""
@@ -174,19 +175,24 @@ def parse_shard(shard: Any) -> tuple[int, int] | None:
     return i, n
 
 
+def _plain(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds; anything else as is."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _task_key(point: Mapping[str, Any], seed: int) -> str:
-    return json.dumps([sorted(point.items()), int(seed)], default=str)
+    return json.dumps([sorted((k, _plain(v)) for k, v in point.items()), int(seed)], default=_json_default)
 
 
-def _journal_header(base: Preset, points: list[dict[str, Any]], seeds: list[int]) -> dict[str, Any]:
-    return {"format": JOURNAL_FORMAT, "base": base.to_dict(), "grid": points, "seeds": seeds}
+def _journal_header(base: Preset, points: list[dict[str, Any]], seeds: list[int],
+                    shard: tuple[int, int] | None) -> dict[str, Any]:
+    return {"format": JOURNAL_FORMAT, "base": base.to_dict(), "grid": points, "seeds": seeds,
+            "shard": list(shard) if shard is not None else None}
 
 
 def _json_default(value: Any) -> Any:
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.floating):
-        return float(value)
+    if isinstance(value, np.generic):
+        return value.item()
     raise TypeError(f"cannot write {type(value).__name__} to a journal")
 
 
@@ -250,10 +256,10 @@ class _Journal:
         self.fh.close()
 
 
-def _same_sweep(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    keys = ("base", "grid", "seeds")
-    return json.dumps([a[k] for k in keys], sort_keys=True, default=str) == \
-        json.dumps([b[k] for k in keys], sort_keys=True, default=str)
+def _same_sweep(a: dict[str, Any], b: dict[str, Any], shard: bool = False) -> bool:
+    keys = ("base", "grid", "seeds") + (("shard",) if shard else ())
+    return json.dumps([a.get(k) for k in keys], sort_keys=True, default=_json_default) == \
+        json.dumps([b.get(k) for k in keys], sort_keys=True, default=_json_default)
 
 
 def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds: int | Iterable[int] = 10, *,
@@ -300,28 +306,32 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     base = preset(base) if isinstance(base, str) else base
     if not isinstance(base, Preset):
         raise TypeError(f"base must be a Preset or a preset name, got {type(base).__name__}")
-    points = grid_points(grid)
+    # plain Python values (NumPy scalars included), so that journal keys and
+    # headers compare equal after a JSON round trip
+    points = [{k: _plain(v) for k, v in point.items()} for point in grid_points(grid)]
     for point in points:  # validate every point before any work starts
         base.replace(**point)
     seed_list = _check_seeds(seeds)
     shard = parse_shard(shard)
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0
-                               or n_jobs < -1):
-        raise ValueError(f"n_jobs must be a positive int, -1 (all cores) or None, got {n_jobs!r}")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be a non-zero int (negative: joblib's count from all cores) or None, "
+                         f"got {n_jobs!r}")
     if backend is not None and not isinstance(backend, str):
         raise TypeError(f"backend must be a joblib backend name or None, got {type(backend).__name__}")
     tasks = [(point, seed) for point in points for seed in seed_list]
     if shard is not None:
         tasks = tasks[shard[0]::shard[1]]
     names = list(dict.fromkeys(name for point in points for name in point))
-    header = _journal_header(base, points, seed_list)
+    header = _journal_header(base, points, seed_list, shard)
     found: dict[str, dict[str, Any]] = {}
     writer = None
     if journal is not None:
         path = Path(journal)
         if path.exists() and path.stat().st_size > 0:
             old, rows = read_journal(path)
-            if not _same_sweep(old, header):
+            if not rows:  # only a header (nothing finished): start it afresh
+                path.unlink()
+            elif not _same_sweep(old, header, shard=True):
                 raise JournalError(f"journal {path} belongs to another sweep (base, grid or seeds differ); use "
                                    "another journal file (with embdyn sweep: another --out), or delete it")
             for row in rows:

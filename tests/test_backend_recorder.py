@@ -28,7 +28,8 @@ def _train(steps, recorder=None, every_save=None, folder=None):
         recorder.attach(opt)
     a = torch.arange(p).repeat_interleave(p)
     b = torch.arange(p).repeat(p)
-    states, paths = [], []
+    states = [emb.weight.detach()[:p].double().numpy().copy()]  # states[n]: after n updates
+    paths = []
     for step in range(steps):
         loss = torch.nn.functional.cross_entropy(head(emb(a) + emb(b)), (a + b) % p)
         opt.zero_grad()
@@ -45,10 +46,11 @@ def _train(steps, recorder=None, every_save=None, folder=None):
 def test_recorder_round_trips_the_embedding(tmp_path):
     rec, states, _ = _train(25, lambda w: EmbeddingRecorder(w, p=11, every=2, snapshot_every=10))
     traj = rec.trajectory(meta={"run": "test"})
-    assert traj.steps.tolist() == list(range(0, 25, 2))
+    # attach() records the initial state as step 0; step n is the state after n updates
+    assert traj.steps.tolist() == list(range(0, 26, 2))
     np.testing.assert_allclose(traj.signals, fourier_signals(states[::2]), rtol=1e-6)  # float32 weights
-    assert traj.snapshot_steps.tolist() == [0, 10, 20, 24]  # the last state is always kept
-    np.testing.assert_allclose(traj.embeddings, states[[0, 10, 20, 24]], rtol=1e-6)
+    assert traj.snapshot_steps.tolist() == [0, 10, 20, 25]  # the last state is always kept
+    np.testing.assert_allclose(traj.embeddings, states[[0, 10, 20, 25]], rtol=1e-6)
     path = traj.save(tmp_path / "run.npz")
     back = Trajectory.load(path)
     assert back.meta["run"] == "test" and back.meta["signal_power"] == 1
@@ -58,7 +60,7 @@ def test_recorder_round_trips_the_embedding(tmp_path):
 def test_checkpoint_series_loads_as_a_trajectory(tmp_path):
     _, states, paths = _train(12, every_save=3, folder=tmp_path)
     traj = load_checkpoints(paths, "embed.weight", steps=[0, 3, 6, 9], p=11)
-    np.testing.assert_allclose(traj.embeddings, states[[0, 3, 6, 9]], rtol=1e-6)
+    np.testing.assert_allclose(traj.embeddings, states[[1, 4, 7, 10]], rtol=1e-6)  # saved after each update
     np.testing.assert_allclose(traj.signals, fourier_signals(traj.embeddings))
     with pytest.raises(KeyError, match="no entry 'W_E'"):
         load_checkpoints(paths, "W_E")

@@ -13,6 +13,7 @@ EXPECTED = ["particles_circles.png", "particles_circles.gif", "particles_grids.p
             "summary.md", "summary.html", "summary.json"]
 
 
+@pytest.mark.slow  # the whole quick demo (CI's main-job step runs it too); keeps the README suite short
 def test_demo_quick_writes_everything_and_the_summary_carries_the_numbers(tmp_path, capsys):
     out = tmp_path / "demo"
     assert main(["demo", "--quick", "--out", str(out), "--quiet"]) == 0
@@ -42,6 +43,7 @@ def test_demo_refuses_an_unwritable_folder(tmp_path, capsys):
     assert "is not writable" in capsys.readouterr().err
 
 
+@pytest.mark.slow  # runs demo stages; keeps the README suite short
 def test_a_failing_stage_keeps_finished_stages_and_says_what_failed(tmp_path, monkeypatch):
     def broken(out, quick, progress):
         raise RuntimeError("simulated failure")

@@ -69,6 +69,7 @@ def test_coincident_pair_sums_in_one_cell():
     _bounds_hold(x, train, ForceParams(), 1e-16)
 
 
+@pytest.mark.slow  # compiles the parallel cell-list kernels; keeps the README suite short
 @settings(deadline=None, max_examples=10)
 @given(seed=st.integers(0, 2**31 - 1), p=st.integers(26, 36))
 def test_cutoff_serial_and_parallel_are_bit_identical(seed, p):

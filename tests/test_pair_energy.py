@@ -177,6 +177,7 @@ def test_custom_law_runaway_status():
         minimize(x, train, runaway, max_steps=2000)
 
 
+@pytest.mark.slow  # a fresh process compiles every kernel; keeps the README suite short
 def test_builtin_runs_unchanged_after_a_custom_law_compiled():
     # copies of the kernels must not take the built-in kernels' compiled
     # symbols (or give theirs) at link time, in a fresh process

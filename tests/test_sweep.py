@@ -150,3 +150,28 @@ def test_journal_records_are_one_json_object_per_line(tmp_path):
     header = json.loads(lines[0])
     assert header["grid"] == [{"lam": 0.0}, {"lam": 3.0}] and header["seeds"] == [0]
     assert all("row" in json.loads(line) for line in lines[1:])
+
+
+def test_numpy_grid_values_resume_and_a_header_only_journal_restarts(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    grid = {"lam": list(np.array([0.0, 0.5])), "wd": list(np.array([1, 4]))}  # NumPy scalars
+
+    def kill_after_one(done, total):
+        if done == 1:
+            raise Stop
+
+    with pytest.raises(Stop):
+        sweep(grid, 1, base=BASE, n_jobs=1, journal=journal, callback=kill_after_one)
+    table = sweep(grid, 1, base=BASE, n_jobs=1, journal=journal)  # resumes (no "another sweep")
+    _same(table, sweep({"lam": [0.0, 0.5], "wd": [1, 4]}, 1, base=BASE, n_jobs=1))
+    empty = tmp_path / "e.jsonl"
+    with pytest.raises(ValueError):  # fails before any run finishes: only the header is written
+        sweep({"lam": [0.0]}, 1, base=BASE.replace(dt=-1.0), n_jobs=1, journal=empty)
+    assert len(sweep({"lam": [0.0]}, 1, base=BASE, n_jobs=1, journal=empty)) == 1
+
+
+def test_shard_journal_is_not_reused_by_another_shard(tmp_path):
+    journal = tmp_path / "j.jsonl"
+    sweep(GRID, 1, base=BASE, n_jobs=1, journal=journal, shard="0/2")
+    with pytest.raises(JournalError, match="another sweep"):
+        sweep(GRID, 1, base=BASE, n_jobs=1, journal=journal, shard="1/2")

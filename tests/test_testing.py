@@ -57,15 +57,26 @@ def test_missing_factor_two_on_diagonal_pairs_fails(law):
     assert measured > 1e-3
 
 
-def test_wrong_supplied_derivative_fails_on_the_compiled_path():
-    def wrong_sign(r2, prm):  # d/dr2 of k / (1 + r2/s^2)^2 with its sign flipped: the bump now attracts
-        return 2.0 * prm.k / (prm.s * prm.s) / (1.0 + r2 / (prm.s * prm.s)) ** 3
+def _wrong_sign(r2, prm):  # d/dr2 of k / (1 + r2/s^2)^2 with its sign flipped: the bump now attracts
+    return 2.0 * prm.k / (prm.s * prm.s) / (1.0 + r2 / (prm.s * prm.s)) ** 3
 
+
+def _wrong_derivative_law():
     law = PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump, params=SoftParams(1.5, 0.9),
-                                       other_derivative=wrong_sign))
+                                       other_derivative=_wrong_sign))
     x, train = _system(seed=3)
+    return law, x, train
+
+
+def test_wrong_supplied_derivative_fails_on_the_compiled_path():
+    law, x, train = _wrong_derivative_law()
     with pytest.raises(AssertionError, match="forces are not -grad U"):
         check_forces_are_gradient(law, x, train)
+
+
+@pytest.mark.slow  # compiles the law's Euler loop
+def test_wrong_supplied_derivative_raises_the_energy_along_the_flow():
+    law, x, train = _wrong_derivative_law()
     with pytest.raises(AssertionError, match=r"U increased along the flow .*U went from"):
         check_energy_decreases(law, x, train)
 

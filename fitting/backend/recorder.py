@@ -52,10 +52,11 @@ class EmbeddingRecorder:
     p : int, optional
         Number of tokens (rows used); default all rows.
     every : int >= 1
-        Record the Fourier signals every this many calls of :meth:`record`.
+        Record the Fourier signals every this many calls of :meth:`record`
+        (with :meth:`attach`: optimiser steps).
     snapshot_every : int >= 1, optional
         Keep the whole embedding every this many calls (default 100 x
-        ``every``); the first and the last recorded state are always kept.
+        ``every``); the first and the last state are always kept.
     power : {1, 2}
         Signals ||F_k|| or ||F_k||^2 (see :func:`fitting.fourier_signals`).
 
@@ -91,9 +92,11 @@ class EmbeddingRecorder:
         self._last: tuple[int, np.ndarray] | None = None
         self._last_step = -1
 
-    def _read(self) -> np.ndarray:
+    def _read(self, rows: int | None = None) -> np.ndarray:
         value = self._source() if callable(self._source) and not isinstance(self._source, torch.Tensor) \
             else self._source
+        if rows is not None and hasattr(value, "shape") and len(value.shape) == 2:
+            value = value[:rows]  # the token rows only, before any copy to the CPU
         return _as_matrix(value, "embedding")
 
     def record(self, step: int | None = None) -> None:
@@ -108,7 +111,7 @@ class EmbeddingRecorder:
         self._last_step = step
         if not (due_signal or due_snapshot):
             return
-        E = self._read()[: self.p]
+        E = self._read(self.p)
         if not np.all(np.isfinite(E)):
             raise FloatingPointError(f"the embedding is not finite at step {step}")
         self._last = (step, E)
@@ -120,10 +123,14 @@ class EmbeddingRecorder:
             self._snaps.append(E)
 
     def attach(self, optimizer: torch.optim.Optimizer):
-        """Record after every step of ``optimizer`` (a post-step hook);
-        returns the hook's handle (``handle.remove()`` detaches it)."""
+        """Record the current (initial) state as step 0 if nothing was
+        recorded yet, then after every step of ``optimizer`` (a post-step
+        hook), so step n is the state after n updates. Returns the hook's
+        handle (``handle.remove()`` detaches it)."""
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        if self.calls == 0:
+            self.record()
         return optimizer.register_step_post_hook(lambda opt, args, kwargs: self.record())
 
     def trajectory(self, meta: dict[str, Any] | None = None) -> Trajectory:
@@ -133,9 +140,15 @@ class EmbeddingRecorder:
         if self._last is None:
             raise ValueError("nothing recorded yet: call record() (or attach() to an optimizer) first")
         snap_steps, snaps = list(self._snap_steps), list(self._snaps)
-        if snap_steps[-1] != self._last_step:  # the state after the last call: the current one
+        if snap_steps[-1] != self._last_step:
+            if self._last[0] == self._last_step:
+                snaps.append(self._last[1])
+            else:  # the state after the last call, not read then: the current one
+                last = self._read(self.p)
+                if not np.all(np.isfinite(last)):
+                    raise FloatingPointError(f"the embedding is not finite after step {self._last_step}")
+                snaps.append(last)
             snap_steps.append(self._last_step)
-            snaps.append(self._read()[: self.p])
         info = {"source": "fitting.backend.EmbeddingRecorder", "p": self.p, "d": int(snaps[0].shape[1]),
                 "signal_power": self.power, "every": self.every, "version": package_version()}
         info.update(meta or {})
