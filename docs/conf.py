@@ -2,10 +2,11 @@
 
 project = "embedding-dynamics"
 author = "embedding-dynamics contributors"
-extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon"]
+copyright = "2026, embedding-dynamics contributors"
+extensions = ["myst_parser", "sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.intersphinx"]
 source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "examples", "figures/**/*.json", "figures/**/*.md"]
+exclude_patterns = ["_build", "examples", "figures/**/*.json", "figures/**/*.md", "_inventories"]
 napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 autodoc_member_order = "bysource"
@@ -14,7 +15,107 @@ autodoc_typehints = "none"
 # alone, so autodoc mocks the optional imports (torch, dask, pandas, xarray)
 autodoc_mock_imports = ["torch", "dask", "distributed", "pandas", "xarray"]
 myst_heading_anchors = 3
-html_theme = "alabaster"
+html_theme = "furo"  # a readable code width, long lines wrap in tables, a search box
+html_title = "embedding-dynamics"
+html_static_path = ["_static"]
+html_css_files = ["wrap.css"]
+pygments_style = "default"
+
+# Links to the NumPy, SciPy, scikit-learn, torch and Python docs. CI has no
+# network, so the inventories ship in docs/_inventories: small objects.inv
+# files for the names our docs use, written by docs/_inventories/make.py with
+# each project's real URL scheme (rerun it when the docs name a new object).
+intersphinx_mapping = {
+    name: (url, f"_inventories/{name}.inv")
+    for name, url in {
+        "python": "https://docs.python.org/3/",
+        "numpy": "https://numpy.org/doc/stable/",
+        "scipy": "https://docs.scipy.org/doc/scipy/",
+        "sklearn": "https://scikit-learn.org/stable/",
+        "torch": "https://docs.pytorch.org/docs/stable/",
+        "matplotlib": "https://matplotlib.org/stable/",
+    }.items()
+}
+napoleon_preprocess_types = True
+napoleon_type_aliases = {
+    "ndarray": "numpy.ndarray", "np.ndarray": "numpy.ndarray", "array_like": ":term:`numpy:array_like`",
+    "array-like": ":term:`numpy:array_like`", "Generator": "numpy.random.Generator",
+    "np.random.Generator": "numpy.random.Generator", "Tensor": "torch.Tensor", "torch.Tensor": "torch.Tensor",
+    "torch.nn.Module": "torch.nn.Module", "Figure": "matplotlib.figure.Figure",
+}
+
+# ---------------------------------------------------------------- API pages
+# One page per module (docs/api/<module>.rst) and the index docs/api.rst,
+# written at build time from this table: module -> members (None: the
+# module's __all__). The generated files are not in git.
+API = {
+    "particles": {
+        "particles.datasets": None, "particles.params": None, "particles.energy": None,
+        "particles.pair_energy": "PairEnergy, PairTerm, fast_exp, gaussian_clustering, cosine_alignment",
+        "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
+        "particles.effective": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
+        "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,
+        "particles.threads": None, "particles.testing.checks": None, "particles.testing.strategies": None,
+    },
+    "particles.kernels (compiled, one job per module)": {
+        "particles.kernels": "", "particles.kernels.record": None, "particles.kernels.status": None,
+        "particles.kernels.fastmath": "exp_nonpositive_reference",
+        "particles.kernels.pair_sums": "pair_sums_reference, scatter_reference",
+        "particles.kernels.clustering": "clustering_reference", "particles.kernels.alignment": "alignment_reference",
+        "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
+        "particles.kernels.forces": "blocks_for, block_rows, PairSystem, Workspace",
+    },
+    "effective_theory": {
+        "effective_theory.linalg": None, "effective_theory.montecarlo": None, "effective_theory.metrics": None,
+        "effective_theory.experiments": None, "effective_theory.plot": None,
+    },
+    "fitting": {
+        "fitting.signals": None, "fitting.survival": None, "fitting.derivatives": None,
+        "fitting.ode": "ODEModel, LinearODE, LotkaVolterra, BootstrapEnsemble, EnsembleSimulation, "
+                       "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
+                       "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
+        "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
+        "fitting.demo": "run_demo, DemoError",
+    },
+    "fitting.backend (needs the torch extra)": {
+        "fitting.backend.configs": None, "fitting.backend.trainer": "train, TrainingDivergedError, checkpoint_path",
+        "fitting.backend.batched": None, "fitting.backend.recorder": None,
+        "fitting.backend.grid": "train_grid, GridResult, GridFormatError, GRID_FIELDS",
+        "fitting.backend.network_sweep": "train_network_sweep, NetworkSweep, NetworkSweepFormatError",
+        "fitting.backend.compare": "compare_network, NetworkComparison, structure_summary, total_variation",
+        "fitting.backend.adamw": None,
+    },
+}
+# sklearn's request-routing helpers are not ours to document
+_EXCLUDE = {"fitting.ode": "set_fit_request, set_score_request, set_predict_request"}
+
+
+def _write_if_changed(path, text):
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+
+
+def _write_api_pages(app):
+    from pathlib import Path
+
+    src = Path(app.srcdir)
+    (src / "api").mkdir(exist_ok=True)
+    index = ["API reference", "=============", "",
+             "Generated from the numpydoc docstrings, one page per module.", ""]
+    for section, modules in API.items():
+        index += [section, "-" * len(section), "", ".. toctree::", "   :maxdepth: 1", ""]
+        for module, members in modules.items():
+            index.append(f"   api/{module}")
+            page = [module, "=" * len(module), "", f".. automodule:: {module}"]
+            if members is None:
+                page.append("   :members:")
+            elif members:
+                page.append(f"   :members: {members}")
+            if module in _EXCLUDE:
+                page.append(f"   :exclude-members: {_EXCLUDE[module]}")
+            _write_if_changed(src / "api" / f"{module}.rst", "\n".join(page) + "\n")
+        index.append("")
+    _write_if_changed(src / "api.rst", "\n".join(index))
 
 napoleon_use_ivar = True  # Attributes sections as fields, not duplicate object descriptions
 
@@ -28,4 +129,5 @@ def _escape_pipes(app, what, name, obj, options, lines):
 
 
 def setup(app):
+    app.connect("builder-inited", _write_api_pages)
     app.connect("autodoc-process-docstring", _escape_pipes)

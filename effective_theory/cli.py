@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from particles.cli import add_quiet
+
 __all__ = ["register_theory"]
 
 
@@ -106,7 +108,7 @@ def register_theory(subparsers: argparse._SubParsersAction) -> None:
             p.add_argument("--samples", type=int, default=samples, help=f"random sets (default {samples})")
         p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         p.add_argument("--out", default="embdyn-theory", help="output folder (default ./embdyn-theory)")
-        p.add_argument("--quiet", action="store_true", help="no progress bar")
+        add_quiet(p)
 
     c = sub.add_parser("critical-fraction", help="P(n0 = 2) against training fraction")
     common(c, 10_000)
@@ -123,5 +125,5 @@ def register_theory(subparsers: argparse._SubParsersAction) -> None:
     d.add_argument("--steps", type=int, default=200, help="Euler steps of the flow (default 200)")
     d.add_argument("--seed", type=int, default=0, help="random seed of the 2-D map (default 0)")
     d.add_argument("--out", default="embdyn-theory", help="output folder (default ./embdyn-theory)")
-    d.add_argument("--quiet", action="store_true", help="no progress bar (this command has none)")
+    add_quiet(d)
     d.set_defaults(func=_digits)

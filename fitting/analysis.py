@@ -68,7 +68,7 @@ class ODEAnalysis:
             f"  derivative R^2, Lasso alpha={self.alpha:g} (reference): {self.lasso_r2:.4f}",
             f"  derivative R^2, least squares:                  {self.ols_r2:.4f}",
             f"  Lasso non-zero entries of A and b: {self.lasso_nonzero} "
-            f"(sparsity {100 * self.lasso_sparsity:.1f} %)",
+            f"({100 * self.lasso_sparsity:.1f} % of the entries are zero)",
             f"  max Re eigenvalue of A: {self.max_real_eigenvalue:.3g} ({'stable' if self.stable else 'unstable'})",
             f"  trajectory R^2 in sample (exact solution): {fmt(self.trajectory_r2)}",
             f"  trajectory R^2 in sample (discrete rollout): {fmt(self.rollout_r2)}",

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+from particles.cli import add_quiet
+
 __all__ = ["register_fit", "register_demo"]
 
 MODELS = ("linear", "lv-general", "lv-classic")
@@ -100,10 +102,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     for key, value in report.items():
         if key not in ("equations", "variables", "terms", "coefficients"):  # those are in fit.json
             print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
-    if not args.quiet:
-        print("equations:")
-        for line in report["equations"]:
-            print("  " + line)
+    print("equations:")  # results: --quiet hides only progress and notes
+    for line in report["equations"]:
+        print("  " + line)
     print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
           f"{out / 'coefficients.png'}")
     return 0
@@ -117,7 +118,8 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
                                           "trajectory file (stored signals, or computed from its snapshots); "
                                           "print scores and write fit.json and figures.")
     p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
-    p.add_argument("--model", choices=MODELS, default="linear")
+    p.add_argument("--model", choices=MODELS, default="linear",
+                   help="linear ODE, or Lotka-Volterra in its general or classic form (default linear)")
     p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
                    help="sparse regression on standardised terms (default stlsq)")
     p.add_argument("--alpha", type=float, default=None,
@@ -133,7 +135,7 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
                    help="fit on steps in [START, STOP); the trajectory R^2 after STOP is reported as held out")
     p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")
     p.add_argument("--out", default="embdyn-fit", help="output folder (default ./embdyn-fit)")
-    p.add_argument("--quiet", action="store_true", help="do not print the equations")
+    add_quiet(p)
     p.set_defaults(func=_cmd_fit)
 
 
@@ -176,6 +178,6 @@ def register_demo(subparsers: argparse._SubParsersAction) -> None:
                               description="Particle presets, effective-theory curves and an ODE fit of a shipped "
                                           "training run; writes figures, summary.md and summary.html.")
     p.add_argument("--out", default="embdyn-demo", help="output folder (default ./embdyn-demo)")
-    p.add_argument("--quick", action="store_true", help="a ~30-second version (fewer seeds and samples)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--quick", action="store_true", help="fewer seeds and samples in the particle and theory stages")
+    add_quiet(p)
     p.set_defaults(func=_cmd_demo)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -77,7 +76,8 @@ def _stage_particles(out: Path, quick: bool, progress: Progress | None) -> dict[
             traj = config.run(seed)
             classes.append(classify_structure(traj.final, dataset))
             if seed == 0:
-                fig = plot_snapshots(traj, dataset=dataset, title=f"preset {name!r}, seed 0")
+                fig = plot_snapshots(traj, n=4, dataset=dataset, connect=True,
+                                     title=f"preset {name!r}, seed 0 (last panel: tokens k -> k+1 joined)")
                 result["figures"].append(_save(fig, out, f"particles_{name}.png"))
                 if name == "circles":
                     anim = animate_trajectory(traj, dataset=dataset, frames=12 if quick else 40, title=name)
@@ -129,10 +129,16 @@ def _stage_fitting(out: Path, quick: bool, progress: Progress | None) -> dict[st
     if progress:
         progress("fitting", 1, 2)
     names = [f"S{k}" for k in range(1, signals.shape[1] + 1)]
+    # the numbers in the figure are those of summary.md, under the same names
+    fit_title = (f"Lasso linear ODE fitted on steps 0-1000 (shaded), surviving frequencies: derivative R^2 "
+                 f"{_fmt(report.lasso_r2)}, trajectory R^2 in sample {_fmt(report.trajectory_r2)}, held out "
+                 f"{_fmt(report.heldout_r2)}")
     figures = [
         _save(plot_signals(signals, steps, survivors, title="survival MLP (shipped run): Fourier signals"),
               out, "fitting_signals.png"),
-        _save(plot_fit(report.lasso, signals, steps.astype(float), window=(0, 1000), names=names),
+        _save(plot_fit(report.lasso, signals, steps.astype(float), window=(0, 1000), names=names,
+                       columns=[int(k) - 1 for k in np.flatnonzero(survivors) + 1],
+                       title=fit_title),
               out, "fitting_fit.png"),
         _save(plot_coefficients(report.lasso, names), out, "fitting_coefficients.png"),
     ]
@@ -143,7 +149,7 @@ def _stage_fitting(out: Path, quick: bool, progress: Progress | None) -> dict[st
     return {"source": "survival MLP, p = 59, d = 128, 3000 steps (shipped with the package)",
             "survivors": [int(k) for k in np.flatnonzero(survivors) + 1],
             "final_val_acc": float(traj.scalars["val_acc"][-1]), **numbers, "notes": report.notes,
-            "figures": figures}
+            "figures": figures, "figure_titles": {"fitting_fit.png": fit_title}}
 
 
 _STAGE_FUNCTIONS = {"particles": _stage_particles, "theory": _stage_theory, "fitting": _stage_fitting}
@@ -156,6 +162,24 @@ def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+def _heldout_sentence(f: dict[str, Any]) -> str:
+    """One sentence that says what the held-out trajectory R^2 means."""
+    held = f.get("heldout_r2")
+    if held is None:
+        return ("The held-out trajectory R^2 is not available: " + "; ".join(f.get("notes") or ["no data after the "
+                "fitting window"]) + ".")
+    if held >= 0.5:
+        return (f"Held out, the fitted system still follows the run (trajectory R^2 {_fmt(held)} on the next "
+                f"1000 steps).")
+    grows = f["max_real_eigenvalue"] > 0
+    return (f"Held out, the trajectory R^2 is {_fmt(held)}: the linear ODE describes the transient it was fitted "
+            f"on, not what follows. " + ("Its largest eigenvalue is positive "
+            f"({_fmt(f['max_real_eigenvalue'])}), so past step 1000 its solution grows away from the plateau the "
+            "signals actually stay on (right panel of fitting_fit.png)." if grows else "Past step 1000 its "
+            "solution drifts away from the signals (right panel of fitting_fit.png).") +
+            " R^2 is negative when the prediction is worse than the held-out signals' own mean.")
 
 
 def _summary_markdown(summary: dict[str, Any]) -> str:
@@ -191,58 +215,43 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
                   f"| derivative R^2, least squares | {_fmt(f['ols_r2'])} |",
                   f"| trajectory R^2 in sample (exact solution) | {_fmt(f['trajectory_r2'])} |",
                   f"| trajectory R^2 held out, steps 1000-2000 | {_fmt(f['heldout_r2'])} |",
-                  f"| non-zero coefficients (sparsity) | {f['lasso_nonzero']} ({100 * f['lasso_sparsity']:.1f} %) |",
-                  f"| max Re eigenvalue of A | {_fmt(f['max_real_eigenvalue'])} |", ""]
+                  f"| Lasso coefficients of A and b that are non-zero | {f['lasso_nonzero']} of "
+                  f"{f['n_frequencies'] * (f['n_frequencies'] + 1)} ({100 * f['lasso_sparsity']:.1f} % are zero) |",
+                  f"| max Re eigenvalue of A (Lasso) | {_fmt(f['max_real_eigenvalue'])} |", ""]
+        lines += [_heldout_sentence(f), ""]
         lines += [f"![{g}]({g})" for g in f["figures"]] + [""]
     if "failed" in summary:
         lines += ["## Failed", "", f"Stage **{summary['failed']['stage']}** failed: {summary['failed']['error']}", ""]
-    lines += ["Numbers: `summary.json`. Documentation: docs/index.md in the repository.", ""]
+    lines += ["Numbers: `summary.json`. Figures show the numbers above under the same names. "
+              "Documentation: `docs/` in the source distribution (start at docs/index.md); "
+              "`help(particles)`, `help(effective_theory)` and `help(fitting)` in Python.", ""]
     return "\n".join(lines)
 
 
 def _inline_html(markdown: str, out: Path) -> str:
-    """A small self-contained HTML page: headings, paragraphs, tables and
-    images embedded as data URIs."""
-    body = []
-    table: list[str] = []
+    """summary.md as a self-contained HTML page, rendered by markdown-it-py
+    (CommonMark with tables); images are embedded as data URIs so the page
+    can be mailed or attached on its own."""
+    from markdown_it import MarkdownIt
 
-    def flush_table():
-        if table:
-            rows = [r.strip("|").split("|") for r in table if not set(r.replace("|", "").strip()) <= {"-"}]
-            html = ["<table>"]
-            for i, row in enumerate(rows):
-                tag = "th" if i == 0 else "td"
-                html.append("<tr>" + "".join(f"<{tag}>{_md_inline(c.strip())}</{tag}>" for c in row) + "</tr>")
-            html.append("</table>")
-            body.append("\n".join(html))
-            table.clear()
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")  # raw HTML is escaped
 
-    for line in markdown.splitlines():
-        if line.startswith("|"):
-            table.append(line)
-            continue
-        flush_table()
-        if line.startswith("#"):
-            level = len(line) - len(line.lstrip("#"))
-            body.append(f"<h{level}>{_md_inline(line[level:].strip())}</h{level}>")
-        elif line.startswith("!["):
-            name = line[line.index("(") + 1 : line.rindex(")")]
-            data = base64.b64encode((out / name).read_bytes()).decode()
-            mime = "image/gif" if name.endswith(".gif") else "image/png"
-            body.append(f'<p><img alt="{name}" src="data:{mime};base64,{data}" style="max-width:100%"></p>')
-        elif line.strip():
-            body.append(f"<p>{_md_inline(line)}</p>")
-    flush_table()
+    default_image = md.renderer.rules["image"]
+
+    def image(renderer, tokens, idx, options, env):
+        token = tokens[idx]
+        path = out / str(token.attrGet("src"))
+        if path.is_file():
+            mime = "image/gif" if path.suffix == ".gif" else "image/png"
+            token.attrSet("src", f"data:{mime};base64," + base64.b64encode(path.read_bytes()).decode())
+        token.attrSet("style", "max-width:100%")
+        return default_image(tokens, idx, options, env)
+
+    md.add_render_rule("image", image)
     style = ("body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}")
+             "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.2em .6em}img{display:block}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>embedding-dynamics demo</title>"
-            f"<style>{style}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
-
-
-def _md_inline(text: str) -> str:
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    text = re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", text)
-    return re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+            f"<style>{style}</style></head><body>\n" + md.render(markdown) + "</body></html>\n")
 
 
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:

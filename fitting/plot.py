@@ -58,12 +58,13 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
 
 def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[int] | None = None,
              method: str = "auto", window: tuple[float, float] | None = None,
-             names: Sequence[str] | None = None) -> Figure:
+             names: Sequence[str] | None = None, title: str | None = None) -> Figure:
     """Data against the fitted derivatives (left) and against the simulated
     trajectory (right) for a few columns of one run.
 
+    ``columns`` defaults to the four largest at the end of the run.
     ``window`` shades the fitting window. A simulation that blows up is
-    drawn up to the blow-up and marked.
+    drawn up to the blow-up and marked. ``title`` goes above both panels.
     """
     run = as_runs(x)[0]
     times = run_times(model._time_arg(t), [run])[0]
@@ -107,6 +108,8 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     ax_d.set_title(f"dx/dt: data{source} (solid) vs model (dashed)", fontsize="small")
     ax_x.set_title("x(t): data (solid) vs simulation (dashed)")
     ax_x.legend(fontsize="small")
+    if title:
+        fig.suptitle(title, fontsize="medium")
     return fig
 
 

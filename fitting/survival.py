@@ -78,7 +78,8 @@ def survival_rate(survived: Any) -> np.ndarray:
 
 
 def fitness_correlation(rate: Any, signal: Any) -> tuple[float, float]:
-    """Pearson r (and two-sided p-value) between survival rate and a fitness measure.
+    """Pearson r (and two-sided p-value, :func:`scipy.stats.pearsonr`) between
+    survival rate and a fitness measure.
 
     Both arrays are flattened, so per-frequency (K,) arrays or per-run
     (R, K) arrays both work.

@@ -13,7 +13,15 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["main", "ProgressBar", "register_simulate", "register_sweep", "parse_value"]
+__all__ = ["main", "ProgressBar", "register_simulate", "register_sweep", "parse_value", "add_quiet", "QUIET_HELP"]
+
+#: The one meaning of ``--quiet`` in every ``embdyn`` command.
+QUIET_HELP = "no progress bars or notes on stderr (results still print on stdout)"
+
+
+def add_quiet(parser: argparse.ArgumentParser) -> None:
+    """Add ``--quiet`` with its one meaning (:data:`QUIET_HELP`)."""
+    parser.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
 
 class ProgressBar:
@@ -100,13 +108,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{config.name}_seed{args.seed}"
     if not args.quiet:
-        from ._warmup import warmup
-        from .energy import PARALLEL_MIN_PAIRS
-
-        print("compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
-        blocked = round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
-        seconds = warmup(parallel=None if blocked else False, parts=("simulate",))
-        print(f"ready in {seconds:.1f} s", file=sys.stderr)
+        _compile_kernels(config)
     bar = None if args.quiet else ProgressBar(f"simulate {config.name} seed {args.seed}")
     try:
         traj = config.run(args.seed, callback=bar)
@@ -137,14 +139,14 @@ def register_simulate(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("simulate", help="run a particle preset and plot it",
                               description="Run a particle-model preset from one seed; write the trajectory "
                                           "(.npz), snapshot and energy figures and a JSON summary.")
-    p.add_argument("--preset", default="circles", choices=preset_names())
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preset", default="circles", choices=preset_names(), help="particle preset (default circles)")
+    p.add_argument("--seed", type=int, default=0, help="random seed, an int >= 0 (default 0)")
     p.add_argument("--steps", type=int, default=None, help="override the preset's number of steps")
     p.add_argument("--dt", type=float, default=None, help="override the preset's time step")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a force parameter or run setting (repeatable), e.g. --set lam=2")
     p.add_argument("--out", default="embdyn-out", help="output folder (default ./embdyn-out)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=_cmd_simulate)
 
 
@@ -197,6 +199,18 @@ def _cmd_sweep_merge(args: argparse.Namespace, journals: list[str]) -> int:
     return 0
 
 
+def _compile_kernels(config) -> None:
+    """Compile (or load from Numba's cache) the kernels a preset runs, with a
+    note on stderr, so that the first progress line is not 10-20 s late."""
+    from ._warmup import warmup
+    from .energy import PARALLEL_MIN_PAIRS
+
+    print("compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
+    blocked = round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
+    seconds = warmup(parallel=None if blocked else False, parts=("simulate",))
+    print(f"ready in {seconds:.1f} s", file=sys.stderr)
+
+
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .presets import preset
     from .sweep import JournalError, parse_shard, sweep
@@ -221,6 +235,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
             print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
                   "starts afresh)", file=sys.stderr)
+        if not args.quiet:  # workers load the kernels from the cache this fills
+            _compile_kernels(base)
         bar = None if args.quiet else ProgressBar("sweep")
         table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar, journal=journal, shard=shard)
     except (ValueError, TypeError, JournalError) as exc:
@@ -251,14 +267,14 @@ def register_sweep(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--preset", default="grids", choices=preset_names(), help="base preset")
     p.add_argument("--grid", action="append", metavar="NAME=V1,V2,...", help="a swept parameter (repeatable)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="fixed override of the base preset")
-    p.add_argument("--seeds", type=int, default=10)
+    p.add_argument("--seeds", type=int, default=10, help="seeds per grid cell (default 10)")
     p.add_argument("--jobs", type=int, default=None,
                    help="worker processes (default: joblib.parallel_config's, else all cores)")
     p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (0 <= I < N)")
     p.add_argument("--restart", action="store_true",
                    help="discard the journal of an earlier run in --out instead of resuming it")
     p.add_argument("--out", default="embdyn-sweep", help="output folder (default ./embdyn-sweep)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=_cmd_sweep)
 
 

@@ -16,9 +16,14 @@ __all__ = ["plot_embedding", "plot_snapshots", "plot_energy", "plot_phase_diagra
 
 
 def plot_embedding(E: np.ndarray, ax=None, *, dataset: PairDataset | None = None, title: str | None = None,
-                   show_pair_sums: bool = True) -> Figure:
+                   show_pair_sums: bool = True, connect: bool = False) -> Figure:
     """Tokens (labelled dots) and, if a dataset is given, its pair sums
-    coloured by label, for a 2-D embedding (first two coordinates otherwise)."""
+    coloured by label, for a 2-D embedding (first two coordinates otherwise).
+
+    Token labels sit on a white halo, each on the side of its dot that is
+    farthest from the labels already placed. ``connect=True`` draws the
+    segments k -> k + 1 (mod p): a circle shows as a ring and a grid as
+    repeated equal steps, which makes the structure checkable by eye."""
     E = np.asarray(E, dtype=float)
     if E.ndim != 2 or E.shape[1] < 1:
         raise ValueError(f"E must have shape (p, d), got {E.shape}")
@@ -32,8 +37,10 @@ def plot_embedding(E: np.ndarray, ax=None, *, dataset: PairDataset | None = None
         s = xy[dataset.pairs[:, 0]] + xy[dataset.pairs[:, 1]]
         ax.scatter(s[:, 0], s[:, 1], c=dataset.labels, cmap="hsv", s=8, alpha=0.35, linewidths=0)
     ax.scatter(xy[:, 0], xy[:, 1], c=np.arange(len(xy)), cmap="hsv", s=30, edgecolors="k", linewidths=0.5, zorder=3)
-    for k, (px, py) in enumerate(xy):
-        ax.annotate(str(k), (px, py), textcoords="offset points", xytext=(3, 3), fontsize=7, zorder=4)
+    if connect and len(xy) > 1:
+        ring = np.r_[xy, xy[:1]]
+        ax.plot(ring[:, 0], ring[:, 1], color="0.55", lw=0.6, zorder=2)
+    _label_tokens(ax, xy)
     ax.set_aspect("equal", adjustable="datalim")
     ax.set_xlabel("embedding dimension 1", fontsize=8)
     ax.set_ylabel("embedding dimension 2" if E.shape[1] >= 2 else "(d = 1)", fontsize=8)
@@ -44,21 +51,48 @@ def plot_embedding(E: np.ndarray, ax=None, *, dataset: PairDataset | None = None
     return fig
 
 
+def _label_tokens(ax, xy: np.ndarray) -> None:
+    """Label each token next to its dot, on the side (of eight) whose label
+    position is farthest from the labels placed so far, with a white halo."""
+    from matplotlib import patheffects
+
+    span = float(np.ptp(xy, axis=0).max()) or 1.0
+    step = 0.035 * span  # about one label height at the usual figure sizes
+    sides = [(1, 1), (-1, -1), (-1, 1), (1, -1), (1, 0), (-1, 0), (0, 1), (0, -1)]
+    placed: list[np.ndarray] = []
+    halo = [patheffects.withStroke(linewidth=2, foreground="white")]
+    for k, point in enumerate(xy):
+        best, best_gap = sides[0], -1.0
+        for side in sides:
+            spot = point + step * np.asarray(side, dtype=float)
+            gap = min((float(np.hypot(*(spot - q))) for q in placed), default=np.inf)
+            if gap > best_gap:
+                best, best_gap = side, gap
+            if gap >= 1.5 * step:  # far enough: keep the first good side
+                break
+        placed.append(point + step * np.asarray(best, dtype=float))
+        ax.annotate(str(k), tuple(point), textcoords="offset points", xytext=(5 * best[0], 5 * best[1]),
+                    ha={1: "left", 0: "center", -1: "right"}[best[0]],
+                    va={1: "bottom", 0: "center", -1: "top"}[best[1]], fontsize=7, zorder=4,
+                    path_effects=halo)
+
+
 def plot_snapshots(traj: Trajectory, *, n: int = 6, dataset: PairDataset | None = None,
-                   title: str | None = None) -> Figure:
+                   title: str | None = None, connect: bool = False) -> Figure:
     """``n`` evenly spaced snapshots of a trajectory side by side; the last
-    panel is annotated with its structure class."""
+    panel is annotated with its structure class (and, with ``connect``,
+    joins tokens k -> k + 1 as in :func:`plot_embedding`)."""
     if len(traj) == 0:
         raise ValueError("the trajectory has no snapshots")
     idx = np.unique(np.linspace(0, len(traj) - 1, max(1, min(n, len(traj)))).round().astype(int))
-    fig = Figure(figsize=(2.6 * len(idx), 2.9))
+    fig = Figure(figsize=(3.2 * len(idx), 3.5))
     axes = fig.subplots(1, len(idx), squeeze=False)[0]
     for ax, i in zip(axes, idx):
         label = f"step {traj.snapshot_steps[i]}"
         if i == idx[-1]:
             m = structure_metrics(traj.embeddings[i], dataset)
             label += f"\n{m['structure']} (circ {m['circularity']:.2f}, acc {m['accuracy_euclidean']:.2f})"
-        plot_embedding(traj.embeddings[i], ax, dataset=dataset, title=label)
+        plot_embedding(traj.embeddings[i], ax, dataset=dataset, title=label, connect=connect and i == idx[-1])
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()

@@ -44,3 +44,26 @@ def test_version_and_help_in_a_fresh_process():
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def _options(parser, path=("embdyn",)):
+    """(command path, action) for every option and positional of every command."""
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _options(sub, path + (name,))
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield " ".join(path), action
+
+
+def test_every_option_has_help_and_quiet_has_one_meaning():
+    from particles.cli import QUIET_HELP, build_parser
+
+    options = list(_options(build_parser()))
+    missing = [f"{path} {action.option_strings or action.dest}" for path, action in options if not action.help]
+    assert not missing, missing
+    quiet = {path: action.help for path, action in options if action.dest == "quiet"}
+    assert len(quiet) >= 8  # simulate, sweep, theory x4, fit, demo (+ train commands with torch)
+    assert set(quiet.values()) == {QUIET_HELP}, quiet

@@ -33,6 +33,13 @@ def test_demo_quick_writes_everything_and_the_summary_carries_the_numbers(tmp_pa
     counts = summary["stages"]["particles"]["circles"]
     assert f"| circles | {counts.get('circle', 0)} |" in markdown
     assert html.count("data:image/png;base64,") == 7 and "data:image/gif;base64," in html
+    # every number drawn in the fit figure is in summary.md, and the held-out R^2 is explained
+    import re
+
+    title = fit["figure_titles"]["fitting_fit.png"]
+    for number in re.findall(r"-?\d+\.\d+|-?\d{3,}", title):
+        assert number in markdown, (number, title)
+    assert "Held out, the" in markdown
     assert "demo finished" in capsys.readouterr().out
 
 
@@ -61,3 +68,21 @@ def test_example_trajectory_is_small_and_complete():
     traj = example_trajectory()
     assert traj.signals.shape == (3000, 29) and traj.meta["model"] == "survival-mlp"
     assert {"train_loss", "val_acc", "signal_dc"} <= set(traj.scalars)
+
+
+def test_summary_html_is_rendered_by_markdown_it_with_images_inline(tmp_path):
+    from matplotlib.figure import Figure
+
+    Figure(figsize=(1, 1)).savefig(tmp_path / "a.png")
+    html = demo._inline_html("# Title\n\n| x | y |\n|---|---|\n| 1 | **2** |\n\n![a.png](a.png)\n\n"
+                             "a `b` <script>", tmp_path)
+    assert "<h1>Title</h1>" in html and "<td><strong>2</strong></td>" in html and "<code>b</code>" in html
+    assert 'src="data:image/png;base64,' in html and 'alt="a.png"' in html
+    assert "<script>" not in html  # raw HTML is escaped
+
+
+@pytest.mark.parametrize("held, eig, words", [(-1958.0, 0.0026, "grows away"), (-3.0, -0.01, "drifts away"),
+                                              (0.9, -0.01, "still follows"), (None, 0.1, "not available")])
+def test_the_held_out_r2_gets_a_sentence(held, eig, words):
+    sentence = demo._heldout_sentence({"heldout_r2": held, "max_real_eigenvalue": eig, "notes": []})
+    assert words in sentence

@@ -1,8 +1,7 @@
 import numpy as np
 import pytest
 
-from particles import (ForceParams, NonFiniteStateError, energy, forces, minimize, modular_addition, simulate,
-                       Trajectory)
+from particles import ForceParams, NonFiniteStateError, energy, forces, minimize, modular_addition, simulate
 
 
 def test_records_and_energy(train17, rng):

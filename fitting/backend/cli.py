@@ -7,6 +7,8 @@ import math
 import sys
 from pathlib import Path
 
+from particles.cli import add_quiet
+
 __all__ = ["register_train", "register_toy_phases", "register_compare_network"]
 
 
@@ -77,11 +79,12 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                               description="Train one of the papers' networks for several seeds and write one "
                                           "trajectory file per seed (signals every step, embedding snapshots). "
                                           "Needs the torch extra: pip install 'embedding-dynamics[torch]'.")
-    p.add_argument("model", choices=list(MODEL_CONFIGS))
+    p.add_argument("model", choices=list(MODEL_CONFIGS), help="which paper's network to train")
     p.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
-    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--steps", type=int, default=None, help="override the model's number of steps")
-    p.add_argument("--snapshot-every", type=int, default=None)
+    p.add_argument("--snapshot-every", type=int, default=None,
+                   help="store an embedding snapshot every N steps (default: the model's setting)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a config field (repeatable), e.g. --set weight_decay=0.6")
     p.add_argument("--batched", action="store_true", help="train all seeds as one batched computation "
@@ -93,7 +96,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from checkpoints in --out")
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=_cmd_train)
     register_toy_phases(subparsers)
     register_compare_network(subparsers)
@@ -163,7 +166,7 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=_cmd_toy_phases)
 
 
@@ -281,5 +284,5 @@ def register_compare_network(subparsers: argparse._SubParsersAction) -> None:
                         "classifier only, --set lr=0.003")
     p.add_argument("--jobs", type=int, default=1, help="processes for the particle runs (default 1)")
     p.add_argument("--out", default="embdyn-compare-network", help="output folder (default ./embdyn-compare-network)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_quiet(p)
     p.set_defaults(func=_cmd_compare_network)

@@ -79,7 +79,8 @@ class FiniteDifference(Formulation):
 
 
 class SavitzkyGolay(Formulation):
-    """Savitzky-Golay smoothing and derivative (uniform sampling).
+    """Savitzky-Golay smoothing and derivative (uniform sampling), by
+    :func:`scipy.signal.savgol_filter`.
 
     Parameters
     ----------

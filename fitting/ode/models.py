@@ -270,7 +270,7 @@ class ODEModel(BaseEstimator):
             Increasing output times; x0 is the state at t[0].
         method : {"auto", "exact", "ivp", "rollout"}
             "exact" (linear models only): augmented matrix exponential.
-            "ivp": ``scipy.integrate.solve_ivp`` (LSODA, ``rtol``/``atol``).
+            "ivp": :func:`scipy.integrate.solve_ivp` (LSODA, ``rtol``/``atol``).
             "rollout": the discrete map x <- x + dt f(x) on uniform t (what
             a model fitted to forward differences reproduces exactly).
             "auto": exact for linear models, ivp otherwise.

@@ -167,7 +167,8 @@ class STLSQ(Regressor):
 
 
 class Lasso(Regressor):
-    """L1-penalised least squares by coordinate descent (scikit-learn).
+    """L1-penalised least squares by coordinate descent
+    (:class:`sklearn.linear_model.Lasso`).
 
     Minimises 1/(2n) ||y - X w||^2 + alpha ||w||_1 on standardised data
     (``standardize=True``: features and target centred and divided by their
@@ -217,8 +218,8 @@ class Lasso(Regressor):
 class LassoCV(Lasso):
     """Lasso with alpha per equation from time-series cross-validation.
 
-    The exact regularisation path by LARS (``sklearn.linear_model.
-    LassoLarsCV``) with ``cv`` folds of ``TimeSeriesSplit`` over the stacked
+    The exact regularisation path by LARS
+    (:class:`sklearn.linear_model.LassoLarsCV`) with ``cv`` folds of ``TimeSeriesSplit`` over the stacked
     rows; on collinear polynomial libraries coordinate descent over an alpha
     grid is slower and does not converge.
     """
