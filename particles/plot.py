@@ -91,7 +91,7 @@ def plot_snapshots(traj: Trajectory, *, n: int = 6, dataset: PairDataset | None 
         label = f"step {traj.snapshot_steps[i]}"
         if i == idx[-1]:
             m = structure_metrics(traj.embeddings[i], dataset)
-            label += f"\n{m['structure']} (circ {m['circularity']:.2f}, acc {m['accuracy_euclidean']:.2f})"
+            label += f"\n{m['structure']}: circularity {m['circularity']:.2f}, accuracy {m['accuracy_euclidean']:.2f}"
         plot_embedding(traj.embeddings[i], ax, dataset=dataset, title=label, connect=connect and i == idx[-1])
     if title:
         fig.suptitle(title, fontsize=10)

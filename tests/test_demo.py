@@ -37,9 +37,11 @@ def test_demo_quick_writes_everything_and_the_summary_carries_the_numbers(tmp_pa
     import re
 
     title = fit["figure_titles"]["fitting_fit.png"]
-    for number in re.findall(r"-?\d+\.\d+|-?\d{3,}", title):
+    for number in re.findall(r"(?<![\w.-])-?\d+(?:\.\d+)?", title):
         assert number in markdown, (number, title)
     assert "Held out, the" in markdown
+    for name, m in summary["stages"]["particles"]["seed0"].items():  # the numbers of the snapshot figures
+        assert f"| {name} | {m['structure']} | {m['circularity']:.2f} | {m['accuracy']:.2f} |" in markdown
     assert "demo finished" in capsys.readouterr().out
 
 
