@@ -144,8 +144,8 @@ PHASE_COLORS = {"comprehension": "#2a9d8f", "grokking": "#e9c46a", "memorization
 def plot_phase_grid(records: Sequence[dict], x: str = "decoder_lr", y: str = "decoder_weight_decay",
                     title: str | None = None, ax=None) -> Figure:
     """Phase diagram of a grid result: one square per cell coloured by its
-    majority phase over seeds (ties to the earlier of comprehension,
-    grokking, memorization, confusion), the grid values as equally spaced
+    majority phase over seeds (more than half of its seeds; a cell without
+    a majority is white and hatched), the grid values as equally spaced
     categories, and the median step to 90 % validation accuracy of the
     majority's seeds written in generalising cells (in thousands).
 
@@ -169,6 +169,10 @@ def plot_phase_grid(records: Sequence[dict], x: str = "decoder_lr", y: str = "de
         names = [r["phase"] for r in rs]
         phase = max(phases, key=lambda ph: (names.count(ph), -phases.index(ph)))
         i, j = xs.index(vx), ys.index(vy)
+        if 2 * names.count(phase) <= len(names):  # no majority: say so rather than break the tie
+            ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, facecolor="white", edgecolor="0.6", hatch="///",
+                                   lw=0))
+            continue
         ax.add_patch(Rectangle((i - 0.5, j - 0.5), 1, 1, color=PHASE_COLORS[phase], lw=0))
         vals = [r["steps_val"] for r in rs if r["phase"] == phase and r["steps_val"] is not None]
         if vals and phase in ("comprehension", "grokking"):
@@ -181,7 +185,10 @@ def plot_phase_grid(records: Sequence[dict], x: str = "decoder_lr", y: str = "de
     ax.set_yticks(range(len(ys)), [f"{v:g}" for v in ys])
     ax.set_xlabel(x.replace("_", " "))
     ax.set_ylabel(y.replace("_", " "))
-    ax.legend(handles=[Patch(color=PHASE_COLORS[ph], label=ph) for ph in phases], loc="upper left",
+    handles = [Patch(color=PHASE_COLORS[ph], label=ph) for ph in phases]
+    if any(len(rs) > 1 for rs in votes.values()):
+        handles.append(Patch(facecolor="white", edgecolor="0.6", hatch="///", label="no majority"))
+    ax.legend(handles=handles, loc="upper left",
               bbox_to_anchor=(1.01, 1), fontsize=8, title="phase (number: k steps to 90 % val)", title_fontsize=7)
     if title:
         ax.set_title(title, fontsize=9)

@@ -99,3 +99,23 @@ def test_cli_fit_bad_values_are_one_line_with_exit_code_2(tmp_path, capsys):
         assert info.value.code == 2, args
         err = capsys.readouterr().err
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
+
+
+def test_phase_grid_marks_cells_without_a_majority():
+    from fitting.plot import PHASE_COLORS, plot_phase_grid
+
+    def rec(lr, seed, phase):
+        return {"decoder_lr": lr, "decoder_weight_decay": 0.0, "seed": seed, "phase": phase,
+                "steps_val": 500 if phase in ("comprehension", "grokking") else None}
+
+    records = [rec(1e-3, 0, "comprehension"), rec(1e-3, 1, "memorization"), rec(1e-3, 2, "grokking"),
+               rec(1e-2, 0, "confusion"), rec(1e-2, 1, "confusion"), rec(1e-2, 2, "grokking")]
+    ax = plot_phase_grid(records).axes[0]
+    hatched = [p for p in ax.patches if p.get_hatch()]
+    coloured = [p for p in ax.patches if not p.get_hatch()]
+    assert len(hatched) == 1 and hatched[0].get_x() == -0.5  # the 1e-3 cell: three seeds, three phases
+    assert len(coloured) == 1 and coloured[0].get_x() == 0.5
+    from matplotlib.colors import to_hex
+
+    assert to_hex(coloured[0].get_facecolor()) == PHASE_COLORS["confusion"]
+    assert "no majority" in [t.get_text() for t in ax.get_legend().get_texts()]

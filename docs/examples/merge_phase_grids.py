@@ -3,7 +3,8 @@ and redraw the majority-phase diagram (needs the [torch] extra).
 
     python docs/examples/merge_phase_grids.py A.json B.json --out merged.json
 
-Writes merged.json, merged.csv and merged.png.
+Writes merged.json, merged.csv, merged.png (majority phase per cell) and
+merged_per_seed.png (one panel per seed).
 """
 
 from __future__ import annotations
@@ -28,6 +29,13 @@ def main() -> None:
     title = args.title or (f"{args.out.stem}: {m['steps']} steps, {len(m['seeds'])} seeds, majority phase; "
                            f"{m['seconds'] / 60:.0f} min in all")
     plot_phase_grid(merged.records, title=title).savefig(args.out.with_suffix(".png"), dpi=120)
+    from matplotlib.figure import Figure
+
+    seeds = sorted({r["seed"] for r in merged.records})
+    fig = Figure(figsize=(6.2 * len(seeds), 4.6), layout="constrained")
+    for ax, seed in zip(fig.subplots(1, len(seeds), squeeze=False)[0], seeds):
+        plot_phase_grid([r for r in merged.records if r["seed"] == seed], ax=ax, title=f"seed {seed}")
+    fig.savefig(args.out.with_name(args.out.stem + "_per_seed.png"), dpi=100)
     print(", ".join(f"{k} {v}" for k, v in merged.phase_counts().items()) + f" -> {args.out}")
 
 
