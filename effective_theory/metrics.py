@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from particles.datasets import PairDataset
 from particles.parallelograms import constraint_matrix, parallelograms
+from particles.validation import check_array
 
 __all__ = ["normalized_embedding", "realised_parallelograms", "rqi", "rqi_series", "predicted_accuracy", "classify_phase",
            "PHASES"]
@@ -34,7 +35,7 @@ def _check(E: np.ndarray, dataset: PairDataset, delta2: float) -> np.ndarray:
 
 def normalized_embedding(E: np.ndarray) -> np.ndarray:
     """E~ = (E - mean) / sqrt(Z / p), so that sum_k |E~_k|^2 = p."""
-    E = np.asarray(E, dtype=float)
+    E = check_array(E, "E", ndim=2, min_size=1)
     dev = E - E.mean(axis=0)
     z = float(np.sum(dev**2))
     if z <= 0:

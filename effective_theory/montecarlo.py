@@ -21,6 +21,7 @@ from numba import njit, prange
 from scipy.stats import norm
 
 from particles.datasets import addition, make_rng
+from particles.validation import check_int
 
 from .linalg import PRIMES, _reduce_into_basis, grokking_rate
 
@@ -157,6 +158,7 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
         raise ValueError(f"p must be an int in [3, {MAX_EXACT_P}], got {p!r}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
         raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    bootstrap = check_int(bootstrap, "bootstrap", 0)
     data = addition(int(p))
     n = len(data)
     sizes = np.arange(1, n + 1) if sizes is None else np.unique(np.asarray(sizes, dtype=np.int64))

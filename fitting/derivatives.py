@@ -21,6 +21,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import savgol_filter
 
+from particles.validation import check_array, check_float
+
 __all__ = ["DERIVATIVES", "check_savgol", "differentiate", "is_uniform", "sample_times"]
 
 DERIVATIVES = ("forward", "central", "savgol")
@@ -51,9 +53,7 @@ def differentiate(x: np.ndarray, t: np.ndarray | float = 1.0, method: str = "for
     """
     if method not in DERIVATIVES:
         raise ValueError(f"method must be one of {DERIVATIVES}, got {method!r}")
-    x = np.asarray(x, dtype=float)
-    if x.ndim != 2:
-        raise ValueError(f"x must have shape (T, K), got {x.shape}")
+    x = check_array(x, "x", ndim=2)
     T = x.shape[0]
     times = sample_times(t, T)
     if method == "forward":
@@ -86,12 +86,10 @@ def check_savgol(window_length: int, polyorder: int, prefix: str = "") -> None:
 
 def sample_times(t: np.ndarray | float, T: int) -> np.ndarray:
     """Sample times from a step or an array; validated."""
-    if np.ndim(t) == 0:
-        dt = float(t)
-        if not np.isfinite(dt) or dt <= 0:
-            raise ValueError(f"t as a time step must be a finite number > 0, got {t!r}")
+    if np.ndim(t) == 0 and not isinstance(t, np.ndarray):
+        dt = check_float(t, "t (a time step)", 0, strict=True)
         return dt * np.arange(T, dtype=float)
-    times = np.asarray(t, dtype=float)
+    times = check_array(t, "t", finite=False)
     if times.ndim != 1 or times.shape[0] != T:
         raise ValueError(f"t must be a step or an array of {T} times, got shape {times.shape}")
     if not np.all(np.isfinite(times)) or (T > 1 and np.any(np.diff(times) <= 0)):

@@ -18,6 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from particles.datasets import make_rng
+from particles.validation import check_array
 
 from .ode.data import as_runs
 from .signals import surviving_frequencies
@@ -84,8 +85,8 @@ def fitness_correlation(rate: Any, signal: Any) -> tuple[float, float]:
     Both arrays are flattened, so per-frequency (K,) arrays or per-run
     (R, K) arrays both work.
     """
-    x = np.asarray(rate, dtype=float).ravel()
-    y = np.asarray(signal, dtype=float).ravel()
+    x = check_array(rate, "rate").ravel()
+    y = check_array(signal, "signal").ravel()
     if x.shape != y.shape or x.size < 3:
         raise ValueError(f"rate and signal need the same size >= 3, got {x.size} and {y.size}")
     if np.ptp(x) == 0 or np.ptp(y) == 0:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .validation import check_array
+
 __all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng"]
 
 
@@ -51,8 +53,8 @@ class PairDataset:
     indices: np.ndarray = field(default=None)  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
-        pairs = np.ascontiguousarray(self.pairs, dtype=np.int64)
-        labels = np.ascontiguousarray(self.labels, dtype=np.int64)
+        pairs = np.ascontiguousarray(check_array(self.pairs, "pairs", dtype="int"))
+        labels = np.ascontiguousarray(check_array(self.labels, "labels", dtype="int"))
         if pairs.ndim != 2 or pairs.shape[1] != 2:
             raise ValueError(f"pairs must have shape (n, 2), got {pairs.shape}")
         if labels.shape != (pairs.shape[0],):

@@ -32,6 +32,7 @@ from .parallelograms import constraint_matrix, label_constraints
 from .kernels.status import NONFINITE, OK, check_state
 from .simulate import MAX_GROWTH, NonFiniteStateError, check_record_memory, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
+from .validation import check_array
 
 __all__ = [
     "EffectiveLoss",
@@ -70,9 +71,8 @@ class EffectiveLoss:
 
     @classmethod
     def from_matrix(cls, A: sp.spmatrix | np.ndarray) -> "EffectiveLoss":
-        A = sp.csr_matrix(A)
-        if A.shape[0] == 0:
-            raise ValueError("the constraint matrix has no rows: the training set holds no parallelogram")
+        """From a constraint matrix A (m x p, real and finite, m >= 1)."""
+        A = _check_constraints(A)
         return cls(A=A, laplacian=np.ascontiguousarray((A.T @ A).toarray(), dtype=np.float64))
 
     @classmethod
@@ -214,30 +214,47 @@ def effective_loss_gradient(E: np.ndarray, system: EffectiveLoss | PairDataset,
     return l0 / z, grad
 
 
+def _check_constraints(A: Any, p: int | None = None) -> sp.csr_matrix:
+    """A as a float64 CSR matrix with m >= 1 rows (and p columns), real and finite."""
+    if sp.issparse(A):
+        A = sp.csr_matrix(A)
+        check_array(A.data, "A", ndim=1)  # dtype and finiteness of the stored entries
+        A = A.astype(np.float64)
+    else:
+        A = sp.csr_matrix(check_array(A, "A", ndim=2))
+    if A.shape[0] == 0:
+        raise ValueError("A (the constraint matrix) has no rows: the training set holds no parallelogram")
+    if p is not None and A.shape[1] != p:
+        raise ValueError(f"A must have one column per token of E (p = {p}), got shape {A.shape}")
+    return A
+
+
 def effective_loss_reference(E: np.ndarray, A: sp.spmatrix | np.ndarray,
                              normalization: str = "centred") -> tuple[float, np.ndarray]:
     """NumPy reference of ``(l_eff, grad l_eff)`` from A itself: A^T (A E)."""
     centred = _check_normalization(normalization)
-    E = np.asarray(E, dtype=float)
-    A = sp.csr_matrix(A).astype(np.float64, copy=False)
+    E = check_array(E, "E", ndim=2, min_size=1)
+    A = _check_constraints(A, E.shape[0])
     m = A.shape[0]
     AE = A @ E
     l0 = float(np.sum(AE**2)) / m
     dev = E - E.mean(axis=0) if centred else E
     z = float(np.sum(dev**2))
+    if z == 0:
+        raise ValueError("E has Z(E) = 0 (all embeddings coincide): the normalized effective loss is undefined")
     grad = ((2.0 / m) * (A.T @ AE) * z - l0 * 2.0 * dev) / z**2
     return l0 / z, grad
 
 
 def centroid_sum(E: np.ndarray) -> np.ndarray:
     """C = sum_k E_k, shape (d,): conserved by the centred flow."""
-    return np.asarray(E, dtype=float).sum(axis=0)
+    return check_array(E, "E", ndim=2).sum(axis=0)
 
 
 def spread(E: np.ndarray, normalization: str = "centred") -> float:
     """Z = sum_k |E_k - mean|^2 (centred) or sum_k |E_k|^2 (uncentred)."""
     centred = _check_normalization(normalization)
-    E = np.asarray(E, dtype=float)
+    E = check_array(E, "E", ndim=2, min_size=1)
     dev = E - E.mean(axis=0) if centred else E
     return float(np.sum(dev**2))
 

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .datasets import PairDataset, modular_addition
+from .validation import check_array
 
 __all__ = [
     "circularity",
@@ -42,13 +43,11 @@ LINE_THRESHOLD = 0.1
 
 
 def _check_embedding(E: np.ndarray, name: str = "E") -> np.ndarray:
-    E = np.asarray(E, dtype=float)
-    if E.ndim != 2:
-        raise ValueError(f"{name} must have shape (p, d), got {E.shape}")
+    if np.ndim(E) != 2:
+        raise ValueError(f"{name} must have shape (p, d), got {np.shape(E)}")
+    E = check_array(E, name)  # real (complex refused, not cast) and finite
     if E.shape[0] < 2 or E.shape[1] < 1:
         raise ValueError(f"{name} must have at least 2 tokens and 1 dimension, got {E.shape}")
-    if not np.all(np.isfinite(E)):
-        raise ValueError(f"{name} contains non-finite values")
     return E
 
 

@@ -7,10 +7,13 @@ It is O(n^2) in memory and meant for tests and benchmarks, not for runs.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .pair_energy import PairEnergy
 from .params import ForceParams
+from .validation import check_array
 
 __all__ = ["pair_sums_reference", "pair_forces_reference", "energy_reference", "forces_reference"]
 
@@ -89,9 +92,21 @@ def _scatter(f_pairs: np.ndarray, pairs: np.ndarray, p: int) -> np.ndarray:
     return force
 
 
+def _check_system(x: Any, pairs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x (p, d) real and finite; pairs (n, 2) token indices in [0, p); labels (n,) ints."""
+    x = check_array(x, "x", ndim=2)
+    pairs = check_array(pairs, "pairs", dtype="int", shape=(None, 2))
+    labels = check_array(labels, "labels", dtype="int", shape=(pairs.shape[0],))
+    if pairs.size and (pairs.min() < 0 or pairs.max() >= x.shape[0]):
+        raise ValueError(f"pairs must hold token indices in [0, p) with p = {x.shape[0]} rows of x, got range "
+                         f"[{pairs.min()}, {pairs.max()}]")
+    return x, pairs, labels
+
+
 def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
                      ) -> float:
     """U(x) of SPEC section 1."""
+    x, pairs, labels = _check_system(x, pairs, labels)
     _, u = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return u + 0.5 * params.particle_wd * float(np.sum(x**2))
 
@@ -99,5 +114,6 @@ def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, param
 def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
                      ) -> np.ndarray:
     """F_a = sum over pairs u containing a of f_u (twice for u = (a, a)), minus the particle decay times x_a."""
+    x, pairs, labels = _check_system(x, pairs, labels)
     f_pairs, _ = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return _scatter(f_pairs, pairs, x.shape[0]) - params.particle_wd * x

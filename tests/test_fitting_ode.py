@@ -445,7 +445,7 @@ def test_stable_fit_is_stable_where_least_squares_is_not():
     same = LinearODE(stable=True).fit(data, 0.01)
     assert not same.fit_info_["constrained"]
     np.testing.assert_allclose(same.coef_, LinearODE("ols").fit(data, 0.01).coef_, atol=1e-10)
-    with pytest.raises(TypeError, match="stable must be a bool"):
+    with pytest.raises(TypeError, match="stable must be True or False"):
         LinearODE(stable="yes").fit(data, 0.01)
 
 

@@ -77,7 +77,7 @@ def test_structure_metrics_keys():
 
 @pytest.mark.parametrize("E, err, match", [
     (np.zeros(5), ValueError, r"shape \(p, d\)"),
-    (np.full((5, 2), np.nan), ValueError, "non-finite"),
+    (np.full((5, 2), np.nan), ValueError, "E must be finite"),
 ])
 def test_bad_embeddings(E, err, match):
     with pytest.raises(err, match=match):

@@ -3,6 +3,7 @@ discrete rollout, and the blow-up check shared by all three."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Callable
 
 import numpy as np
@@ -38,7 +39,8 @@ class BlowUpError(RuntimeError):
         self.partial = partial
 
 
-def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray) -> np.ndarray:
+def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray, *, check: bool = True
+                    ) -> np.ndarray:
     """Exact solution of dx/dt = A x + b from x(t[0]) = x0 at times t.
 
     Uses the augmented exponential exp((t - t0) [[A, b], [0, 0]]), which is
@@ -50,6 +52,10 @@ def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray)
     b : ndarray, shape (K,)
     x0 : ndarray, shape (K,)
     t : ndarray, shape (n,)
+
+    check : bool
+        Raise a ValueError when the solution overflows (default); False
+        returns it with inf/NaN (the simulators turn that into BlowUpError).
 
     Returns
     -------
@@ -76,8 +82,15 @@ def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray)
     M[:K, K] = b
     t = t.astype(float)
     z0 = np.append(x0.astype(float), 1.0)
-    props = expm((t - t[0])[:, None, None] * M)  # (n, K+1, K+1)
-    return (props @ z0)[:, :K]
+    with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # overflow is checked (or reported) below
+        props = expm((t - t[0])[:, None, None] * M)  # (n, K+1, K+1)
+        out = (props @ z0)[:, :K]
+    if check and not np.all(np.isfinite(out)):
+        first = int(np.argmax(~np.all(np.isfinite(out), axis=1)))
+        raise ValueError(f"the solution overflows float64 at t = {t[first]:g} (max |eigenvalue of A| = "
+                         f"{np.abs(np.linalg.eigvals(A)).max():.3g}); shorten t or rescale A")
+    return out
 
 
 def integrate(rhs: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, t: np.ndarray, method: str,
@@ -108,7 +121,7 @@ def integrate(rhs: Callable[[np.ndarray], np.ndarray], x0: np.ndarray, t: np.nda
     if method == "exact":
         if linear is None:
             raise ValueError("method='exact' exists for linear models only; use 'ivp' or 'rollout'")
-        out = linear_solution(linear[0], linear[1], x0, times)
+        out = linear_solution(linear[0], linear[1], x0, times, check=False)
     elif method == "rollout":
         if len(times) > 2 and not is_uniform(times):
             raise ValueError("method='rollout' needs uniformly spaced times")

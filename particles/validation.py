@@ -1,0 +1,210 @@
+"""Input checks shared by every package of the distribution.
+
+Each check takes the value and the parameter's name, and either returns the
+value in its normal form (an int, a float, a float64 array, ...) or raises
+a ``ValueError``/``TypeError`` whose message names the parameter, says what
+is accepted and shows what was given. Public entry points call them before
+any work. ``particles`` imports nothing of ours, so the checks live here and
+``effective_theory`` and ``fitting`` import them from ``particles.validation``.
+
+Conventions:
+
+* ``TypeError`` for the wrong kind of object (a string where a number goes,
+  complex or object arrays, None where a value is required); ``ValueError``
+  for a value of the right kind outside its range (NaN, a negative size,
+  a wrong shape).
+* bools are not accepted as numbers, and complex input is refused, never
+  cast (casting would silently drop the imaginary part).
+* ranges are closed unless ``strict``; ``high=None`` means unbounded.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+from typing import Any, Collection, Sequence
+
+import numpy as np
+
+__all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_array", "check_path",
+           "describe"]
+
+
+def describe(value: Any) -> str:
+    """A short description of ``value`` for error messages (arrays by dtype
+    and shape, long reprs cut)."""
+    if isinstance(value, np.ndarray):
+        return f"an array of dtype {value.dtype} and shape {value.shape}"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _range_text(low, high, strict: bool) -> str:
+    lo = ">" if strict else ">="
+    if low is not None and high is not None:
+        return f"in ({low}, {high})" if strict else f"in [{low}, {high}]"
+    if low is not None:
+        return f"{lo} {low}"
+    if high is not None:
+        return f"{'<' if strict else '<='} {high}"
+    return ""
+
+
+def check_int(value: Any, name: str, low: int | None = None, high: int | None = None, *,
+              allow_none: bool = False) -> int | None:
+    """``value`` as a Python int in [low, high] (None when ``allow_none``).
+
+    Integral floats are refused too (``steps=1e3`` is a float); NumPy
+    integers are accepted.
+    """
+    if value is None and allow_none:
+        return None
+    what = f"an int {_range_text(low, high, False)}".rstrip()
+    if allow_none:
+        what = "None or " + what
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(value)
+
+
+def check_float(value: Any, name: str, low: float | None = None, high: float | None = None, *,
+                strict: bool = False, allow_none: bool = False, allow_inf: bool = False) -> float | None:
+    """``value`` as a finite Python float in [low, high] (open with
+    ``strict``; None when ``allow_none``; +-inf when ``allow_inf``)."""
+    if value is None and allow_none:
+        return None
+    what = f"a {'' if allow_inf else 'finite '}number {_range_text(low, high, strict)}".rstrip()
+    if allow_none:
+        what = "None or " + what
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    v = float(value)
+    if math.isnan(v) or (math.isinf(v) and not allow_inf):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if low is not None and (v <= low if strict else v < low):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    if high is not None and (v >= high if strict else v > high):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return v
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """``value`` as a bool (Python or NumPy bool only; 0/1 and strings are refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be True or False, got {describe(value)}")
+    return bool(value)
+
+
+def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
+    """``value`` if it equals one of ``choices`` (a string matches strings
+    only); a ValueError for an unknown value of the right type, a TypeError
+    otherwise."""
+    options = list(choices)
+    for option in options:
+        if isinstance(value, str) != isinstance(option, str) or isinstance(value, np.ndarray):
+            continue
+        try:
+            if bool(value == option):
+                return option
+        except (TypeError, ValueError):
+            continue
+    shown = ", ".join(repr(o) for o in options)
+    same_kind = any(isinstance(value, str) == isinstance(o, str) and type(value) is type(o) for o in options)
+    raise (ValueError if same_kind else TypeError)(f"{name} must be one of {shown}, got {describe(value)}")
+
+
+def check_array(value: Any, name: str, *, ndim: int | Sequence[int] | None = None,
+                shape: Sequence[int | None] | None = None, dtype: str = "float", finite: bool = True,
+                min_size: int = 0, low: float | None = None, high: float | None = None) -> np.ndarray:
+    """``value`` as a NumPy array of the given kind, checked.
+
+    Parameters
+    ----------
+    value : array_like
+    name : str
+        The parameter's name, for the message.
+    ndim : int or sequence of int, optional
+        Accepted numbers of dimensions.
+    shape : sequence of (int or None), optional
+        Required shape; None matches any length on that axis.
+    dtype : {"float", "int", "bool", "number"}
+        "float": real numbers, returned as float64; "int": integers (or
+        integral floats), returned as int64; "bool": booleans; "number": real
+        numbers, returned as given (int or float). Complex, object and string
+        input is refused for all of them.
+    finite : bool
+        Refuse NaN and +-inf (float and number arrays).
+    min_size : int
+        Fewest elements.
+    low, high : float, optional
+        Closed bounds on every element.
+    """
+    if value is None:
+        raise TypeError(f"{name} must be an array, got None")
+    if isinstance(value, (str, bytes, dict, set)):
+        raise TypeError(f"{name} must be an array of numbers, got {describe(value)}")
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError) as exc:  # ragged nested lists
+        raise ValueError(f"{name} must be a rectangular array of numbers ({exc})") from None
+    kind = arr.dtype.kind
+    if kind == "c":
+        raise TypeError(f"{name} must be real; complex input is refused rather than cast, got dtype {arr.dtype}")
+    if kind not in "biuf":
+        raise TypeError(f"{name} must be an array of numbers, got dtype {arr.dtype}")
+    if dtype == "bool":
+        if kind != "b":
+            raise TypeError(f"{name} must be a boolean array, got dtype {arr.dtype}")
+    elif dtype == "int":
+        if kind == "b":
+            raise TypeError(f"{name} must be an integer array, got booleans")
+        if kind == "f":
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"{name} must hold finite integers, got NaN or inf")
+            if not np.all(arr == np.round(arr)):
+                raise ValueError(f"{name} must hold integers, got non-integral values")
+        arr = arr.astype(np.int64)
+    elif dtype in ("float", "number"):
+        if kind == "b":
+            raise TypeError(f"{name} must be an array of numbers, got booleans")
+        if dtype == "float":
+            arr = arr.astype(np.float64)
+    else:
+        raise ValueError(f"dtype must be 'float', 'int', 'bool' or 'number', got {dtype!r}")
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else tuple(ndim)
+        if arr.ndim not in allowed:
+            want = " or ".join(str(a) for a in allowed)
+            raise ValueError(f"{name} must have {want} dimension{'s' if allowed != (1,) else ''}, "
+                             f"got shape {arr.shape}")
+    if shape is not None:
+        if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape)):
+            want = "(" + ", ".join("n" if s is None else str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+            raise ValueError(f"{name} must have shape {want}, got {arr.shape}")
+    if arr.size < min_size:
+        raise ValueError(f"{name} must have at least {min_size} element{'s' if min_size != 1 else ''}, "
+                         f"got {arr.size}")
+    if finite and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise ValueError(f"{name} must be finite, got {bad} NaN or inf value{'s' if bad != 1 else ''}")
+    if low is not None and arr.size and np.min(arr) < low:
+        raise ValueError(f"{name} must be >= {low} everywhere, got a minimum of {np.min(arr)!r}")
+    if high is not None and arr.size and np.max(arr) > high:
+        raise ValueError(f"{name} must be <= {high} everywhere, got a maximum of {np.max(arr)!r}")
+    return arr
+
+
+def check_path(value: Any, name: str, *, must_exist: bool = False) -> Path:
+    """``value`` as a ``pathlib.Path`` (a str or os.PathLike; open files and
+    file descriptors are refused), existing when ``must_exist``."""
+    if isinstance(value, bool) or not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {describe(value)}")
+    path = Path(value)
+    if str(value) == "":
+        raise ValueError(f"{name} must be a non-empty path")
+    if must_exist and not path.exists():
+        raise FileNotFoundError(f"{name}: {str(path)!r} does not exist")
+    return path

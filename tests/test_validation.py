@@ -1,0 +1,142 @@
+"""particles.validation (the one input-check module of the distribution) and
+the public functions that used to return garbage or non-finite numbers on
+bad input (issue 14's list)."""
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import effective_theory as et
+import fitting as ft
+import particles as pt
+from fitting.ode import linear_solution
+from particles.effective import EffectiveLoss
+from particles.validation import check_array, check_bool, check_choice, check_float, check_int, check_path
+
+
+@given(st.integers(-10**6, 10**6), st.integers(-100, 100), st.integers(0, 200))
+def test_check_int_accepts_exactly_the_range(value, low, width):
+    high = low + width
+    if low <= value <= high:
+        assert check_int(value, "n", low, high) == value
+    else:
+        with pytest.raises(ValueError, match=r"n must be an int in \["):
+            check_int(value, "n", low, high)
+
+
+@pytest.mark.parametrize("bad", [1.0, "3", None, True, np.float64(2.0), 2 + 0j, [1]])
+def test_check_int_refuses_other_kinds_by_name(bad):
+    with pytest.raises(TypeError, match="steps must be an int >= 1"):
+        check_int(bad, "steps", 1)
+
+
+@given(st.floats(allow_nan=True, allow_infinity=True))
+def test_check_float_refuses_non_finite_and_out_of_range(value):
+    ok = np.isfinite(value) and 0.0 < value <= 1.0
+    if ok:
+        assert check_float(value, "dt", 0.0, 1.0, strict=False) == value
+    elif not (np.isfinite(value) and value == 0.0):
+        with pytest.raises(ValueError, match="dt must be a finite number"):
+            check_float(value, "dt", 0.0, 1.0, strict=True)
+
+
+@pytest.mark.parametrize("bad", ["0.1", None, True, 1j, [0.1]])
+def test_check_float_refuses_other_kinds_by_name(bad):
+    with pytest.raises(TypeError, match="dt must be"):
+        check_float(bad, "dt", 0.0)
+
+
+def test_bool_choice_and_path():
+    assert check_bool(np.bool_(True), "flag") is True
+    with pytest.raises(TypeError, match="flag must be True or False"):
+        check_bool(1, "flag")
+    assert check_choice("ivp", "method", ("exact", "ivp")) == "ivp"
+    with pytest.raises(ValueError, match="method must be one of 'exact', 'ivp', got 'x'"):
+        check_choice("x", "method", ("exact", "ivp"))
+    with pytest.raises(TypeError, match="method must be one of"):
+        check_choice(3, "method", ("exact", "ivp"))
+    with pytest.raises(TypeError, match="path must be a path"):
+        check_path(3, "path")  # an int is not an open file descriptor here
+
+
+@settings(max_examples=60)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                  elements=st.floats(allow_nan=True, allow_infinity=True)))
+def test_check_array_refuses_every_non_finite_value(arr):
+    if np.all(np.isfinite(arr)):
+        out = check_array(arr, "x")
+        assert out.dtype == np.float64 and np.array_equal(out, arr)
+    else:
+        with pytest.raises(ValueError, match="x must be finite"):
+            check_array(arr, "x")
+
+
+@settings(max_examples=30)
+@given(hnp.arrays(np.complex128, hnp.array_shapes(max_dims=2, max_side=4), elements=st.complex_numbers(max_magnitude=10)))
+def test_check_array_refuses_complex_even_with_zero_imaginary_part(arr):
+    with pytest.raises(TypeError, match="x must be real; complex input is refused"):
+        check_array(arr, "x")
+
+
+@pytest.mark.parametrize("bad, kind", [(np.array(["a"]), TypeError), (np.array([object()]), TypeError),
+                                        (None, TypeError), ("abc", TypeError), ([[1, 2], [3]], ValueError),
+                                        (np.array([True]), TypeError)])
+def test_check_array_refuses_non_numbers(bad, kind):
+    with pytest.raises(kind, match="x must"):
+        check_array(bad, "x")
+
+
+def test_check_array_shape_and_int_rules():
+    with pytest.raises(ValueError, match=r"x must have shape \(n, 2\), got \(3, 3\)"):
+        check_array(np.zeros((3, 3)), "x", shape=(None, 2))
+    assert check_array([1.0, 2.0], "k", dtype="int").dtype == np.int64
+    with pytest.raises(ValueError, match="k must hold integers"):
+        check_array([1.5], "k", dtype="int")
+
+
+E = np.random.default_rng(0).normal(size=(7, 2))
+NAN_E = E.copy()
+NAN_E[0, 0] = np.nan
+FIVE = pt.modular_addition(5)
+
+# (call, parameter named in the message): each used to return garbage or
+# non-finite numbers without an error
+LISTED = {
+    "linear_solution overflow": (lambda: linear_solution(np.eye(2) * 100, np.zeros(2), np.ones(2), np.array([0.0, 100.0])), "overflows"),
+    "differentiate NaN": (lambda: ft.differentiate(NAN_E), "x must be finite"),
+    "differentiate complex": (lambda: ft.differentiate(E * 1j), "x must be real"),
+    "differentiate t string": (lambda: ft.differentiate(E, "x"), "t"),
+    "fitness_correlation NaN": (lambda: ft.fitness_correlation([0.1, np.nan, 0.3, 0.5], [1, 2, 3, 4]), "rate must be finite"),
+    "normalized_embedding NaN": (lambda: et.normalized_embedding(NAN_E), "E must be finite"),
+    "normalized_embedding complex": (lambda: et.normalized_embedding(E * 1j), "E must be real"),
+    "centroid_sum NaN": (lambda: pt.centroid_sum(NAN_E), "E must be finite"),
+    "spread NaN": (lambda: pt.spread(NAN_E), "E must be finite"),
+    "effective_loss_reference NaN": (lambda: pt.effective_loss_reference(NAN_E, pt.constraint_matrix(pt.addition(7))), "E must be finite"),
+    "effective_loss_reference Z = 0": (lambda: pt.effective_loss_reference(np.ones((7, 2)), pt.constraint_matrix(pt.addition(7))), "Z\\(E\\) = 0"),
+    "from_matrix NaN": (lambda: EffectiveLoss.from_matrix(np.array([[1.0, np.nan]])), "A must be finite"),
+    "unique_structure_probability bootstrap -1": (lambda: et.unique_structure_probability(6, samples=10, bootstrap=-1), "bootstrap"),
+    "PairDataset NaN labels": (lambda: pt.PairDataset(np.array([[0, 1], [1, 2]]), np.array([0.0, np.nan]), 3), "labels"),
+    "energy_reference p mismatch": (lambda: pt.energy_reference(E, pt.modular_addition(9).pairs, pt.modular_addition(9).labels, pt.ForceParams()), "pairs must hold token indices"),
+    "forces_reference p mismatch": (lambda: pt.forces_reference(E[:4], FIVE.pairs, FIVE.labels, pt.ForceParams()), "pairs must hold token indices"),
+    "circularity complex": (lambda: pt.circularity(E * 1j), "E must be real"),
+    "structure_metrics complex": (lambda: pt.structure_metrics(E * 1j), "E must be real"),
+}
+
+
+@pytest.mark.parametrize("name", list(LISTED))
+def test_listed_bad_calls_raise_named_errors(name):
+    call, words = LISTED[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no overflow on the way to the error
+        with pytest.raises((ValueError, TypeError), match=words):
+            call()
+
+
+def test_good_calls_still_work():
+    assert np.isfinite(pt.spread(E)) and pt.centroid_sum(E).shape == (2,)
+    loss, grad = pt.effective_loss_reference(E, pt.constraint_matrix(pt.addition(7)))
+    assert np.isfinite(loss) and np.all(np.isfinite(grad))
+    assert pt.PairDataset(np.array([[0, 1]]), np.array([1.0]), 3).labels.dtype == np.int64  # integral floats
