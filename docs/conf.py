@@ -55,7 +55,8 @@ API = {
         "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
         "particles.effective": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
         "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,
-        "particles.threads": None, "particles.testing.checks": None, "particles.testing.strategies": None,
+        "particles.threads": None, "particles.validation": None, "particles.reference": None,
+        "particles.testing.checks": None, "particles.testing.strategies": None,
     },
     "particles.kernels (compiled, one job per module)": {
         "particles.kernels": "", "particles.kernels.record": None, "particles.kernels.status": None,

@@ -172,8 +172,10 @@ def _heldout_sentence(f: dict[str, Any]) -> str:
     """One sentence that says what the held-out trajectory R^2 means."""
     held = f.get("heldout_r2")
     if held is None:
-        return ("The held-out trajectory R^2 is not available: " + "; ".join(f.get("notes") or ["no data after the "
-                "fitting window"]) + ".")
+        window = f.get("heldout_window")
+        notes = [n for n in f.get("notes") or [] if window and f"steps {window[0]}-{window[1]}" in n]
+        return "The held-out trajectory R^2 is not available: " + ("; ".join(notes) if notes else
+                                                                    "the run ends at the fitting window") + "."
     if held >= 0.5:
         return (f"Held out, the fitted system still follows the run (trajectory R^2 {_fmt(held)} on the next "
                 f"1000 steps).")

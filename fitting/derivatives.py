@@ -86,7 +86,9 @@ def check_savgol(window_length: int, polyorder: int, prefix: str = "") -> None:
 
 def sample_times(t: np.ndarray | float, T: int) -> np.ndarray:
     """Sample times from a step or an array; validated."""
-    if np.ndim(t) == 0 and not isinstance(t, np.ndarray):
+    if np.ndim(t) == 0:
+        if isinstance(t, np.ndarray):  # a 0-d array holds one step
+            t = check_array(t, "t (a time step)")[()]
         dt = check_float(t, "t (a time step)", 0, strict=True)
         return dt * np.arange(T, dtype=float)
     times = check_array(t, "t", finite=False)

@@ -199,14 +199,14 @@ def _cmd_sweep_merge(args: argparse.Namespace, journals: list[str]) -> int:
     return 0
 
 
-def _compile_kernels(config) -> None:
+def _compile_kernels(config, both: bool = False) -> None:
     """Compile (or load from Numba's cache) the kernels a preset runs, with a
     note on stderr, so that the first progress line is not 10-20 s late."""
     from ._warmup import warmup
     from .energy import PARALLEL_MIN_PAIRS
 
     print("compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
-    blocked = round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
+    blocked = both or round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
     seconds = warmup(parallel=None if blocked else False, parts=("simulate",))
     print(f"ready in {seconds:.1f} s", file=sys.stderr)
 
@@ -236,7 +236,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
                   "starts afresh)", file=sys.stderr)
         if not args.quiet:  # workers load the kernels from the cache this fills
-            _compile_kernels(base)
+            _compile_kernels(base, both=any(name in grid for name in ("p", "fraction")))
         bar = None if args.quiet else ProgressBar("sweep")
         table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar, journal=journal, shard=shard)
     except (ValueError, TypeError, JournalError) as exc:

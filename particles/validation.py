@@ -81,7 +81,10 @@ def check_float(value: Any, name: str, low: float | None = None, high: float | N
         what = "None or " + what
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be {what}, got {describe(value)}")
-    v = float(value)
+    try:
+        v = float(value)
+    except OverflowError:
+        raise ValueError(f"{name} must be {what}, got an int too large for a float") from None
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     if low is not None and (v <= low if strict else v < low):
@@ -99,20 +102,29 @@ def check_bool(value: Any, name: str) -> bool:
 
 
 def check_choice(value: Any, name: str, choices: Collection[Any]) -> Any:
-    """``value`` if it equals one of ``choices`` (a string matches strings
-    only); a ValueError for an unknown value of the right type, a TypeError
-    otherwise."""
+    """The entry of ``choices`` equal to ``value``. Strings match strings
+    only and bools match bools only; an unknown value of a kind the choices
+    have gives a ValueError, any other kind a TypeError."""
     options = list(choices)
+
+    def kind(v):
+        if isinstance(v, (str, np.str_)):
+            return "str"
+        if isinstance(v, (bool, np.bool_)):
+            return "bool"
+        if isinstance(v, (int, float, np.integer, np.floating)):
+            return "number"
+        return type(v)
+
     for option in options:
-        if isinstance(value, str) != isinstance(option, str) or isinstance(value, np.ndarray):
-            continue
-        try:
-            if bool(value == option):
-                return option
-        except (TypeError, ValueError):
-            continue
+        if kind(value) == kind(option) and not isinstance(value, np.ndarray):
+            try:
+                if bool(value == option):
+                    return option
+            except (TypeError, ValueError):
+                continue
     shown = ", ".join(repr(o) for o in options)
-    same_kind = any(isinstance(value, str) == isinstance(o, str) and type(value) is type(o) for o in options)
+    same_kind = any(kind(value) == kind(o) for o in options)
     raise (ValueError if same_kind else TypeError)(f"{name} must be one of {shown}, got {describe(value)}")
 
 
@@ -148,8 +160,10 @@ def check_array(value: Any, name: str, *, ndim: int | Sequence[int] | None = Non
         raise TypeError(f"{name} must be an array of numbers, got {describe(value)}")
     try:
         arr = np.asarray(value)
-    except (ValueError, TypeError) as exc:  # ragged nested lists
+    except ValueError as exc:  # ragged nested lists
         raise ValueError(f"{name} must be a rectangular array of numbers ({exc})") from None
+    except TypeError as exc:
+        raise TypeError(f"{name} must be an array of numbers ({exc})") from None
     kind = arr.dtype.kind
     if kind == "c":
         raise TypeError(f"{name} must be real; complex input is refused rather than cast, got dtype {arr.dtype}")
@@ -166,6 +180,9 @@ def check_array(value: Any, name: str, *, ndim: int | Sequence[int] | None = Non
                 raise ValueError(f"{name} must hold finite integers, got NaN or inf")
             if not np.all(arr == np.round(arr)):
                 raise ValueError(f"{name} must hold integers, got non-integral values")
+        if arr.size and (kind in "fu") and (np.max(arr) > np.iinfo(np.int64).max
+                                            or np.min(arr) < np.iinfo(np.int64).min):
+            raise ValueError(f"{name} must hold integers within the int64 range, got {np.max(arr)!r}")
         arr = arr.astype(np.int64)
     elif dtype in ("float", "number"):
         if kind == "b":
@@ -190,6 +207,8 @@ def check_array(value: Any, name: str, *, ndim: int | Sequence[int] | None = Non
     if finite and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} must be finite, got {bad} NaN or inf value{'s' if bad != 1 else ''}")
+    if (low is not None or high is not None) and arr.dtype.kind == "f" and np.isnan(arr).any():
+        raise ValueError(f"{name} must be a number in its range everywhere, got NaN")
     if low is not None and arr.size and np.min(arr) < low:
         raise ValueError(f"{name} must be >= {low} everywhere, got a minimum of {np.min(arr)!r}")
     if high is not None and arr.size and np.max(arr) > high:

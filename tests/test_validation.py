@@ -140,3 +140,20 @@ def test_good_calls_still_work():
     loss, grad = pt.effective_loss_reference(E, pt.constraint_matrix(pt.addition(7)))
     assert np.isfinite(loss) and np.all(np.isfinite(grad))
     assert pt.PairDataset(np.array([[0, 1]]), np.array([1.0]), 3).labels.dtype == np.int64  # integral floats
+
+
+def test_review_findings_stay_fixed():
+    from fitting.derivatives import sample_times
+
+    assert np.allclose(sample_times(np.array(0.5), 3), [0.0, 0.5, 1.0])  # a 0-d array is a step
+    with pytest.raises(ValueError, match="int64 range"):
+        check_array(np.array([1e30]), "x", dtype="int")
+    with pytest.raises(TypeError, match="x must be one of"):
+        check_choice(True, "x", [0, 1])  # a bool is not a number
+    with pytest.raises(ValueError, match="x must be one of"):
+        check_choice(np.int64(5), "x", [0, 1])
+    assert check_choice(np.str_("a"), "x", ["a", "b"]) == "a"
+    with pytest.raises(ValueError, match="x must be"):
+        check_float(10**400, "x")
+    with pytest.raises(ValueError, match="got NaN"):
+        check_array([1.0, np.nan], "x", low=2, finite=False)

@@ -89,7 +89,8 @@ def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray,
     if check and not np.all(np.isfinite(out)):
         first = int(np.argmax(~np.all(np.isfinite(out), axis=1)))
         raise ValueError(f"the solution overflows float64 at t = {t[first]:g} (max |eigenvalue of A| = "
-                         f"{np.abs(np.linalg.eigvals(A)).max():.3g}); shorten t or rescale A")
+                         f"{np.abs(np.linalg.eigvals(A)).max():.3g}, max |x0| = {np.abs(x0).max():.3g}, max |b| = "
+                         f"{np.abs(b).max():.3g}); shorten t or rescale A, b and x0")
     return out
 
 
