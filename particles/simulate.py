@@ -121,11 +121,19 @@ def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
     return value
 
 
+#: longest compiled call without a callback, in steps: Python gets control
+#: back between calls, so Ctrl-C (and signal handlers) stop a long run
+#: within about a second whatever its length
+MAX_CALL_STEPS = 100_000
+
+
 def _chunk_bounds(steps: int, record_every: int, callback: Callable | None) -> list[int]:
-    """Step boundaries of the compiled calls: one call without a callback,
-    about 100 (multiples of record_every) with one."""
+    """Step boundaries of the compiled calls (multiples of record_every):
+    calls of at most about MAX_CALL_STEPS without a callback, about 100
+    calls with one."""
     if callback is None:
-        return [0, steps]
+        chunk = max(record_every, MAX_CALL_STEPS // record_every * record_every)
+        return list(range(0, steps, chunk)) + [steps]
     chunk = max(record_every, (steps // 100) // record_every * record_every)
     return list(range(0, steps, chunk)) + [steps]
 
@@ -146,7 +154,7 @@ def _segments(steps: int, engine: _Engine, parallel: bool | None, callback: Call
     short timed probes let :data:`kernel_choice` compare the kernels, and
     longer segments use the faster one.
     """
-    report_every = max(1, steps // 100) if callback is not None else steps
+    report_every = max(1, steps // 100) if callback is not None else max(1, min(steps, MAX_CALL_STEPS))
     key, splittable = engine.key, engine.splittable
     if parallel is not None or not splittable or usable_threads() < 2:
         use = kernel_choice.choose(key, parallel, splittable)
