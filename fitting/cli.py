@@ -156,6 +156,13 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar = bars.setdefault(stage, ProgressBar(f"demo: {stage}"))
         bar(done, total)
 
+    from particles.trajectory import ensure_writable_folder
+
+    try:  # a bad --out is a bad input: one line, exit 2, before compiling
+        ensure_writable_folder(args.out)
+    except OSError as exc:
+        print(f"embdyn demo: the output folder {args.out!r} is not writable: {exc}", file=sys.stderr)
+        return 2
     if not args.quiet:
         print("embdyn demo: compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
         print(f"ready in {compile_kernels():.1f} s", file=sys.stderr)

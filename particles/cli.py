@@ -213,7 +213,7 @@ def _compile_kernels(config, both: bool = False) -> None:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .presets import preset
-    from .sweep import JournalError, parse_shard, sweep
+    from .sweep import JournalError, _check_seeds, parse_shard, sweep
 
     extra = list(args.action or [])
     if extra and extra[0] == "merge":
@@ -235,6 +235,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
             print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
                   "starts afresh)", file=sys.stderr)
+        _check_seeds(args.seeds)  # refused before compiling
         if not args.quiet:  # workers load the kernels from the cache this fills
             _compile_kernels(base, both=any(name in grid for name in ("p", "fraction")))
         bar = None if args.quiet else ProgressBar("sweep")

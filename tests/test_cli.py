@@ -17,6 +17,7 @@ BAD = [
     ["theory", "critical-fraction", "--samples", "0"],
     ["theory", "grokking-rate", "--p", "0"],
     ["sweep", "--grid", "lam=1", "--shard", "1/1"],
+    ["sweep", "--grid", "lam=1", "--seeds", "-2"],
 ]
 
 

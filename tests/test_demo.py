@@ -48,7 +48,7 @@ def test_demo_quick_writes_everything_and_the_summary_carries_the_numbers(tmp_pa
 def test_demo_refuses_an_unwritable_folder(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
-    assert main(["demo", "--quick", "--out", str(blocker / "sub"), "--quiet"]) == 1
+    assert main(["demo", "--quick", "--out", str(blocker / "sub"), "--quiet"]) == 2
     assert "is not writable" in capsys.readouterr().err
 
 
