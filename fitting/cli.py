@@ -146,8 +146,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     from particles.cli import ProgressBar
 
-    from .demo import DemoError, compile_kernels, run_demo
-
     bars: dict[str, ProgressBar] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -156,12 +154,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar = bars.setdefault(stage, ProgressBar(f"demo: {stage}"))
         bar(done, total)
 
-    from particles.trajectory import ensure_writable_folder
+    from .demo import DemoError, _check_writable, compile_kernels, run_demo
 
     try:  # a bad --out is a bad input: one line, exit 2, before compiling
-        ensure_writable_folder(args.out)
-    except OSError as exc:
-        print(f"embdyn demo: the output folder {args.out!r} is not writable: {exc}", file=sys.stderr)
+        _check_writable(Path(args.out))
+    except DemoError as exc:
+        print(f"embdyn demo: {exc}", file=sys.stderr)
         return 2
     if not args.quiet:
         print("embdyn demo: compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
