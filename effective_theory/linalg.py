@@ -24,6 +24,7 @@ from numba import njit
 
 from particles.datasets import PairDataset
 from particles.parallelograms import as_pair_dataset, constraint_matrix
+from particles.validation import check_array, check_float, check_int
 
 __all__ = ["nullity", "rank", "degeneracy", "laplacian_spectrum", "hessian_spectrum", "grokking_rate",
            "predicted_steps", "DENSE_MAX_P"]
@@ -99,7 +100,11 @@ def _primes_needed(A: sp.csr_matrix) -> int:
 
 def _as_integer_matrix(A) -> sp.csr_matrix:
     if isinstance(A, (PairDataset, tuple)):
-        raise TypeError("pass a constraint matrix here; use degeneracy() for a dataset")
+        raise TypeError("A must be a constraint matrix; use degeneracy() for a dataset")
+    if not sp.issparse(A):
+        A = check_array(A, "A", dtype="number", ndim=2)
+    elif A.dtype.kind not in "iuf":
+        raise TypeError(f"A must be an integer matrix, got a sparse matrix of dtype {A.dtype}")
     A = sp.csr_matrix(A)
     if A.dtype.kind == "f":
         if not np.all(np.isfinite(A.data)) or not np.all(A.data == np.round(A.data)):
@@ -146,8 +151,7 @@ def laplacian_spectrum(data: PairDataset | tuple[np.ndarray, np.ndarray], k: int
     A = constraint_matrix(data).astype(np.float64)
     L = (A.T @ A).tocsc()
     p = L.shape[0]
-    if k is not None and (not isinstance(k, (int, np.integer)) or not 1 <= k <= p):
-        raise ValueError(f"k must be an int in [1, {p}], got {k!r}")
+    k = check_int(k, "k", 1, p, allow_none=True)
     if p <= DENSE_MAX_P or (k is not None and k >= p - 1):
         values = scipy.linalg.eigh(L.toarray(), eigvals_only=True)
         values = np.clip(values, 0.0, None)
@@ -161,6 +165,7 @@ def hessian_spectrum(data: PairDataset | tuple[np.ndarray, np.ndarray], k: int |
     """Eigenvalues of H0 = (2 / |P0|) A^T A, the Hessian of l0 per embedding
     dimension (ascending; divide by Z for l_eff at fixed Z)."""
     data = as_pair_dataset(data)
+    k = check_int(k, "k", 1, data.p, allow_none=True)
     m = constraint_matrix(data).shape[0]
     if m == 0:
         return np.zeros(data.p if k is None else k)
@@ -171,8 +176,7 @@ def grokking_rate(data: PairDataset | tuple[np.ndarray, np.ndarray], Z: float | 
     """l3, the third-smallest eigenvalue of H0 (divided by Z if given), when
     the structure is unique (n0 = 2); 0 otherwise."""
     data = as_pair_dataset(data)
-    if Z is not None and not (math.isfinite(Z) and Z > 0):
-        raise ValueError(f"Z must be > 0 and finite, got {Z}")
+    Z = check_float(Z, "Z", 0.0, strict=True, allow_none=True)
     if data.p < 3 or degeneracy(data) != 2:
         return 0.0
     l3 = float(hessian_spectrum(data, 3)[2])
@@ -182,7 +186,6 @@ def grokking_rate(data: PairDataset | tuple[np.ndarray, np.ndarray], Z: float | 
 def predicted_steps(data: PairDataset | tuple[np.ndarray, np.ndarray], eta: float, Z: float | None = None) -> float:
     """1 / (l3 eta): the predicted number of steps to form the structure
     (inf when it is not unique)."""
-    if not (isinstance(eta, (int, float)) and math.isfinite(eta) and eta > 0):
-        raise ValueError(f"eta must be > 0 and finite, got {eta!r}")
+    eta = check_float(eta, "eta", 0.0, strict=True)
     rate = grokking_rate(data, Z)
     return math.inf if rate == 0 else 1.0 / (rate * eta)

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from particles.datasets import PairDataset
 from particles.parallelograms import constraint_matrix, parallelograms
-from particles.validation import check_array
+from particles.validation import check_array, check_bool, check_float
 
 __all__ = ["normalized_embedding", "realised_parallelograms", "rqi", "rqi_series", "predicted_accuracy", "classify_phase",
            "PHASES"]
@@ -18,18 +18,15 @@ __all__ = ["normalized_embedding", "realised_parallelograms", "rqi", "rqi_series
 PHASES = ("comprehension", "grokking", "memorization", "confusion")
 
 
-def _check(E: np.ndarray, dataset: PairDataset, delta2: float) -> np.ndarray:
+def _check(E: np.ndarray, dataset: PairDataset, delta2: float, name: str = "E") -> np.ndarray:
     if not isinstance(dataset, PairDataset):
         raise TypeError(f"dataset must be a PairDataset, got {type(dataset).__name__}")
-    E = np.asarray(E, dtype=float)
+    E = check_array(E, name, ndim=(1, 2))
     if E.ndim == 1:
         E = E[:, None]
-    if E.ndim != 2 or E.shape[0] != dataset.p:
-        raise ValueError(f"E must have shape (p, d) with p = {dataset.p}, got {np.shape(E)}")
-    if not np.all(np.isfinite(E)):
-        raise ValueError("E contains non-finite values (NaN or inf)")
-    if isinstance(delta2, bool) or not isinstance(delta2, (int, float)) or not (math.isfinite(delta2) and delta2 > 0):
-        raise ValueError(f"delta2 must be > 0 and finite, got {delta2!r}")
+    if E.shape[0] != dataset.p:
+        raise ValueError(f"{name} must have shape (p, d) with p = {dataset.p}, got {np.shape(E)}")
+    check_float(delta2, "delta2", 0.0, strict=True)
     return E
 
 
@@ -63,12 +60,12 @@ def rqi(E: np.ndarray, dataset: PairDataset, delta2: float = 0.01) -> float:
 
 def rqi_series(embeddings: np.ndarray, dataset: PairDataset, delta2: float = 0.01) -> np.ndarray:
     """RQI of every snapshot of a (S, p, d) stack (one constraint matrix)."""
-    stack = np.asarray(embeddings, dtype=float)
-    if stack.ndim != 3 or stack.shape[1] != dataset.p:
+    if not isinstance(dataset, PairDataset):
+        raise TypeError(f"dataset must be a PairDataset, got {type(dataset).__name__}")
+    stack = check_array(embeddings, "embeddings", ndim=3, min_size=1)
+    if stack.shape[1] != dataset.p:
         raise ValueError(f"embeddings must have shape (S, p, d) with p = {dataset.p}, got {stack.shape}")
-    _check(stack[0], dataset, delta2)
-    if not np.all(np.isfinite(stack)):
-        raise ValueError("embeddings contain non-finite values")
+    _check(stack[0], dataset, delta2, "embeddings")
     dev = stack - stack.mean(axis=1, keepdims=True)
     z = np.sum(dev**2, axis=(1, 2))
     if np.any(z <= 0):
@@ -102,8 +99,11 @@ def predicted_accuracy(E: np.ndarray | None, train: PairDataset, dataset: PairDa
     """
     if not isinstance(train, PairDataset):
         raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
+    if not isinstance(dataset, PairDataset):
+        raise TypeError(f"dataset must be a PairDataset, got {type(dataset).__name__}")
     if len(train) == 0:
         raise ValueError("train is empty")
+    ideal = check_bool(ideal, "ideal")
     if not ideal:
         E = _check(E, dataset, delta2)
     n = len(dataset)

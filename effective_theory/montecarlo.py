@@ -21,7 +21,7 @@ from numba import njit, prange
 from scipy.stats import norm
 
 from particles.datasets import addition, make_rng
-from particles.validation import check_int
+from particles.validation import check_array, check_float, check_int
 
 from .linalg import PRIMES, _reduce_into_basis, grokking_rate
 
@@ -67,18 +67,9 @@ def _nullity_prefixes(orders, pairs, labels, p, n_labels, q):
 def wilson_interval(successes: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of a binomial proportion: ``successes`` (ints in
     [0, n]) out of ``n`` >= 1 trials, at ``confidence`` in (0, 1)."""
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise TypeError(f"n must be an int >= 1, got {type(n).__name__}")
-    if n < 1:
-        raise ValueError(f"n must be an int >= 1, got {n}")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float, np.floating)) \
-            or not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    successes = np.asarray(successes)
-    if not (np.issubdtype(successes.dtype, np.number) and not np.iscomplexobj(successes)):
-        raise TypeError(f"successes must be real numbers in [0, n], got dtype {successes.dtype}")
-    if np.any(~np.isfinite(successes)) or np.any(successes < 0) or np.any(successes > n):
-        raise ValueError(f"successes must be finite and in [0, n = {n}]")
+    n = check_int(n, "n", 1)
+    confidence = check_float(confidence, "confidence", 0.0, 1.0, strict=True)
+    successes = check_array(successes, "successes", dtype="int", low=0, high=n)
     z = norm.ppf(0.5 + confidence / 2)
     phat = np.asarray(successes, dtype=float) / n
     centre = (phat + z * z / (2 * n)) / (1 + z * z / n)
@@ -114,12 +105,14 @@ class StructureProbability:
     low, high : ndarray (S,)
         95 % Wilson intervals.
     samples : int
-    critical_fraction : float
-        Where the probability first crosses 1/2 (linear interpolation).
-    critical_fraction_interval : (float, float)
-        95 % bootstrap interval of the critical fraction.
-    critical_fraction_std : float
-        Bootstrap standard deviation.
+    critical_fraction : float or None
+        Where the probability first crosses 1/2 (linear interpolation); None
+        when it stays below 1/2 over the given sizes.
+    critical_fraction_interval : (float, float) or None
+        95 % bootstrap interval of the critical fraction; None with
+        ``bootstrap=0`` or when no resample crosses 1/2.
+    critical_fraction_std : float or None
+        Bootstrap standard deviation; None when the interval is.
     """
 
     p: int
@@ -129,9 +122,9 @@ class StructureProbability:
     low: np.ndarray
     high: np.ndarray
     samples: int
-    critical_fraction: float
-    critical_fraction_interval: tuple[float, float]
-    critical_fraction_std: float
+    critical_fraction: float | None
+    critical_fraction_interval: tuple[float, float] | None
+    critical_fraction_std: float | None
 
 
 def unique_structure_probability(p: int, sizes: np.ndarray | None = None, samples: int = 10_000,
@@ -149,21 +142,21 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
         Random training sets per size.
     seed : int or Generator
     bootstrap : int >= 0
-        Resamples for the critical fraction's uncertainty.
+        Resamples for the critical fraction's uncertainty (0: no interval,
+        ``critical_fraction_interval`` is None).
     callback : callable(done, total), optional
         Progress over the random training sets (about 50 calls); the result
         does not depend on it.
     """
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or not 3 <= p <= MAX_EXACT_P:
-        raise ValueError(f"p must be an int in [3, {MAX_EXACT_P}], got {p!r}")
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    p = check_int(p, "p", 3, MAX_EXACT_P)
+    samples = check_int(samples, "samples", 1)
     bootstrap = check_int(bootstrap, "bootstrap", 0)
     data = addition(int(p))
     n = len(data)
-    sizes = np.arange(1, n + 1) if sizes is None else np.unique(np.asarray(sizes, dtype=np.int64))
-    if sizes.size == 0 or sizes.min() < 1 or sizes.max() > n:
-        raise ValueError(f"sizes must lie in [1, {n}], got range [{sizes.min()}, {sizes.max()}]")
+    if sizes is None:
+        sizes = np.arange(1, n + 1)
+    else:
+        sizes = np.unique(check_array(sizes, "sizes", dtype="int", ndim=(0, 1), min_size=1, low=1, high=n))
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)
@@ -191,8 +184,9 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
         boot.append(_crossing(fractions, unique[pick].mean(axis=0)))
     boot = np.array(boot)
     boot = boot[np.isfinite(boot)]
-    interval = (float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))) if boot.size else (math.nan,) * 2
-    std = float(boot.std()) if boot.size else math.nan
+    interval = (float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))) if boot.size else None
+    std = float(boot.std()) if boot.size else None
+    crit = crit if math.isfinite(crit) else None
     return StructureProbability(p=int(p), sizes=sizes, fractions=fractions, probability=prob, low=low, high=high,
                                 samples=int(samples), critical_fraction=crit, critical_fraction_interval=interval,
                                 critical_fraction_std=std)
@@ -227,13 +221,11 @@ def grokking_rate_curve(p: int, fractions: np.ndarray, samples: int = 100,
 
     ``callback(done, total)`` reports progress after each fraction.
     """
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 3:
-        raise ValueError(f"p must be an int >= 3, got {p!r}")
-    fractions = np.asarray(fractions, dtype=float)
-    if fractions.ndim != 1 or fractions.size == 0 or np.any(fractions <= 0) or np.any(fractions > 1):
-        raise ValueError("fractions must be a non-empty 1-D array in (0, 1]")
-    if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1:
-        raise ValueError(f"samples must be an int >= 1, got {samples!r}")
+    p = check_int(p, "p", 3)
+    fractions = check_array(fractions, "fractions", ndim=1, min_size=1, high=1.0)
+    if np.any(fractions <= 0):
+        raise ValueError(f"fractions must lie in (0, 1], got a minimum of {fractions.min()!r}")
+    samples = check_int(samples, "samples", 1)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)

@@ -18,9 +18,11 @@ def plot_structure_probability(result: StructureProbability) -> Figure:
     ax.fill_between(result.fractions, result.low, result.high, alpha=0.3, label="95 % Wilson interval")
     ax.plot(result.fractions, result.probability, ".-", label=f"P(n0 = 2), {result.samples} sets a size")
     ax.axhline(0.5, color="0.6", lw=0.8)
-    lo, hi = result.critical_fraction_interval
-    ax.axvline(result.critical_fraction, color="C3", lw=1,
-               label=f"critical fraction {result.critical_fraction:.3f} [{lo:.3f}, {hi:.3f}]")
+    if result.critical_fraction is not None:
+        interval = result.critical_fraction_interval
+        shown = "" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+        ax.axvline(result.critical_fraction, color="C3", lw=1,
+                   label=f"critical fraction {result.critical_fraction:.3f}{shown}")
     ax.set_xlabel("training fraction")
     ax.set_ylabel("P(unique linear structure)")
     ax.set_title(f"addition, p = {result.p}", fontsize=9)

@@ -18,6 +18,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from particles.trajectory import Trajectory
+from particles.validation import check_array, check_float, check_int
 
 from .derivatives import is_uniform
 from .ode import BlowUpError, Lasso, LinearODE
@@ -100,17 +101,12 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
     """
     if isinstance(signals, Trajectory):
         steps, signals = trajectory_signals(signals)
-    x = np.asarray(signals, dtype=float)
-    if x.ndim != 2:
-        raise ValueError(f"signals must have shape (T, K), got {x.shape}")
-    steps = np.arange(x.shape[0]) if steps is None else np.asarray(steps)
-    if steps.shape != (x.shape[0],):
-        raise ValueError(f"steps must have shape ({x.shape[0]},), got {steps.shape}")
-    if isinstance(n_steps, bool) or not isinstance(n_steps, (int, np.integer)) or n_steps < 2:
-        raise ValueError(f"n_steps must be an int >= 2, got {n_steps!r}")
-    holdout_steps = n_steps if holdout_steps is None else holdout_steps
-    if isinstance(holdout_steps, bool) or not isinstance(holdout_steps, (int, np.integer)) or holdout_steps < 1:
-        raise ValueError(f"holdout_steps must be an int >= 1, got {holdout_steps!r}")
+    x = check_array(signals, "signals", ndim=2)
+    steps = np.arange(x.shape[0]) if steps is None else check_array(steps, "steps", dtype="int",
+                                                                    shape=(x.shape[0],))
+    n_steps = check_int(n_steps, "n_steps", 2)
+    holdout_steps = check_int(n_steps if holdout_steps is None else holdout_steps, "holdout_steps", 1)
+    alpha = check_float(alpha, "alpha", 0.0)
     t = steps.astype(float)
     start = int(steps[0])
     window = (start, start + n_steps)

@@ -15,6 +15,7 @@ import numpy as np
 
 from particles.metrics import circularity
 from particles.trajectory import Trajectory
+from particles.validation import check_array, check_float, check_int
 
 __all__ = [
     "fourier_signals",
@@ -144,26 +145,24 @@ def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, 
     ndarray of bool, shape (K,)
         ``True`` for surviving frequencies (column j is k = j + 1).
     """
-    if isinstance(factor, bool) or not isinstance(factor, (int, float, np.integer, np.floating)) or not factor > 0:
-        raise ValueError(f"factor must be a number > 0, got {factor!r}")
+    factor = check_float(factor, "factor", 0.0, strict=True)
     if isinstance(signals, Trajectory):
         full = fourier_signals(signals.final, dc=True)
         final, dc_value, p = full[1:], float(full[0]), signals.p
     else:
-        arr = np.asarray(signals, dtype=float)
-        if arr.ndim not in (1, 2) or arr.shape[-1] < 1:
+        arr = check_array(signals, "signals", ndim=(1, 2))
+        if arr.shape[-1] < 1:
             raise ValueError(f"signals must have shape (K,) or (T, K) with K >= 1, got {arr.shape}")
         final = arr if arr.ndim == 1 else arr[-1]
         if dc is None:
             raise ValueError("dc is required with a signal array: the reference rule averages over all p bins "
                              "including DC (pass fourier_signals(E, dc=True)[..., 0], or 0 to leave it out)")
-        dc_arr = np.asarray(dc, dtype=float)
-        if dc_arr.ndim > 1:
-            raise ValueError(f"dc must be a number or a 1-D series, got shape {dc_arr.shape}")
+        dc_arr = check_array(dc, "dc", ndim=(0, 1), min_size=1, low=0.0)
         dc_value = float(dc_arr.reshape(-1)[-1])
         K = final.shape[0]
         p = 2 * K + 1 if p is None else p
-        if not isinstance(p, (int, np.integer)) or n_frequencies(p) != K:
+        p = check_int(p, "p", 1)
+        if n_frequencies(p) != K:
             raise ValueError(f"p must be an int with (p-1)//2 == {K} (the number of signal columns), got {p!r}")
         if p % 2 == 0:
             raise ValueError(f"p must be odd (an even p needs the Nyquist bin), got {p}")

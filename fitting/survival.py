@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from particles.datasets import make_rng
-from particles.validation import check_array
+from particles.validation import check_array, check_int
 
 from .ode.data import as_runs
 from .signals import surviving_frequencies
@@ -61,8 +61,9 @@ def initial_gradient(signals: Any, step: int = 4) -> np.ndarray:
     """
     arr = _signal_runs(signals)
     T = arr.shape[1]
-    if isinstance(step, bool) or not isinstance(step, (int, np.integer)) or not 0 <= step < T - 1:
-        raise ValueError(f"step must be an int in [0, {T - 2}] for {T} samples, got {step!r}")
+    if T < 2:
+        raise ValueError(f"signals must hold at least 2 samples for a gradient, got {T}")
+    step = check_int(step, "step", 0, T - 2)
     s0 = arr[:, 0, :]
     if np.any(s0 <= 0):
         raise ValueError("initial signals must be > 0 to normalise the gradient")
@@ -72,9 +73,9 @@ def initial_gradient(signals: Any, step: int = 4) -> np.ndarray:
 
 def survival_rate(survived: Any) -> np.ndarray:
     """Share of runs in which each frequency survived, shape (K,)."""
-    arr = np.asarray(survived)
-    if arr.ndim != 2 or arr.dtype != bool:
-        raise ValueError(f"survived must be a boolean (R, K) array, got dtype {arr.dtype} shape {arr.shape}")
+    arr = check_array(survived, "survived", dtype="bool", ndim=2)
+    if arr.shape[0] < 1:
+        raise ValueError("survived must hold at least one run (row)")
     return arr.mean(axis=0)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .validation import check_array
+from .validation import check_array, check_bool, check_float, check_int
 
 __all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng"]
 
@@ -100,7 +100,8 @@ class PairDataset:
             Disjoint subsets; ``train.indices`` and ``val.indices`` are sorted
             rows of this dataset.
         """
-        if not isinstance(fraction, (int, float, np.floating)) or not 0.0 < float(fraction) <= 1.0:
+        fraction = check_float(fraction, "fraction")
+        if not 0.0 < fraction <= 1.0:
             raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
         n = len(self)
         n_train = int(np.floor(float(fraction) * n + 0.5))
@@ -110,12 +111,12 @@ class PairDataset:
         return self.subset(np.sort(order[:n_train])), self.subset(np.sort(order[n_train:]))
 
 
+#: largest modulus the dataset builders accept (p**2 ordered pairs must fit in memory: 1.6 GB at the limit)
+MAX_P = 10_000
+
+
 def _check_p(p: int) -> int:
-    if not isinstance(p, (int, np.integer)) or isinstance(p, bool):
-        raise TypeError(f"p must be an int, got {type(p).__name__}")
-    if p < 2:
-        raise ValueError(f"p must be >= 2, got {p}")
-    return int(p)
+    return check_int(p, "p", 2, MAX_P)
 
 
 def _pairs(p: int, ordered: bool) -> np.ndarray:
@@ -132,14 +133,14 @@ def modular_addition(p: int, ordered: bool = False) -> PairDataset:
 
     Parameters
     ----------
-    p : int >= 2
+    p : int in [2, MAX_P]
         Modulus and number of tokens.
     ordered : bool
         ``False``: the p(p+1)/2 unordered pairs ``a <= b``; ``True``: all p**2
         ordered pairs.
     """
     p = _check_p(p)
-    pairs = _pairs(p, ordered)
+    pairs = _pairs(p, check_bool(ordered, "ordered"))
     return PairDataset(pairs, (pairs[:, 0] + pairs[:, 1]) % p, p, "modular_addition")
 
 

@@ -32,7 +32,7 @@ from .parallelograms import constraint_matrix, label_constraints
 from .kernels.status import NONFINITE, OK, check_state
 from .simulate import MAX_GROWTH, NonFiniteStateError, check_record_memory, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
-from .validation import check_array
+from .validation import check_array, describe
 
 __all__ = [
     "EffectiveLoss",
@@ -101,9 +101,11 @@ class EffectiveLoss:
         return int(self.A.shape[0])
 
 
-def _as_loss(system: EffectiveLoss | PairDataset) -> EffectiveLoss:
+def _as_loss(system: EffectiveLoss | PairDataset, name: str = "system") -> EffectiveLoss:
     if isinstance(system, EffectiveLoss):
         return system
+    if not isinstance(system, PairDataset):
+        raise TypeError(f"{name} must be an EffectiveLoss or a PairDataset, got {describe(system)}")
     return EffectiveLoss.from_pairs(system)
 
 
@@ -302,7 +304,7 @@ def simulate_effective(
         ``C0``, ``C1``, ... (the components of C).
     """
     centred = _check_normalization(normalization)
-    loss = _as_loss(train)
+    loss = _as_loss(train, "train")
     E = _check_E(E0, loss.p, "E0").copy()
     bound = growth_bound(E, max_growth)
     steps = _positive_int("steps", steps)

@@ -17,6 +17,7 @@ from .kernels import minimize as _minimize
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice
+from .validation import check_array
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
 
@@ -30,7 +31,7 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
     """``x`` as a C-contiguous float64 (p, d) array, or a clear error naming
     ``name``: wrong shape, not real, or not finite. ``allow_1d`` reads a (p,)
     array as (p, 1)."""
-    x = np.asarray(x)
+    x = check_array(x, name, dtype="float", finite=False)
     if allow_1d and x.ndim == 1:
         x = x[:, None]
     if x.ndim != 2:
@@ -39,8 +40,6 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
         raise ValueError(f"{name} must have p = {p} rows (one per token), got {x.shape[0]}")
     if x.shape[1] < 1:
         raise ValueError(f"{name} must have dimension d >= 1, got {x.shape[1]}")
-    if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-        raise TypeError(f"{name} must be a real array, got dtype {x.dtype}")
     x = np.ascontiguousarray(x, dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")

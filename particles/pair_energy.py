@@ -39,6 +39,7 @@ from numba.extending import overload
 
 from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
 from .params import ForceParams
+from .validation import check_array
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
            "gaussian_clustering", "cosine_alignment"]
@@ -62,7 +63,7 @@ def fast_exp(x):
     if np.iscomplexobj(x):
         raise TypeError("fast_exp takes real numbers; give the derivative of a function that uses it "
                         "(same_derivative=/other_derivative=), complex-step differentiation cannot go through it")
-    x = np.asarray(x, dtype=float)
+    x = check_array(x, "x", finite=False)
     with np.errstate(over="ignore"):
         return np.where(x > FAST_EXP_CEILING, np.inf, exp_nonpositive_reference(x))
 

@@ -12,26 +12,24 @@ import numpy as np
 import scipy.sparse as sp
 
 from .datasets import PairDataset
+from .validation import check_array, describe
 
 __all__ = ["same_label_pairs", "parallelograms", "constraint_matrix", "label_constraints", "as_pair_dataset"]
 
 
-def as_pair_dataset(data: PairDataset | tuple[np.ndarray, np.ndarray], p: int | None = None) -> PairDataset:
+def as_pair_dataset(data: PairDataset | tuple[np.ndarray, np.ndarray], p: int | None = None,
+                    name: str = "data") -> PairDataset:
     """A PairDataset from a dataset or a ``(pairs, labels)`` tuple (p inferred
-    from the largest token when not given)."""
+    from the largest token when not given); errors name ``name``."""
     if isinstance(data, PairDataset):
         return data
     if isinstance(data, tuple) and len(data) == 2:
-        pairs = np.asarray(data[0])
-        labels = np.asarray(data[1])
-        if pairs.ndim != 2 or pairs.shape[1] != 2:
-            raise ValueError(f"pairs must have shape (n, 2), got {pairs.shape}")
-        if labels.shape != (pairs.shape[0],):
-            raise ValueError(f"labels must have shape ({pairs.shape[0]},) to match the pairs, got {labels.shape}")
+        pairs = check_array(data[0], f"{name}[0] (pairs)", dtype="int", shape=(None, 2), low=0)
+        labels = check_array(data[1], f"{name}[1] (labels)", dtype="int", shape=(pairs.shape[0],))
         if p is None:
             p = int(pairs.max()) + 1 if pairs.size else 1
         return PairDataset(pairs, labels, p)
-    raise TypeError(f"expected a PairDataset or a (pairs, labels) tuple, got {type(data).__name__}")
+    raise TypeError(f"{name} must be a PairDataset or a (pairs, labels) tuple, got {describe(data)}")
 
 
 def same_label_pairs(labels: np.ndarray) -> np.ndarray:
@@ -84,8 +82,9 @@ def constraint_matrix(data: PairDataset | tuple[np.ndarray, np.ndarray]) -> sp.c
 
 def label_constraints(labels: np.ndarray) -> sp.csr_matrix:
     """Constraint matrix of the classification variant: a row e_i - e_j for
-    every pair i < j of samples with the same label (N samples, N columns)."""
-    labels = np.asarray(labels)
+    every pair i < j of samples with the same label (N samples, N columns).
+    ``labels``: shape (N,), integer class labels."""
+    labels = check_array(labels, "labels", dtype="int", ndim=1)
     par = same_label_pairs(labels)
     m = len(par)
     rows = np.repeat(np.arange(m), 2)

@@ -155,8 +155,8 @@ def preset_names() -> list[str]:
 def preset(name: str) -> Preset:
     """The named preset: ``"grids"``, ``"circles"`` or ``"clustering-alignment"``."""
     if not isinstance(name, str):
-        raise TypeError(f"preset name must be a str, got {type(name).__name__}")
+        raise TypeError(f"name must be a preset name (a str), got {type(name).__name__}")
     try:
         return PRESETS[name]
     except KeyError:
-        raise ValueError(f"unknown preset {name!r}; choose one of {preset_names()}") from None
+        raise ValueError(f"name must be a preset name, one of {preset_names()}; unknown preset {name!r}") from None

@@ -92,8 +92,10 @@ def _scatter(f_pairs: np.ndarray, pairs: np.ndarray, p: int) -> np.ndarray:
     return force
 
 
-def _check_system(x: Any, pairs: Any, labels: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """x (p, d) real and finite; pairs (n, 2) token indices in [0, p); labels (n,) ints."""
+def _check_system(x: Any, pairs: Any, labels: Any, params: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """x (p, d) real and finite; pairs (n, 2) token indices in [0, p); labels (n,) ints; params a force law."""
+    if not isinstance(params, (ForceParams, PairEnergy)):
+        raise TypeError(f"params must be a ForceParams or a PairEnergy, got {type(params).__name__}")
     x = check_array(x, "x", ndim=2)
     pairs = check_array(pairs, "pairs", dtype="int", shape=(None, 2))
     labels = check_array(labels, "labels", dtype="int", shape=(pairs.shape[0],))
@@ -106,7 +108,7 @@ def _check_system(x: Any, pairs: Any, labels: Any) -> tuple[np.ndarray, np.ndarr
 def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
                      ) -> float:
     """U(x) of SPEC section 1."""
-    x, pairs, labels = _check_system(x, pairs, labels)
+    x, pairs, labels = _check_system(x, pairs, labels, params)
     _, u = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return u + 0.5 * params.particle_wd * float(np.sum(x**2))
 
@@ -114,6 +116,6 @@ def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, param
 def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
                      ) -> np.ndarray:
     """F_a = sum over pairs u containing a of f_u (twice for u = (a, a)), minus the particle decay times x_a."""
-    x, pairs, labels = _check_system(x, pairs, labels)
+    x, pairs, labels = _check_system(x, pairs, labels, params)
     f_pairs, _ = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return _scatter(f_pairs, pairs, x.shape[0]) - params.particle_wd * x

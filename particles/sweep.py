@@ -26,6 +26,7 @@ from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
 from .trajectory import atomic_write
+from .validation import describe
 
 __all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
 
@@ -63,14 +64,22 @@ class SweepTable:
         return list(self.rows[0]) if self.rows else []
 
     def column(self, name: str) -> np.ndarray:
+        """The values of one column over the rows."""
+        if not isinstance(name, str):
+            raise TypeError(f"name must be a column name (a str), got {describe(name)}")
         if self.rows and name not in self.rows[0]:
-            raise KeyError(f"no column {name!r}; columns are {self.columns}")
+            raise ValueError(f"name must be one of the columns {self.columns}, got {name!r}")
         return np.array([row[name] for row in self.rows])
 
     def rates(self, by: Sequence[str] | None = None) -> dict[tuple, dict[str, float]]:
         """Fraction of runs of each structure, grouped by the ``by`` columns
         (default: the swept parameters)."""
+        if by is not None and (isinstance(by, str) or not isinstance(by, (list, tuple))):
+            raise TypeError(f"by must be a list of column names, got {describe(by)}")
         by = list(self.parameters if by is None else by)
+        for key in by:
+            if self.rows and key not in self.rows[0]:
+                raise ValueError(f"by must name columns of the table {self.columns}, got {key!r}")
         groups: dict[tuple, list[str]] = {}
         for row in self.rows:
             groups.setdefault(tuple(row[k] for k in by), []).append(row["structure"])

@@ -45,9 +45,9 @@ def test_split_generator_and_full():
 
 @pytest.mark.parametrize("p", [1, 0, -3])
 def test_bad_p(p):
-    with pytest.raises(ValueError, match="p must be >= 2"):
+    with pytest.raises(ValueError, match=r"p must be an int in \[2, "):
         modular_addition(p)
-    with pytest.raises(ValueError, match="p must be >= 2"):
+    with pytest.raises(ValueError, match=r"p must be an int in \[2, "):
         addition(p)
 
 
@@ -58,7 +58,7 @@ def test_p_type():
 
 @pytest.mark.parametrize("fraction", [0.0, -0.1, 1.5, float("nan")])
 def test_bad_fraction(fraction):
-    with pytest.raises(ValueError, match="fraction must be in"):
+    with pytest.raises(ValueError, match="fraction must be (in|a finite)"):
         modular_addition(5).split(fraction)
 
 

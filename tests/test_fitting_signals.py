@@ -150,7 +150,7 @@ def test_fitness_measures_on_constructed_runs():
         initial_gradient(run, step=9)
     survived = np.array([[True, False, True], [True, False, False], [True, True, False], [False, False, False]])
     np.testing.assert_allclose(survival_rate(survived), [0.75, 0.25, 0.25])
-    with pytest.raises(ValueError, match="boolean"):
+    with pytest.raises(TypeError, match="survived must be a boolean"):
         survival_rate(survived.astype(int))
 
 

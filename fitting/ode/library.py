@@ -15,7 +15,25 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from particles.validation import check_array, describe
+
 from .checks import check_bool, check_int
+
+
+def _check_X(X) -> np.ndarray:
+    """States (n, K), real and finite."""
+    return check_array(X, "X", ndim=2, min_size=1)
+
+
+def _check_K(K) -> int:
+    return check_int(K, "K", 1)
+
+
+def _check_names(names) -> list[str]:
+    if isinstance(names, str) or not isinstance(names, (list, tuple)) \
+            or not all(isinstance(n, str) for n in names) or not names:
+        raise TypeError(f"names must be a non-empty list of variable names (str), got {describe(names)}")
+    return list(names)
 
 __all__ = ["Library", "PolynomialLibrary", "FourierLibrary", "CustomLibrary", "ConcatLibrary", "as_library"]
 
@@ -24,21 +42,31 @@ class Library:
     """Base class: ``transform(X) -> (n, F)`` and ``feature_names(names) -> F names``."""
 
     def n_features(self, K: int) -> int:
-        return len(self.feature_names([f"x{i + 1}" for i in range(K)]))
+        return len(self.feature_names([f"x{i + 1}" for i in range(_check_K(K))]))
 
-    def transform(self, X: np.ndarray) -> np.ndarray:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def transform(self, X: np.ndarray) -> np.ndarray:
+        """Features (n, F) of states X (n, K), checked real and finite."""
+        return self._transform(_check_X(X))
+
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        """Features of states the caller has checked (the estimators' inner
+        loops); a user library that only defines ``transform`` is called
+        through it."""
+        if type(self).transform is Library.transform:  # pragma: no cover - abstract
+            raise NotImplementedError(f"{type(self).__name__} must define transform or _transform")
+        return self.transform(X)
 
     def feature_names(self, names: Sequence[str]) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def bias_column(self, K: int) -> int | None:
         """Index of the constant column, or None."""
+        _check_K(K)
         return None
 
     def degrees(self, K: int) -> np.ndarray:
         """Polynomial degree of each column (how it scales with x), or -1 when it does not scale."""
-        return np.full(self.n_features(K), -1)
+        return np.full(self.n_features(_check_K(K)), -1)
 
     def __add__(self, other: "Library") -> "ConcatLibrary":
         if not isinstance(other, Library):
@@ -68,17 +96,18 @@ class PolynomialLibrary(Library):
 
     def powers(self, K: int) -> list[tuple[int, ...]]:
         """Index tuples of the monomials (empty tuple = the constant)."""
+        K = _check_K(K)
         out: list[tuple[int, ...]] = [()] if self.include_bias else []
         for d in range(1, self.degree + 1):
             out += list(itertools.combinations_with_replacement(range(K), d))
         return out
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=float)
+    def _transform(self, X: np.ndarray) -> np.ndarray:
         cols = [np.prod(X[:, list(p)], axis=1) if p else np.ones(X.shape[0]) for p in self.powers(X.shape[1])]
         return np.column_stack(cols)
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
+        names = _check_names(names)
         out = []
         for p in self.powers(len(names)):
             if not p:
@@ -92,6 +121,7 @@ class PolynomialLibrary(Library):
         return out
 
     def bias_column(self, K: int) -> int | None:
+        _check_K(K)
         return 0 if self.include_bias else None
 
     def degrees(self, K: int) -> np.ndarray:
@@ -104,8 +134,7 @@ class FourierLibrary(Library):
     def __init__(self, n_frequencies: int = 1):
         self.n_frequencies = check_int(n_frequencies, "n_frequencies", 1)
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=float)
+    def _transform(self, X: np.ndarray) -> np.ndarray:
         cols = []
         for f in range(1, self.n_frequencies + 1):
             for j in range(X.shape[1]):
@@ -113,6 +142,7 @@ class FourierLibrary(Library):
         return np.column_stack(cols)
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
+        names = _check_names(names)
         out = []
         for f in range(1, self.n_frequencies + 1):
             fx = [n if f == 1 else f"{f} {n}" for n in names]
@@ -148,8 +178,7 @@ class CustomLibrary(Library):
         self.functions = functions
         self.names = names
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        X = np.asarray(X, dtype=float)
+    def _transform(self, X: np.ndarray) -> np.ndarray:
         cols = []
         for f in self.functions:
             for j in range(X.shape[1]):
@@ -161,6 +190,7 @@ class CustomLibrary(Library):
         return np.column_stack(cols)
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
+        names = _check_names(names)
         out = []
         for i in range(len(self.functions)):
             fmt = None if self.names is None else self.names[i]
@@ -182,8 +212,8 @@ class ConcatLibrary(Library):
         for lib in libraries:
             self.libraries += lib.libraries if isinstance(lib, ConcatLibrary) else [lib]
 
-    def transform(self, X: np.ndarray) -> np.ndarray:
-        return np.hstack([lib.transform(X) for lib in self.libraries])
+    def _transform(self, X: np.ndarray) -> np.ndarray:
+        return np.hstack([lib._transform(X) for lib in self.libraries])
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
         return [n for lib in self.libraries for n in lib.feature_names(names)]

@@ -27,6 +27,8 @@ from sklearn.linear_model import Lasso as _SkLasso
 from sklearn.linear_model import LassoLarsCV
 from sklearn.model_selection import TimeSeriesSplit
 
+from particles.validation import check_array, check_int as check_int_range
+
 from .checks import check_bool, check_int, check_number
 from .names import REGRESSORS
 
@@ -63,8 +65,15 @@ class Regressor:
             unpenalised.
         """
         self.check()
+        Theta = check_array(Theta, "Theta", ndim=2, min_size=1)
         n, F = Theta.shape
+        Y = check_array(Y, "Y", ndim=2)
+        if Y.shape[0] != n or Y.shape[1] < 1:
+            raise ValueError(f"Y must have shape ({n}, m) with m >= 1 (one row per row of Theta), got {Y.shape}")
         m = Y.shape[1]
+        mask = check_array(mask, "mask", dtype="bool", shape=(m, F))
+        if intercept is not None:
+            intercept = check_int_range(intercept, "intercept", 0, F - 1)
         coef = np.zeros((m, F))
         alphas = np.zeros(m)
         scale = _rms(Theta) if self.standardize else np.ones(F)

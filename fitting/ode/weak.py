@@ -128,7 +128,7 @@ class WeakForm(Formulation):
 
     def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
         Phi, dPhi = self.test_functions(x, t)
-        return Phi @ library.transform(x), -(dPhi @ x)
+        return Phi @ library._transform(x), -(dPhi @ x)
 
 
 def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
