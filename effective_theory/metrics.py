@@ -146,13 +146,10 @@ def classify_phase(t_train: float | None, t_val: float | None, budget: float = 1
     """
     if val_without_train not in ("comprehension", "confusion"):
         raise ValueError(f"val_without_train must be 'comprehension' or 'confusion', got {val_without_train!r}")
-    for name, value in (("budget", budget), ("gap", gap)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0):
-            raise ValueError(f"{name} must be > 0 and finite, got {value!r}")
-    for name, value in (("t_train", t_train), ("t_val", t_val)):
-        if value is not None and (not isinstance(value, (int, float, np.integer, np.floating)) or value < 0
-                                  or math.isnan(value)):
-            raise ValueError(f"{name} must be None or a step >= 0, got {value!r}")
+    budget = check_float(budget, "budget", 0.0, strict=True)
+    gap = check_float(gap, "gap", 0.0, strict=True)
+    t_train = check_float(t_train, "t_train", 0.0, allow_none=True, allow_inf=True)
+    t_val = check_float(t_val, "t_val", 0.0, allow_none=True, allow_inf=True)
     train_ok, val_ok = _reached(t_train, budget), _reached(t_val, budget)
     if train_ok and val_ok:
         return "comprehension" if t_val - t_train < gap else "grokking"

@@ -63,6 +63,13 @@ def _nullity_prefixes(orders, pairs, labels, p, n_labels, q):
             out[s, k] = p - rank
     return out
 
+#: most random training sets per size in unique_structure_probability (memory: 8 * samples * p (p + 1) / 2 bytes)
+MAX_SAMPLES = 1_000_000
+#: most bootstrap resamples of the critical fraction
+MAX_BOOTSTRAP = 100_000
+#: most random training sets per fraction in grokking_rate_curve (one eigenvalue problem each)
+MAX_RATE_SAMPLES = 100_000
+
 
 def wilson_interval(successes: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval of a binomial proportion: ``successes`` (ints in
@@ -138,10 +145,11 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
         Tokens (exactness of the rank needs p <= 23).
     sizes : array of int, optional
         Training-set sizes in [1, p(p+1)/2]; default all of them.
-    samples : int >= 1
-        Random training sets per size.
+    samples : int in [1, MAX_SAMPLES]
+        Random training sets per size (the random orders take
+        8 * samples * p (p + 1) / 2 bytes: 2.2 GB at the limit for p = 23).
     seed : int or Generator
-    bootstrap : int >= 0
+    bootstrap : int in [0, MAX_BOOTSTRAP]
         Resamples for the critical fraction's uncertainty (0: no interval,
         ``critical_fraction_interval`` is None).
     callback : callable(done, total), optional
@@ -149,8 +157,8 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
         does not depend on it.
     """
     p = check_int(p, "p", 3, MAX_EXACT_P)
-    samples = check_int(samples, "samples", 1)
-    bootstrap = check_int(bootstrap, "bootstrap", 0)
+    samples = check_int(samples, "samples", 1, MAX_SAMPLES)
+    bootstrap = check_int(bootstrap, "bootstrap", 0, MAX_BOOTSTRAP)
     data = addition(int(p))
     n = len(data)
     if sizes is None:
@@ -212,6 +220,8 @@ class GrokkingRateCurve:
         return (self.rates > 0).mean(axis=1)
 
     def quantiles(self, q: float) -> np.ndarray:
+        """The q-quantile of the rates at each fraction, q in [0, 1]."""
+        q = check_float(q, "q", 0.0, 1.0)
         return np.quantile(self.rates, q, axis=1)
 
 
@@ -225,7 +235,7 @@ def grokking_rate_curve(p: int, fractions: np.ndarray, samples: int = 100,
     fractions = check_array(fractions, "fractions", ndim=1, min_size=1, high=1.0)
     if np.any(fractions <= 0):
         raise ValueError(f"fractions must lie in (0, 1], got a minimum of {fractions.min()!r}")
-    samples = check_int(samples, "samples", 1)
+    samples = check_int(samples, "samples", 1, MAX_RATE_SAMPLES)
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)

@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from particles.datasets import make_rng
-from particles.validation import check_array, check_int
+from particles.validation import check_array, check_float, check_int
 
 from .ode.data import as_runs
 from .signals import surviving_frequencies
@@ -134,22 +134,19 @@ def survival_classifier(features: Any, survived: Any, test_size: float = 0.25,
     rng : Generator or int seed
         Controls the split.
     """
-    X = np.asarray(features, dtype=float)
+    X = check_array(features, "features", ndim=(1, 2))
     if X.ndim == 1:
         X = X[:, None]
-    y = np.asarray(survived).ravel()
-    if X.ndim != 2 or X.shape[0] != y.shape[0]:
-        raise ValueError(f"features must be (n, f) with n = {y.shape[0]} rows, got {X.shape}")
-    if y.dtype != bool:
-        raise ValueError(f"survived must be boolean, got dtype {y.dtype}")
-    if not 0 < test_size < 1:
-        raise ValueError(f"test_size must be in (0, 1), got {test_size!r}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("features contain non-finite values")
+    y = check_array(survived, "survived", dtype="bool", ndim=(1, 2)).ravel()
+    if X.shape[0] != y.shape[0]:
+        raise ValueError(f"features must be (n, f) with n = {y.shape[0]} rows (one per survived entry), "
+                         f"got {X.shape}")
+    test_size = check_float(test_size, "test_size", 0.0, 1.0, strict=True)
+    C = check_float(C, "C", 0.0, strict=True)
     counts = np.bincount(y.astype(int), minlength=2)
     if counts.min() < 2:
         raise ValueError(f"need at least 2 survivors and 2 dead frequencies, got {counts[1]} and {counts[0]}")
-    seed = int(make_rng(rng).integers(2**31 - 1))
+    seed = int(make_rng(rng, "rng").integers(2**31 - 1))
     X_tr, X_te, y_tr, y_te = train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
     model = make_pipeline(StandardScaler(), LinearSVC(C=C, random_state=seed))
     model.fit(X_tr, y_tr)
@@ -180,6 +177,10 @@ def survival_table(signals: Sequence[np.ndarray], dcs: Sequence[Any], factor: fl
     ``initial_gradient`` (R, K), ``survival_rate`` (K,), ``n_survivors`` (R,)
     """
     arr = _signal_runs(signals)
+    if isinstance(dcs, str) or not isinstance(dcs, (list, tuple, np.ndarray)):
+        raise TypeError(f"dcs must be a list of DC signals, one per run, got {type(dcs).__name__}")
+    if any(dc is None for dc in dcs):
+        raise ValueError("dcs must hold a DC signal for every run, got None")
     if len(dcs) != arr.shape[0]:
         raise ValueError(f"dcs must hold one entry per run ({arr.shape[0]}), got {len(dcs)}")
     survived = np.stack([surviving_frequencies(run, factor, dc=dc) for run, dc in zip(arr, dcs)])

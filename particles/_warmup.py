@@ -41,8 +41,12 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) 
     from .params import ForceParams
     from .simulate import minimize, simulate
 
-    unknown = set(parts) - set(WARMUP_PARTS)
-    if isinstance(parts, str) or unknown:
+    if parallel is not None and not isinstance(parallel, (bool, np.bool_)):
+        raise TypeError(f"parallel must be True, False or None, got {type(parallel).__name__}")
+    if isinstance(parts, str) or not isinstance(parts, (tuple, list)):
+        raise TypeError(f"parts must be a tuple of names from {WARMUP_PARTS}, got {type(parts).__name__}")
+    unknown = {p for p in parts if p not in WARMUP_PARTS}
+    if unknown:
         raise ValueError(f"parts must be a tuple of names from {WARMUP_PARTS}, got {parts!r}")
     start = time.perf_counter()
     params = ForceParams(lam=1.0)

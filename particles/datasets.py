@@ -16,14 +16,15 @@ from .validation import check_array, check_bool, check_float, check_int
 __all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng"]
 
 
-def make_rng(seed: int | np.random.Generator | None) -> np.random.Generator:
-    """Return ``seed`` if it is a Generator, else a new Generator built from it."""
+def make_rng(seed: int | np.random.Generator | None, name: str = "seed") -> np.random.Generator:
+    """Return ``seed`` if it is a Generator, else a new Generator built from
+    it (an int >= 0, or None for fresh OS entropy); errors name ``name``."""
     if isinstance(seed, np.random.Generator):
         return seed
-    if seed is not None and not isinstance(seed, (int, np.integer)):
-        raise TypeError(f"seed must be an int, a numpy.random.Generator or None, got {type(seed).__name__}")
+    if seed is not None and (isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"{name} must be an int, a numpy.random.Generator or None, got {type(seed).__name__}")
     if seed is not None and seed < 0:
-        raise ValueError(f"seed must be >= 0, got {seed}")
+        raise ValueError(f"{name} must be >= 0, got {seed}")
     return np.random.default_rng(seed)
 
 
@@ -59,11 +60,13 @@ class PairDataset:
             raise ValueError(f"pairs must have shape (n, 2), got {pairs.shape}")
         if labels.shape != (pairs.shape[0],):
             raise ValueError(f"labels must have shape ({pairs.shape[0]},) to match pairs, got {labels.shape}")
-        if not isinstance(self.p, (int, np.integer)) or self.p < 1:
-            raise ValueError(f"p must be a positive int, got {self.p!r}")
+        check_int(self.p, "p", 1)
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {type(self.name).__name__}")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= self.p):
             raise ValueError(f"pairs must hold token indices in [0, {self.p}), got range [{pairs.min()}, {pairs.max()}]")
-        indices = np.arange(len(pairs)) if self.indices is None else np.asarray(self.indices, dtype=np.int64)
+        indices = np.arange(len(pairs)) if self.indices is None else check_array(self.indices, "indices",
+                                                                                     dtype="int", low=0)
         if indices.shape != (pairs.shape[0],):
             raise ValueError(f"indices must have shape ({pairs.shape[0]},), got {indices.shape}")
         object.__setattr__(self, "pairs", pairs)
@@ -81,7 +84,7 @@ class PairDataset:
 
     def subset(self, rows: np.ndarray) -> "PairDataset":
         """The pairs at ``rows`` (indices into this dataset), as a dataset."""
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = check_array(rows, "rows", dtype="int", ndim=1, low=0, high=len(self) - 1)
         return PairDataset(self.pairs[rows], self.labels[rows], self.p, self.name, self.indices[rows])
 
     def split(self, fraction: float, seed: int | np.random.Generator | None = 0) -> tuple["PairDataset", "PairDataset"]:

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .datasets import PairDataset, modular_addition
-from .validation import check_array
+from .validation import check_array, check_int
 
 __all__ = [
     "circularity",
@@ -100,8 +100,7 @@ def circularity(E: np.ndarray, frequency: int | None = None) -> np.ndarray | flo
     p = E.shape[0]
     scores = _frequency_scores(E)
     if frequency is not None:
-        if not isinstance(frequency, (int, np.integer)) or not 1 <= frequency < p:
-            raise ValueError(f"frequency must be an int in [1, {p - 1}], got {frequency!r}")
+        frequency = check_int(frequency, "frequency", 1, p - 1)
         return float(scores[frequency])
     return scores[1 : (p - 1) // 2 + 1]
 

@@ -172,13 +172,21 @@ class PairTerm(_Immutable):
         return (self.same, self.other, self.same_derivative, self.other_derivative)
 
     def with_params(self, params: tuple) -> "PairTerm":
-        """The same functions with other parameters (no recompilation)."""
+        """The same functions with other parameters (no recompilation): as
+        many values as the current ``params``."""
+        if isinstance(params, tuple) and len(params) != len(self.params):
+            raise ValueError(f"params must hold {len(self.params)} values like the current ones, got {len(params)}")
         return PairTerm(self.same, self.other, variable=self.variable, params=params,
                         same_derivative=self.same_derivative, other_derivative=self.other_derivative)
 
     def values(self, q: np.ndarray, same: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """NumPy path: phi(q) and d phi / dq on arrays, by class relation
-        (each function only where it applies; 0 elsewhere)."""
+        (each function only where it applies; 0 elsewhere). ``q``: real
+        array; ``same``: boolean array of the same shape."""
+        q = check_array(q, "q")
+        same = check_array(same, "same", dtype="bool")
+        if same.shape != q.shape:
+            raise ValueError(f"same must have the shape of q, {q.shape}, got {same.shape}")
         phi = np.zeros(q.shape)
         dphi = np.zeros(q.shape)
         for mask, fn, dfn in ((same, self.same, self.same_derivative), (~same, self.other, self.other_derivative)):
@@ -403,7 +411,10 @@ class PairEnergy(_Immutable):
 
     def pair_forces_reference(self, s: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:
         """NumPy path: forces -dU/ds_u on the pair sums (n, d) and the pair
-        interaction energy, from dense u x v matrices."""
+        interaction energy, from dense u x v matrices. ``s``: (n, d) real
+        and finite; ``labels``: (n,) integer class ids."""
+        s = check_array(s, "s", ndim=2)
+        labels = check_array(labels, "labels", dtype="int", shape=(s.shape[0],))
         n = s.shape[0]
         off = ~np.eye(n, dtype=bool)
         same = labels[:, None] == labels[None, :]

@@ -11,14 +11,16 @@ structure are measured in docs/particles.md.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
 import numpy as np
 
-from .datasets import PairDataset, modular_addition
+from .datasets import MAX_P, PairDataset, modular_addition
 from .params import ForceParams
 from .trajectory import Trajectory
+from .validation import check_float, check_int, describe
 
 __all__ = ["Preset", "preset", "PRESETS", "preset_names"]
 
@@ -58,6 +60,28 @@ class Preset:
     final_temperature: float = 0.0
     init_scale: float = 1.0
     description: str = ""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise TypeError(f"name must be a str, got {describe(self.name)}")
+        # a PairEnergy can only exist once its module is loaded; importing it here would load numba
+        energy_module = sys.modules.get("particles.pair_energy")
+        laws = (ForceParams,) + ((energy_module.PairEnergy,) if energy_module is not None else ())
+        if not isinstance(self.params, laws):
+            raise TypeError(f"params must be a ForceParams or a PairEnergy, got {describe(self.params)}")
+        check_int(self.p, "p", 2, MAX_P)
+        fraction = check_float(self.fraction, "fraction")
+        if not 0.0 < fraction <= 1.0:
+            raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
+        check_int(self.d, "d", 1)
+        check_int(self.steps, "steps", 0)
+        check_float(self.dt, "dt", 0.0, strict=True)
+        check_int(self.record_every, "record_every", 1)
+        check_float(self.temperature, "temperature", 0.0)
+        check_float(self.final_temperature, "final_temperature", 0.0)
+        check_float(self.init_scale, "init_scale", 0.0)
+        if not isinstance(self.description, str):
+            raise TypeError(f"description must be a str, got {describe(self.description)}")
 
     def replace(self, **changes: Any) -> "Preset":
         """A copy with run settings and/or ForceParams fields changed."""

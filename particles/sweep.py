@@ -26,7 +26,7 @@ from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
 from .trajectory import atomic_write
-from .validation import describe
+from .validation import check_path, describe
 
 __all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
 
@@ -52,6 +52,19 @@ class SweepTable:
 
     rows: list[dict[str, Any]] = field(default_factory=list)
     parameters: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rows, list) or not all(isinstance(r, dict) for r in self.rows):
+            raise TypeError(f"rows must be a list of dicts (one per run), got {describe(self.rows)}")
+        if isinstance(self.parameters, str) or not isinstance(self.parameters, (list, tuple)) \
+                or not all(isinstance(k, str) for k in self.parameters):
+            raise TypeError(f"parameters must be a list of column names, got {describe(self.parameters)}")
+        self.parameters = list(self.parameters)
+        if self.rows:
+            columns = set(self.rows[0])
+            missing = [k for k in self.parameters if k not in columns]
+            if missing:
+                raise ValueError(f"parameters must name columns of the rows, got {missing} not among {sorted(columns)}")
 
     def __len__(self) -> int:
         return len(self.rows)
@@ -90,15 +103,14 @@ class SweepTable:
     def from_csv(cls, path: str | os.PathLike, parameters: Sequence[str] | None = None) -> "SweepTable":
         """Read a table written by :meth:`to_csv`; numbers are parsed back.
         ``parameters`` defaults to the columns before ``seed``."""
-        if not isinstance(path, (str, os.PathLike)):
-            raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
+        path = check_path(path, "path")
         with open(path, newline="") as fh:
             reader = csv.DictReader(fh)
             columns = list(reader.fieldnames or [])
             rows = [{k: _parse_cell(v) for k, v in row.items()} for row in reader]
         if parameters is None:
             parameters = columns[: columns.index("seed")] if "seed" in columns else []
-        return cls(rows=rows, parameters=list(parameters))
+        return cls(rows=rows, parameters=parameters)
 
     def to_pandas(self):
         """The rows as a ``pandas.DataFrame`` (needs pandas)."""
@@ -110,7 +122,9 @@ class SweepTable:
         return pd.DataFrame(self.rows, columns=columns or None)
 
     def to_csv(self, path: str | os.PathLike) -> Path:
-        """Write the rows as CSV (atomically)."""
+        """Write the rows as CSV (atomically; missing parent folders are created)."""
+        path = check_path(path, "path")
+
         def write(fh) -> None:
             text = io.StringIO(newline="")
             writer = csv.DictWriter(text, fieldnames=self.columns)

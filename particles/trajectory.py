@@ -35,6 +35,8 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
+from .validation import check_bool, check_path
+
 __all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "ensure_writable_folder",
            "remove_stale_temporaries"]
 
@@ -345,8 +347,10 @@ class Trajectory:
 
     def save(self, path: str | os.PathLike, compress: bool = True) -> Path:
         """Write the ``.npz`` atomically (temporary file in the same folder,
-        then rename): a reader never sees a half-written file."""
-        path = Path(path)
+        then rename): a reader never sees a half-written file. Missing parent
+        folders are created."""
+        path = check_path(path, "path")
+        compress = check_bool(compress, "compress")
         if path.suffix != ".npz":
             raise ValueError(f"path must end in .npz, got {str(path)!r}")
         arrays = self._arrays()
@@ -356,9 +360,11 @@ class Trajectory:
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Trajectory":
         """Read and validate a trajectory file; errors name the bad field."""
-        path = Path(path)
+        path = check_path(path, "path")
         if not path.exists():
             raise FileNotFoundError(f"no trajectory file at {str(path)!r}")
+        if not path.is_file():
+            raise ValueError(f"path must be a trajectory file, got the folder {str(path)!r}")
         _check_npz_headers(path)
         try:
             archive = np.load(path, allow_pickle=False)

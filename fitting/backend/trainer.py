@@ -24,6 +24,7 @@ import torch
 
 from particles.simulate import package_version
 from particles.trajectory import Trajectory, atomic_write
+from particles.validation import check_path
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import _Config
@@ -126,6 +127,8 @@ def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, 
         raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
     if (checkpoint_every or resume) and out is None:
         raise ValueError("checkpoint_every and resume need an output path (out=...)")
+    if out is not None:
+        out = check_path(out, "out")
     if out is not None and Path(out).suffix != ".npz":
         raise ValueError(f"out must end in .npz, got {str(out)!r}")
     task = make_task(config, seed)

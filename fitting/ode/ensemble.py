@@ -17,6 +17,8 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from particles.validation import check_array, check_float, check_int as check_int_range
+
 from .checks import check_int
 from .integrate import BlowUpError
 from .models import LinearODE, ODEModel
@@ -84,9 +86,8 @@ class BootstrapEnsemble(BaseEstimator):
         check_int(self.n_models, "n_models", 2)
         if self.resample not in ("auto", "rows", "runs"):
             raise ValueError(f"resample must be 'auto', 'rows' or 'runs', got {self.resample!r}")
-        c = self.confidence
-        if isinstance(c, bool) or not isinstance(c, (int, float, np.floating)) or not 0 < c < 1:
-            raise ValueError(f"confidence must be a number in (0, 1), got {c!r}")
+        check_float(self.confidence, "confidence", 0.0, 1.0, strict=True)
+        check_int_range(self.random_state, "random_state", 0, allow_none=True)
         return est
 
     def fit(self, x: Any, t: Any = None) -> "BootstrapEnsemble":
@@ -122,6 +123,7 @@ class BootstrapEnsemble(BaseEstimator):
     def member(self, i: int) -> ODEModel:
         """Ensemble member i as a fitted estimator."""
         check_is_fitted(self, "coef_samples_")
+        i = check_int_range(i, "i", 0, len(self.coef_samples_) - 1)
         m = copy.copy(self.estimator_)
         m.coef_ = self.coef_samples_[i]
         return m
@@ -134,7 +136,8 @@ class BootstrapEnsemble(BaseEstimator):
     def simulate(self, x0: Any, t: Any, method: str = "auto") -> EnsembleSimulation:
         """Simulate every member from x0; median and band over members that stay bounded."""
         check_is_fitted(self, "coef_samples_")
-        t = np.asarray(t, dtype=float)
+        x0 = check_array(x0, "x0", shape=(self.coef_samples_.shape[1],))
+        t = check_array(t, "t", ndim=1, min_size=1)
         sims, blown = [], 0
         for i in range(self.n_models):
             try:
@@ -153,6 +156,7 @@ class BootstrapEnsemble(BaseEstimator):
         """{variable: {term: (low, high, inclusion probability)}} for terms
         included in more than ``threshold`` of the members."""
         check_is_fitted(self, "coef_samples_")
+        threshold = check_float(threshold, "threshold", 0.0, 1.0)
         variables = self.estimator_._variable_names(names)
         terms = self.estimator_.feature_names(variables)
         out = {}

@@ -170,6 +170,8 @@ class CustomLibrary(Library):
         if not isinstance(functions, list) or not functions or not all(callable(f) for f in functions):
             raise TypeError("functions must be a non-empty list of callables")
         if names is not None:
+            if isinstance(names, str) or not isinstance(names, (list, tuple)):
+                raise TypeError(f"names must be a list of format strings or callables, got {describe(names)}")
             names = list(names)
             if len(names) != len(functions):
                 raise ValueError(f"names must hold {len(functions)} entries (one per function), got {len(names)}")

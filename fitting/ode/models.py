@@ -21,6 +21,8 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
+from particles.validation import check_array, check_choice, check_float, check_int as check_int_range, describe
+
 from .checks import check_bool, check_number
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
@@ -53,6 +55,9 @@ def as_formulation(derivative: Formulation | str) -> Formulation:
     if not isinstance(derivative, str) or derivative not in shortcuts:
         raise ValueError(f"derivative must be a Formulation or one of {DERIVATIVE_METHODS}, got {derivative!r}")
     return shortcuts[derivative]()
+
+#: the R^2 averages score and trajectory_score accept (one number over the equations)
+MULTIOUTPUT = ("uniform_average", "variance_weighted")
 
 
 class ODEModel(BaseEstimator):
@@ -254,6 +259,7 @@ class ODEModel(BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         Theta, Y, _, _, formulation = self._prepare(x, t, window, self.library_, self.formulation_)
+        multioutput = check_choice(multioutput, "multioutput", MULTIOUTPUT)
         return float(r2_score(Y, self._predict_rows(Theta, formulation), multioutput=multioutput))
 
     def _predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
@@ -288,11 +294,10 @@ class ODEModel(BaseEstimator):
         check_is_fitted(self, "coef_")
         if method not in SIMULATION_METHODS:
             raise ValueError(f"method must be one of {SIMULATION_METHODS}, got {method!r}")
-        x0 = np.asarray(x0, dtype=float)
-        if x0.shape != (self.n_features_in_,):
-            raise ValueError(f"x0 must have shape ({self.n_features_in_},), got {x0.shape}")
-        if not np.all(np.isfinite(x0)):
-            raise ValueError("x0 must be finite")
+        x0 = check_array(x0, "x0", shape=(self.n_features_in_,))
+        check_array(t, "t", ndim=1, min_size=1)
+        rtol = check_float(rtol, "rtol", 0.0, strict=True)
+        atol = check_float(atol, "atol", 0.0, strict=True)
         if method == "auto":
             method = self._default_simulation()
         limit = self.blowup_factor * max(self.scale_, float(np.max(np.abs(x0))))
@@ -328,7 +333,8 @@ class ODEModel(BaseEstimator):
         obs = np.vstack(observed)
         if obs.shape[0] < 2:
             raise ValueError("need at least 2 samples inside the window for R^2")
-        return float(r2_score(obs, np.vstack(simulated), multioutput=multioutput))
+        return float(r2_score(obs, np.vstack(simulated), multioutput=check_choice(multioutput, "multioutput",
+                                                                                   MULTIOUTPUT)))
 
     # ------------------------------------------------------ description
     @property
@@ -341,7 +347,10 @@ class ODEModel(BaseEstimator):
         K = self.n_features_in_
         if names is None:
             return [f"x{i + 1}" for i in range(K)]
-        names = [str(n) for n in names]
+        if isinstance(names, str) or not isinstance(names, (list, tuple)) \
+                or not all(isinstance(n, str) for n in names):
+            raise TypeError(f"names must be a list of {K} variable names (str), got {describe(names)}")
+        names = list(names)
         if len(names) != K:
             raise ValueError(f"names must hold {K} entries, got {len(names)}")
         return names
@@ -354,6 +363,7 @@ class ODEModel(BaseEstimator):
     def named_coefficients(self, names: Sequence[str] | None = None, threshold: float = 0.0
                            ) -> dict[str, dict[str, float]]:
         """Coefficients with |value| > threshold as {equation variable: {term: value}}."""
+        threshold = check_float(threshold, "threshold", 0.0)
         variables = self._variable_names(names)
         terms = self.feature_names(variables)
         return {v: {terms[j]: float(self.coef_[i, j]) for j in np.flatnonzero(np.abs(self.coef_[i]) > threshold)}
@@ -363,6 +373,7 @@ class ODEModel(BaseEstimator):
                   ) -> list[str]:
         """The fitted system, one readable line per equation (terms with
         |coefficient| <= threshold left out), e.g. ``dx/dt = 1 x - 0.5 x y``."""
+        precision = check_int_range(precision, "precision", 1, 17)
         out = []
         for var, terms in self.named_coefficients(names, threshold).items():
             parts = []
@@ -555,6 +566,7 @@ class LotkaVolterra(ODEModel):
 
     def jacobian(self, x: np.ndarray) -> np.ndarray:
         """Jacobian of the fitted right-hand side at state x, shape (K, K)."""
-        x = np.asarray(x, dtype=float)
+        check_is_fitted(self, "coef_")
+        x = check_array(x, "x", shape=(self.linear_.shape[0],))
         Q = self.quadratic_
         return self.linear_ + np.einsum("ijk,k->ij", Q, x) + np.einsum("ikj,k->ij", Q, x)
