@@ -106,102 +106,198 @@ SKIP: dict[str, str] = {
     "fitting.backend.toy_phase_setting": "returns a ToyConfig from a named table; config_for is in the battery",
 }
 
+#: documented values that look bad: (entries, parameter, bad-value label, why it is valid)
+ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
+    (('fitting.ODEModel', 'fitting.ODEModel.score', 'fitting.ODEModel.trajectory_score'), 'window', 'nested None',
+     '(None, None): an open window (documented)'),
+    (('fitting.initial_gradient', 'fitting.initial_signal'), 'signals', 'extra dim',
+     '(R, T, K): several runs are documented'),
+    (('fitting.BootstrapEnsemble',), 'random_state', 'zero',
+     '0 is a valid seed'),
+    (('fitting.survival_classifier',), 'rng', 'zero',
+     '0 is a valid seed'),
+    (('effective_theory.grokking_rate_curve',
+      'effective_theory.unique_structure_probability',
+      'fitting.backend.train',
+      'particles.PairDataset.split',
+      'particles.Preset.run',
+      'particles.Preset.sample',
+      'particles.make_rng',
+     ), 'seed', 'zero',
+     '0 is a valid seed'),
+    (('fitting.ODEModel.named_coefficients',), 'threshold', 'zero',
+     '0 keeps every term (the default)'),
+    (('fitting.ODEModel.equations',), 'threshold', 'zero',
+     '0 shows every term (the default)'),
+    (('particles.Preset.replace',), 'steps', 'zero',
+     '0 steps: the initial state only'),
+    (('particles.SweepTable.rates',), 'by', 'None',
+     'None groups by the swept parameters (documented)'),
+    (('effective_theory.grokking_rate', 'effective_theory.predicted_steps'), 'Z', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.ODEModel',), 'alpha', 'None',
+     'None is the documented default (see the docstring)'),
+    (('particles.circularity',), 'frequency', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.FlowMap',), 'horizon', 'None',
+     'None is the documented default (see the docstring)'),
+    (('particles.PairDataset',), 'indices', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.Regressor.fit',), 'intercept', 'None',
+     'None is the documented default (see the docstring)'),
+    (('effective_theory.hessian_spectrum', 'effective_theory.laplacian_spectrum'), 'k', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.BootstrapEnsemble.intervals',
+      'fitting.ODEModel.equations',
+      'fitting.ODEModel.feature_names',
+      'fitting.ODEModel.named_coefficients',
+     ), 'names', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.backend.train',), 'out', 'None',
+     'None is the documented default (see the docstring)'),
+    (('particles.Trajectory',), 'signals', 'None',
+     'None is the documented default (see the docstring)'),
+    (('particles.Trajectory',), 'steps', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.WeakForm',), 'stride', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.WeakForm',), 'window', 'None',
+     'None is the documented default (see the docstring)'),
+    (('fitting.BootstrapEnsemble',), 'random_state', 'None',
+     "None seeds from fresh OS entropy (numpy's convention)"),
+    (('fitting.survival_classifier',), 'rng', 'None',
+     "None seeds from fresh OS entropy (numpy's convention)"),
+    (('effective_theory.grokking_rate_curve',
+      'effective_theory.unique_structure_probability',
+      'particles.PairDataset.split',
+      'particles.Preset.run',
+      'particles.make_rng',
+     ), 'seed', 'None',
+     "None seeds from fresh OS entropy (numpy's convention)"),
+    (('fitting.ODEModel.print',), 'file', 'None',
+     'None writes to stdout'),
+    (('fitting.BootstrapEnsemble',), 'estimator', 'None',
+     'None: LinearODE() (documented)'),
+    (('fitting.ODEModel', 'fitting.ODEModel.score', 'fitting.ODEModel.trajectory_score'), 'window', 'None',
+     'None: all samples (documented)'),
+    (('fitting.CustomLibrary',), 'names', 'None',
+     'None: f0(x1), f1(x1), ... (documented)'),
+    (('particles.classify_structure',
+      'particles.grid_defects',
+      'particles.pair_sum_accuracy',
+      'particles.structure_metrics',
+     ), 'dataset', 'None',
+     'None: metrics that need no labels only (documented)'),
+    (('effective_theory.classify_phase',), 't_train', 'None',
+     'None: never reached within the budget (documented)'),
+    (('effective_theory.classify_phase',), 't_val', 'None',
+     'None: never reached within the budget (documented)'),
+    (('particles.SweepTable.from_csv',), 'parameters', 'None',
+     'None: the columns before seed (documented)'),
+    (('particles.simulate',), 'record_every', 'None',
+     'None: the default stride max(1, steps // 100) (documented)'),
+    (('particles.warmup',), 'parallel', 'None',
+     'None: the serial kernels (documented)'),
+    (('fitting.BootstrapEnsemble.fit',
+      'fitting.FiniteDifference.derivative',
+      'fitting.ODEModel.fit',
+      'fitting.ODEModel.score',
+      'fitting.ODEModel.trajectory_score',
+      'fitting.SavitzkyGolay.derivative',
+     ), 't', 'None',
+     'None: unit time steps (documented)'),
+    (('fitting.fourier_signals', 'fitting.frequency_circularity'), 'E', 'extra dim',
+     'a (S, p, d) stack of snapshots is documented'),
+    (('particles.PairDataset', 'particles.PairEnergy'), 'name', 'unknown',
+     'a free-text name'),
+    (('particles.SweepTable.from_csv', 'particles.Trajectory.load'), 'path', 'missing folder',
+     'a missing file raises FileNotFoundError naming the path, as open() does'),
+    (('fitting.BootstrapEnsemble.fit',
+      'fitting.FiniteDifference.derivative',
+      'fitting.ODEModel.fit',
+      'fitting.ODEModel.score',
+      'fitting.ODEModel.trajectory_score',
+      'fitting.SavitzkyGolay.derivative',
+     ), 't', 'scalar',
+     'a number is the time step (documented)'),
+    (('particles.SweepTable', 'particles.SweepTable.from_csv'), 'parameters', 'empty',
+     'a table without swept parameters'),
+    (('particles.PairTerm',), 'other', 'None',
+     'a term may act on one class relation only (documented)'),
+    (('particles.PairTerm',), 'same', 'None',
+     'a term may act on one class relation only (documented)'),
+    (('fitting.BootstrapEnsemble.fit',
+      'fitting.BootstrapEnsemble.predict',
+      'fitting.ODEModel.fit',
+      'fitting.ODEModel.predict',
+      'fitting.ODEModel.score',
+      'fitting.ODEModel.trajectory_score',
+     ), 'x', 'extra dim',
+     'an (R, T, K) array is R runs (documented)'),
+    (('particles.PairDataset.subset',), 'rows', 'empty',
+     'an empty subset is a valid (empty) dataset'),
+    (('particles.SweepTable',), 'rows', 'empty',
+     'an empty table'),
+    (('fitting.ODEModel',), 'library', 'int',
+     'an int is the polynomial degree (documented)'),
+    (('fitting.survival_classifier',), 'survived', 'extra dim',
+     'anything that ravels to (n,) (documented)'),
+    (('fitting.fitness_correlation',), 'rate', 'extra dim',
+     'both arrays are flattened (documented)'),
+    (('fitting.fitness_correlation',), 'signal', 'extra dim',
+     'both arrays are flattened (documented)'),
+    (('fitting.Regressor.fit',), 'intercept', 'zero',
+     'column 0 may be the intercept'),
+    (('particles.fast_exp',), 'x', 'nan',
+     'elementwise like np.exp: NaN maps to NaN (documented; it runs inside compiled user energies)'),
+    (('particles.fast_exp',), 'x', 'inf',
+     'elementwise like np.exp: exp(inf) = inf and exp(x > 709) = inf (documented)'),
+    (('effective_theory.wilson_interval',), 'successes', 'empty',
+     'elementwise over the counts'),
+    (('effective_theory.wilson_interval',), 'successes', 'extra dim',
+     'elementwise over the counts'),
+    (('effective_theory.wilson_interval',), 'successes', 'scalar',
+     'elementwise over the counts'),
+    (('particles.fast_exp',), 'x', 'scalar',
+     'elementwise: a scalar maps to a scalar'),
+    (('particles.fast_exp',), 'x', 'empty',
+     'elementwise: an empty array maps to an empty array'),
+    (('particles.fast_exp',), 'x', 'extra dim',
+     'elementwise: any shape'),
+    (('effective_theory.classify_phase',), 't_train', 'inf',
+     'inf: never reached (documented)'),
+    (('effective_theory.classify_phase',), 't_val', 'inf',
+     'inf: never reached (documented)'),
+    (('particles.EffectiveLoss.classification',
+      'particles.PairDataset',
+      'particles.PairEnergy.pair_forces_reference',
+      'particles.energy_reference',
+      'particles.forces_reference',
+      'particles.label_constraints',
+     ), 'labels', 'negative',
+     'labels are arbitrary integer class ids'),
+    (('fitting.BootstrapEnsemble.member',), 'i', 'zero',
+     'member 0 is the first member'),
+    (('particles.SweepTable.to_csv', 'particles.Trajectory.save'), 'path', 'missing folder',
+     'missing parent folders are created (documented)'),
+    (('particles.SweepTable.rates',), 'by', 'empty',
+     'no grouping columns: one group of all runs'),
+    (('particles.Trajectory',), 'steps', 'empty',
+     'no per-step series'),
+    (('effective_theory.unique_structure_probability',), 'bootstrap', 'zero',
+     'no resampling: critical_fraction_interval is None (documented)'),
+    (('particles.label_constraints',), 'labels', 'empty',
+     'no samples: a 0 x 0 constraint matrix'),
+    (('particles.warmup',), 'parts', 'empty',
+     'nothing to compile'),
+    (('fitting.initial_gradient', 'fitting.survival_table'), 'step', 'zero',
+     'step 0 is the first difference'),
+]
 #: (entry, parameter) -> {bad-value label: why it is a documented, valid input}
 ACCEPT: dict[tuple[str, str], dict[str, str]] = {}
-for _name in ("particles.make_rng", "effective_theory.grokking_rate_curve",
-              "effective_theory.unique_structure_probability", "particles.PairDataset.split",
-              "particles.Preset.run", "fitting.BootstrapEnsemble", "fitting.survival_classifier"):
-    _param = {"fitting.BootstrapEnsemble": "random_state", "fitting.survival_classifier": "rng"}.get(_name, "seed")
-    ACCEPT[(_name, _param)] = {"None": "None seeds from fresh OS entropy (numpy's convention)",
-                               "zero": "0 is a valid seed"}
-for _name, _param in [("effective_theory.grokking_rate", "Z"), ("effective_theory.predicted_steps", "Z"),
-                      ("effective_theory.hessian_spectrum", "k"), ("effective_theory.laplacian_spectrum", "k"),
-                      ("particles.circularity", "frequency"), ("particles.Trajectory", "steps"),
-                      ("particles.Trajectory", "signals"), ("particles.PairDataset", "indices"),
-                      ("fitting.ODEModel", "window"), ("fitting.ODEModel", "alpha"),
-                      ("fitting.ODEModel.feature_names", "names"), ("fitting.ODEModel.equations", "names"),
-                      ("fitting.ODEModel.score", "window"), ("fitting.ODEModel.trajectory_score", "window"),
-                      ("fitting.ODEModel.named_coefficients", "names"), ("fitting.Regressor.fit", "intercept"),
-                      ("fitting.WeakForm", "window"), ("fitting.WeakForm", "stride"), ("fitting.FlowMap", "horizon"),
-                      ("fitting.BootstrapEnsemble.intervals", "names"), ("fitting.backend.train", "out")]:
-    ACCEPT[(_name, _param)] = {"None": "None is the documented default (see the docstring)"}
-for _name in ("particles.classify_structure", "particles.grid_defects", "particles.pair_sum_accuracy",
-              "particles.structure_metrics"):
-    ACCEPT[(_name, "dataset")] = {"None": "None: metrics that need no labels only (documented)"}
-for _name in ("effective_theory.classify_phase",):
-    for _param in ("t_train", "t_val"):
-        ACCEPT[(_name, _param)] = {"None": "None: never reached within the budget (documented)",
-                                   "inf": "inf: never reached (documented)"}
-ACCEPT[("particles.energy_reference", "labels")] = {"negative": "labels are arbitrary integer class ids"}
-ACCEPT[("particles.forces_reference", "labels")] = {"negative": "labels are arbitrary integer class ids"}
-ACCEPT[("particles.label_constraints", "labels")] = {"negative": "labels are arbitrary integer class ids",
-                                                      "empty": "no samples: a 0 x 0 constraint matrix"}
-ACCEPT[("particles.PairDataset", "labels")] = {"negative": "labels are arbitrary integer class ids"}
-ACCEPT[("particles.PairDataset", "name")] = {"unknown": "a free-text name"}
-ACCEPT[("particles.fast_exp", "x")] = {
-    "empty": "elementwise: an empty array maps to an empty array",
-    "scalar": "elementwise: a scalar maps to a scalar",
-    "extra dim": "elementwise: any shape",
-    "nan": "elementwise like np.exp: NaN maps to NaN (documented; it runs inside compiled user energies)",
-    "inf": "elementwise like np.exp: exp(inf) = inf and exp(x > 709) = inf (documented)",
-}
-for _param in ("E",):
-    ACCEPT[("fitting.fourier_signals", _param)] = {"extra dim": "a (S, p, d) stack of snapshots is documented"}
-    ACCEPT[("fitting.frequency_circularity", _param)] = {"extra dim": "a (S, p, d) stack of snapshots is documented"}
-for _name in ("fitting.initial_gradient", "fitting.initial_signal"):
-    ACCEPT[(_name, "signals")] = {"extra dim": "(R, T, K): several runs are documented"}
-ACCEPT[("fitting.initial_gradient", "step")] = {"zero": "step 0 is the first difference"}
-for _param in ("rate", "signal"):
-    ACCEPT[("fitting.fitness_correlation", _param)] = {"extra dim": "both arrays are flattened (documented)"}
-ACCEPT[("effective_theory.wilson_interval", "successes")] = {
-    "empty": "elementwise over the counts", "scalar": "elementwise over the counts",
-    "extra dim": "elementwise over the counts"}
-ACCEPT[("effective_theory.unique_structure_probability", "bootstrap")] = {
-    "zero": "no resampling: critical_fraction_interval is None (documented)"}
-for _name in ("fitting.ODEModel.fit", "fitting.BootstrapEnsemble.fit", "fitting.ODEModel.score",
-              "fitting.ODEModel.trajectory_score", "fitting.ODEModel.predict", "fitting.BootstrapEnsemble.predict"):
-    ACCEPT[(_name, "x")] = {"extra dim": "an (R, T, K) array is R runs (documented)"}
-for _name in ("fitting.ODEModel.fit", "fitting.BootstrapEnsemble.fit", "fitting.ODEModel.score",
-              "fitting.ODEModel.trajectory_score", "fitting.FiniteDifference.derivative",
-              "fitting.SavitzkyGolay.derivative"):
-    ACCEPT[(_name, "t")] = {"None": "None: unit time steps (documented)", "scalar": "a number is the time step (documented)"}
-for _name in ("fitting.ODEModel", "fitting.ODEModel.score", "fitting.ODEModel.trajectory_score"):
-    ACCEPT[(_name, "window")] = {"None": "None: all samples (documented)",
-                                 "nested None": "(None, None): an open window (documented)"}
-ACCEPT[("fitting.ODEModel", "library")] = {"int": "an int is the polynomial degree (documented)"}
-ACCEPT[("fitting.BootstrapEnsemble", "estimator")] = {"None": "None: LinearODE() (documented)"}
-ACCEPT[("fitting.CustomLibrary", "names")] = {"None": "None: f0(x1), f1(x1), ... (documented)"}
-ACCEPT[("fitting.ODEModel.equations", "precision")] = {}
-for _name in ("particles.Trajectory.load", "particles.SweepTable.from_csv"):
-    ACCEPT[(_name, "path")] = {"missing folder": "a missing file raises FileNotFoundError naming the path, as open() does"}
-for _name in ("particles.Trajectory.save", "particles.SweepTable.to_csv"):
-    ACCEPT[(_name, "path")] = {"missing folder": "missing parent folders are created (documented)"}
-ACCEPT[("particles.simulate", "record_every")] = {"None": "None: the default stride max(1, steps // 100) (documented)"}
-ACCEPT[("particles.PairDataset.subset", "rows")] = {"empty": "an empty subset is a valid (empty) dataset"}
-ACCEPT[("particles.Preset.replace", "steps")] = {"zero": "0 steps: the initial state only"}
-ACCEPT[("particles.Preset.sample", "seed")] = {"zero": "0 is a valid seed"}
-ACCEPT[("particles.SweepTable", "rows")] = {"empty": "an empty table"}
-ACCEPT.setdefault(("particles.SweepTable.rates", "by"), {})["empty"] = "no grouping columns: one group of all runs"
-ACCEPT[("particles.SweepTable.from_csv", "parameters")] = {"None": "None: the columns before seed (documented)",
-                                                           "empty": "a table without swept parameters"}
-ACCEPT.setdefault(("particles.Trajectory", "steps"), {})["empty"] = "no per-step series"
-ACCEPT[("particles.EffectiveLoss.classification", "labels")] = {"negative": "labels are arbitrary integer class ids"}
-ACCEPT[("particles.PairEnergy", "name")] = {"unknown": "a free-text name"}
-ACCEPT[("particles.PairEnergy.pair_forces_reference", "labels")] = {"negative": "labels are arbitrary integer class ids"}
-ACCEPT[("fitting.BootstrapEnsemble.member", "i")] = {"zero": "member 0 is the first member"}
-ACCEPT[("fitting.survival_classifier", "survived")] = {"extra dim": "anything that ravels to (n,) (documented)"}
-ACCEPT[("fitting.survival_table", "step")] = {"zero": "step 0 is the first difference"}
-ACCEPT[("particles.warmup", "parallel")] = {"None": "None: the serial kernels (documented)"}
-ACCEPT[("particles.warmup", "parts")] = {"empty": "nothing to compile"}
-ACCEPT[("particles.PairTerm", "same")] = {"None": "a term may act on one class relation only (documented)"}
-ACCEPT[("particles.PairTerm", "other")] = {"None": "a term may act on one class relation only (documented)"}
-ACCEPT[("fitting.backend.train", "seed")] = {"zero": "0 is a valid seed"}
-ACCEPT[("fitting.ODEModel.print", "file")] = {"None": "None writes to stdout"}
-ACCEPT.setdefault(("particles.SweepTable.rates", "by"), {})["None"] = "None groups by the swept parameters (documented)"
-ACCEPT[("particles.SweepTable", "parameters")] = {"empty": "a table without swept parameters"}
-ACCEPT[("fitting.Regressor.fit", "intercept")]["zero"] = "column 0 may be the intercept"
-ACCEPT[("fitting.ODEModel.equations", "threshold")] = {"zero": "0 shows every term (the default)"}
-ACCEPT[("fitting.ODEModel.named_coefficients", "threshold")] = {"zero": "0 keeps every term (the default)"}
+for _entries, _param, _label, _reason in ACCEPTED:
+    for _name in _entries:
+        ACCEPT.setdefault((_name, _param), {})[_label] = _reason
 
 
 def _tmp() -> Path:
