@@ -91,8 +91,10 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
         Raw signals sampled at ``steps`` (a Trajectory supplies both).
     steps : ndarray of int, shape (T,), optional
         Training step of each row (default 0..T-1).
-    n_steps : int
-        Length of the fitting window [steps[0], steps[0] + n_steps).
+    n_steps : int >= 2
+        Length of the fitting window [steps[0], steps[0] + n_steps). A window
+        longer than the data fits every recorded step (and the held-out R^2
+        is then None).
     alpha : float
         Lasso penalty (reference 0.01).
     holdout_steps : int, optional

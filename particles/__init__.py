@@ -67,6 +67,7 @@ _EXPORTS = {
     'energy_reference': ('.reference', 'energy_reference'),
     'forces_reference': ('.reference', 'forces_reference'),
     'MAX_GROWTH': ('.simulate', 'MAX_GROWTH'),
+    'MAX_STEPS': ('.limits', 'MAX_STEPS'),
     'MinimizeResult': ('.simulate', 'MinimizeResult'),
     'NonFiniteStateError': ('.simulate', 'NonFiniteStateError'),
     'RunawayError': ('.simulate', 'RunawayError'),
@@ -80,7 +81,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "PRESETS",
+    "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "MAX_STEPS", "PRESETS",
     "PairDataset", "Preset", "SCHEMA_VERSION", "STRUCTURES", "SweepTable", "Trajectory", "TrajectoryFormatError",
     "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
     "energy_reference", "forces", "forces_reference", "grid_defects", "line_ratio", "make_rng", "minimize", "modular_addition",

@@ -60,7 +60,7 @@ class PairDataset:
             raise ValueError(f"pairs must have shape (n, 2), got {pairs.shape}")
         if labels.shape != (pairs.shape[0],):
             raise ValueError(f"labels must have shape ({pairs.shape[0]},) to match pairs, got {labels.shape}")
-        check_int(self.p, "p", 1)
+        check_int(self.p, "p", 1, MAX_P)
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {type(self.name).__name__}")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= self.p):

@@ -30,7 +30,7 @@ from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
 from .kernels.status import NONFINITE, OK, check_state
-from .simulate import MAX_GROWTH, NonFiniteStateError, check_record_memory, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
+from .simulate import MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, growth_bound, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
 from .trajectory import Trajectory
 from .validation import check_array, describe
 
@@ -282,7 +282,7 @@ def simulate_effective(
     train : PairDataset or EffectiveLoss
         Training pairs (their parallelograms) or prepared constraints (e.g.
         :meth:`EffectiveLoss.classification`).
-    steps : int >= 1
+    steps : int in [1, MAX_STEPS = 10**9]
     dt : float > 0
         Learning rate eta.
     normalization : {"centred", "uncentred"}
@@ -307,7 +307,7 @@ def simulate_effective(
     loss = _as_loss(train, "train")
     E = _check_E(E0, loss.p, "E0").copy()
     bound = growth_bound(E, max_growth)
-    steps = _positive_int("steps", steps)
+    steps = _positive_int("steps", steps, MAX_STEPS)
     dt = _nonnegative("dt", dt, strict=True)
     record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
     if spread(E, normalization) <= 0:
@@ -318,7 +318,7 @@ def simulate_effective(
     traj = np.empty((len(record_steps), loss.p, d))
     series = np.empty((len(record_steps), 2 + d))
     m = float(loss.n_constraints)
-    bounds = _chunk_bounds(steps, record_every, callback)
+    bounds = _chunk_bounds(steps, callback)
     slot = 0
     z0 = spread(E, normalization)
     for start, stop in zip(bounds[:-1], bounds[1:]):

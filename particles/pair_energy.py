@@ -108,6 +108,24 @@ def _python(fn: Callable) -> Callable:
     return fn.py_func if isinstance(fn, CPUDispatcher) else fn
 
 
+def _check_params_fit(functions: dict[str, Callable | None], params: tuple, q: float) -> None:
+    """Call each function's Python form once at ``q`` with ``params``: a
+    function that reads more parameters (or fields) than ``params`` holds
+    fails here, with an error naming ``params``, instead of deep inside
+    compiled code. Other errors are left to the function's real use."""
+    for name, fn in functions.items():
+        if fn is None:
+            continue
+        try:
+            with np.errstate(all="ignore"):
+                _python(fn)(q, params)
+        except (IndexError, AttributeError) as exc:
+            raise ValueError(f"params does not fit {name}: called as {name}(q, params) with params={params!r} "
+                             f"it raised {type(exc).__name__}: {exc}; give every value it reads") from None
+        except Exception:  # noqa: BLE001 - the function may be undefined at this q; the run will tell
+            pass
+
+
 def _compiled(fn: Callable) -> CPUDispatcher:
     # NumPy's error model: a division by zero gives inf or NaN, which the
     # integrators report as a non-finite state, instead of an exception
@@ -165,6 +183,8 @@ class PairTerm(_Immutable):
             raise ValueError(f"variable must be one of {VARIABLES}, got {variable!r}")
         self.variable = variable
         self.params = _check_params(params)
+        _check_params_fit({"same": same, "other": other, "same_derivative": same_derivative,
+                           "other_derivative": other_derivative}, self.params, 0.5)
         self._frozen = True
 
     def functions(self) -> tuple:

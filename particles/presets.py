@@ -18,6 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .datasets import MAX_P, PairDataset, modular_addition
+from .limits import MAX_STEPS
 from .params import ForceParams
 from .trajectory import Trajectory
 from .validation import check_float, check_int, describe
@@ -74,7 +75,7 @@ class Preset:
         if not 0.0 < fraction <= 1.0:
             raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
         check_int(self.d, "d", 1)
-        check_int(self.steps, "steps", 0)
+        check_int(self.steps, "steps", 0, MAX_STEPS)
         check_float(self.dt, "dt", 0.0, strict=True)
         check_int(self.record_every, "record_every", 1)
         check_float(self.temperature, "temperature", 0.0)

@@ -20,6 +20,7 @@ from .energy import _check_inputs, _Engine, check_repulsion_tol, evaluate, pair_
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import minimize_serial
+from .limits import MAX_STEPS
 from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
@@ -104,11 +105,11 @@ def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, i
     return NonFiniteStateError(step, trajectory, integrator)
 
 
-def _positive_int(name: str, value: Any) -> int:
+def _positive_int(name: str, value: Any, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
+    if value < 1 or (high is not None and value > high):
+        raise ValueError(f"{name} must be {'>= 1' if high is None else f'in [1, {high}]'}, got {value}")
     return int(value)
 
 
@@ -127,14 +128,12 @@ def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
 MAX_CALL_STEPS = 100_000
 
 
-def _chunk_bounds(steps: int, record_every: int, callback: Callable | None) -> list[int]:
-    """Step boundaries of the compiled calls (multiples of record_every):
-    calls of at most about MAX_CALL_STEPS without a callback, about 100
-    calls with one."""
-    if callback is None:
-        chunk = max(record_every, MAX_CALL_STEPS // record_every * record_every)
-        return list(range(0, steps, chunk)) + [steps]
-    chunk = max(record_every, (steps // 100) // record_every * record_every)
+def _chunk_bounds(steps: int, callback: Callable | None) -> list[int]:
+    """Step boundaries of the compiled calls: at most MAX_CALL_STEPS steps
+    per call without a callback, about 100 calls with one. The kernels
+    record by the global step index (``i % record_every == 0``), so the
+    boundaries need not be multiples of record_every."""
+    chunk = MAX_CALL_STEPS if callback is None else min(MAX_CALL_STEPS, max(1, steps // 100))
     return list(range(0, steps, chunk)) + [steps]
 
 
@@ -222,12 +221,13 @@ def simulate(
         Training pairs.
     params : ForceParams or PairEnergy
         The force law: the built-in one, or a custom pair energy.
-    steps : int >= 1
+    steps : int in [1, MAX_STEPS = 10**9]
     dt : float > 0
         Time step.
     record_every : int >= 1, optional
         Snapshot stride (default ``max(1, steps // 100)``). Snapshots are the
-        states at steps 0, r, 2r, ... and the final state.
+        states at steps 0, r, 2r, ... and the final state (a stride longer
+        than the run records the start and the final state).
     temperature, final_temperature : float >= 0
         Langevin temperature schedule.
     seed : int or numpy.random.Generator, optional
@@ -263,7 +263,7 @@ def simulate(
     """
     x = _check_inputs(x0, train, params, name="x0").copy()
     bound = growth_bound(x, max_growth)
-    steps = _positive_int("steps", steps)
+    steps = _positive_int("steps", steps, MAX_STEPS)
     dt = _nonnegative("dt", dt, strict=True)
     record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
     temperature = _nonnegative("temperature", temperature)
@@ -352,7 +352,7 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnerg
     if not params.is_gradient:
         raise ValueError("minimize needs gradient forces: alignment='gradient' or lam=0 "
                          f"(got alignment={params.alignment!r}, lam={params.lam})")
-    max_steps = _positive_int("max_steps", max_steps)
+    max_steps = _positive_int("max_steps", max_steps, MAX_STEPS)
     gtol = _nonnegative("gtol", gtol, strict=True)
     step = _nonnegative("step", step, strict=True)
     force = np.empty_like(x)

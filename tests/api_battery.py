@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import signal
 import sys
 import tempfile
@@ -71,6 +72,8 @@ SKIP: dict[str, str] = {
     "fitting.OLS.solve_one": "plug-in protocol: Regressor.fit calls it on arrays it has checked",
     "fitting.Lasso.solve_one": "plug-in protocol: Regressor.fit calls it on arrays it has checked",
     "fitting.LassoCV.solve_one": "plug-in protocol: Regressor.fit calls it on arrays it has checked",
+    "fitting.LassoCV.check_rows": "plug-in protocol: Regressor.fit calls it with the row count it has checked",
+    "fitting.Regressor.check_rows": "plug-in protocol: Regressor.fit calls it with the row count it has checked",
     "fitting.Formulation.bind": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
     "fitting.Formulation.rows": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
     "fitting.FlowMap.bind": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
@@ -174,8 +177,6 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
       'particles.make_rng',
      ), 'seed', 'None',
      "None seeds from fresh OS entropy (numpy's convention)"),
-    (('fitting.ODEModel.print',), 'file', 'None',
-     'None writes to stdout'),
     (('fitting.BootstrapEnsemble',), 'estimator', 'None',
      'None: LinearODE() (documented)'),
     (('fitting.ODEModel', 'fitting.ODEModel.score', 'fitting.ODEModel.trajectory_score'), 'window', 'None',
@@ -237,7 +238,7 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
     (('particles.PairDataset.subset',), 'rows', 'empty',
      'an empty subset is a valid (empty) dataset'),
     (('particles.SweepTable',), 'rows', 'empty',
-     'an empty table'),
+     'an empty table (no runs yet) is a valid SweepTable'),
     (('fitting.ODEModel',), 'library', 'int',
      'an int is the polynomial degree (documented)'),
     (('fitting.survival_classifier',), 'survived', 'extra dim',
@@ -292,6 +293,29 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
      'nothing to compile'),
     (('fitting.initial_gradient', 'fitting.survival_table'), 'step', 'zero',
      'step 0 is the first difference'),
+    (('effective_theory.grokking_rate_curve',
+      'effective_theory.unique_structure_probability',
+      'fitting.backend.train',
+      'particles.PairDataset.split',
+      'particles.Preset.run',
+      'particles.Preset.sample',
+      'particles.make_rng',
+     ), 'seed', 'huge',
+     "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"),
+    (('fitting.BootstrapEnsemble',), 'random_state', 'huge',
+     "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"),
+    (('fitting.survival_classifier',), 'rng', 'huge',
+     "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"),
+    (('particles.simulate',), 'record_every', 'huge',
+     'a stride longer than the run records the start and the final state (documented)'),
+    (('effective_theory.wilson_interval',), 'n', 'huge',
+     'any count of trials is valid; the interval is arithmetic'),
+    (('fitting.n_frequencies',), 'p', 'huge',
+     '(p - 1) // 2, arithmetic without allocation'),
+    (('fitting.survival_ode_analysis',), 'n_steps', 'huge',
+     'a window longer than the data fits every recorded step; the held-out R^2 is then None (documented)'),
+    (('fitting.WeakForm',), 'min_windows', 'huge',
+     'a floor on windows per run: runs too short for it use the shortest window, 2 * order + 3 (documented)'),
 ]
 #: (entry, parameter) -> {bad-value label: why it is a documented, valid input}
 ACCEPT: dict[tuple[str, str], dict[str, str]] = {}
@@ -413,13 +437,13 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
                                                         "labels": D7.labels}),
         "particles.warmup": (pt.warmup, {"parallel": False, "parts": ("effective",)}),
         "particles.PairTerm": (pt.PairTerm, {"same": term.same, "other": term.other, "variable": "distance",
-                                             "params": tuple(term.params)}),
+                                             "params": term.params}),
         "effective_theory.constraint_matrix": (et.constraint_matrix, {"data": pt.addition(5)}),
         "effective_theory.parallelograms": (et.parallelograms, {"data": pt.addition(5)}),
         "fitting.survival_table": (ft.survival_table, {"signals": [SIG, SIG * 1.1], "dcs": [0.5, 0.5],
                                                       "factor": 2.0, "step": 4}),
         "particles.PairTerm.values": (term.values, {"q": np.array([0.5, 1.0]), "same": np.array([True, False])}),
-        "particles.PairTerm.with_params": (term.with_params, {"params": (3.0, 3.0, 1.0, 1.0)}),
+        "particles.PairTerm.with_params": (term.with_params, {"params": type(term.params)(3.0, 3.0, 1.0, 1.0)}),
         # ------------------------------------------------------------ effective_theory
         "effective_theory.degeneracy": (et.degeneracy, {"data": pt.addition(5)}),
         "effective_theory.grokking_rate": (et.grokking_rate, {"data": pt.addition(5), "Z": 1.0}),
@@ -622,6 +646,8 @@ def bad_values(good: Any) -> list[tuple[str, Any]]:
         elif good.dtype.kind == "b":
             out += [("ints", good.astype(int) + 2)]
         return out
+    if hasattr(good, "_fields"):  # a NamedTuple of parameters
+        return common + [("empty", ()), ("nested None", type(good)(*[None] * len(good)))]
     if isinstance(good, (list, tuple)):
         return common + [("empty", type(good)()), ("nested None", type(good)([None] * max(len(good), 1)))]
     return common + [("int", 5)]
@@ -696,6 +722,7 @@ def run(timeout: float = 10.0, skip: tuple[str, ...] = (), backend: bool = True)
     missing = sorted(set(api) - set(entries) - set(SKIP))
     outcomes: Counter = Counter()
     problems: list[dict[str, Any]] = []
+    messages: dict[str, dict[str, list[str]]] = {}
     for name, (fn, kwargs) in entries.items():
         fn(**kwargs)  # the good call works
     for name, param, label, bad in cases(entries):
@@ -704,13 +731,56 @@ def run(timeout: float = 10.0, skip: tuple[str, ...] = (), backend: bool = True)
         fn, kwargs = entries[name]
         kind, detail = classify(name, fn, kwargs, param, label, bad, timeout)
         outcomes[kind] += 1
+        if kind == "named":
+            messages.setdefault(name, {}).setdefault(param, []).append(detail)
         if kind not in ("named", "accepted"):
             problems.append({"call": name, "parameter": param, "bad": label, "outcome": kind, "detail": detail})
     bad_calls = sum(v for k, v in outcomes.items() if k != "accepted")
     return {"entries": len(entries), "public_api": len(api), "skipped": len(SKIP), "calls": sum(outcomes.values()),
             "outcomes": dict(outcomes),
             "named_share": outcomes["named"] / bad_calls if bad_calls else None,
-            "missing_entries": missing, "problems": problems}
+            "missing_entries": missing, "problems": problems, "messages": messages}
+
+
+def _rule(message: str) -> tuple[str, str]:
+    """(accepted-range text, exception type) of an error message: the text
+    before ", got ...", as one table cell."""
+    kind, _, text = message.partition(": ")
+    for cut in (", got ", " got "):
+        if cut in text:
+            text = text.split(cut)[0]
+            break
+    return text.replace("|", "\\|").replace("\n", " ").strip(), kind
+
+
+def write_markdown(report: dict[str, Any], path: str) -> None:
+    """The table of docs/input_checks.md: per entry and parameter, what
+    the checks say is accepted (from the messages the battery received)
+    and the documented special values."""
+    lines = ["| entry | parameter | what is accepted (from the error a bad value gets) | documented special values |",
+             "| --- | --- | --- | --- |"]
+    for name in sorted(report["messages"]):
+        for param, details in report["messages"][name].items():
+            rules: dict[str, list[str]] = {}
+            for detail in details:
+                text, kind = _rule(detail)
+                if kind not in rules.setdefault(text, []):
+                    rules[text].append(kind)
+            cells = [f"{text} ({', '.join(kinds)})" for text, kinds in rules.items()]
+            shown = "<br>".join(cells[:3]) + (f"<br>(+{len(cells) - 3} more)" if len(cells) > 3 else "")
+            special = "; ".join(reason if reason.startswith(label + ":") else f"{label}: {reason}"
+                                for label, reason in ACCEPT.get((name, param), {}).items())
+            lines.append(f"| `{name}` | `{param}` | {shown} | {special.replace('|', '/')} |")
+    text = "\n".join(lines) + "\n"
+    start, end = "<!-- checks-table:start -->\n", "<!-- checks-table:end -->"
+    if os.path.exists(path):  # replace the table between the markers, keep the page around it
+        page = open(path).read()
+        if start in page and end in page:
+            text = page.split(start)[0] + start + text + end + page.split(end, 1)[1]
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 def main() -> None:
@@ -719,9 +789,12 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds before a call counts as slow")
     parser.add_argument("--skip", nargs="*", default=(), help="bad-value labels to leave out, e.g. huge")
     parser.add_argument("--no-backend", action="store_true", help="leave fitting.backend out (no torch)")
+    parser.add_argument("--markdown", default=None, help="write the per-function table of checks here")
     args = parser.parse_args()
     report = run(args.timeout, tuple(args.skip), backend=not args.no_backend)
-    print(json.dumps({k: v for k, v in report.items() if k != "problems"}, indent=1))
+    if args.markdown:
+        write_markdown(report, args.markdown)
+    print(json.dumps({k: v for k, v in report.items() if k not in ("problems", "messages")}, indent=1))
     for p in report["problems"]:
         print(f"{p['outcome']:9s} {p['call']}({p['parameter']}={p['bad']}) {p['detail']}")
     if args.json:

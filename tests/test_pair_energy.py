@@ -211,10 +211,15 @@ print("same")
     (lambda: PairTerm(same=soft_well, params=("a",)), TypeError, r"params.\[0\] must be a real number"),
     (lambda: PairTerm(other=soft_bump, same_derivative=soft_well), ValueError, "same_derivative given without"),
     (lambda: PairEnergy(), ValueError, "needs a distance term, a cosine term or both"),
-    (lambda: PairEnergy(distance=PairTerm(same=cubic_pull, variable="cosine")), ValueError,
+    (lambda: PairEnergy(distance=PairTerm(same=cubic_pull, variable="cosine", params=SoftParams(1.0, 1.0))), ValueError,
      "distance must be a PairTerm with variable='distance'"),
-    (lambda: PairEnergy(cosine=PairTerm(same=cubic_pull, variable="cosine"), eps=0.0), ValueError, "eps must be > 0"),
-    (lambda: PairEnergy(distance=PairTerm(same=soft_well), wd=-1), ValueError, "wd must be >= 0"),
+    (lambda: PairEnergy(cosine=PairTerm(same=cubic_pull, variable="cosine", params=SoftParams(1.0, 1.0)), eps=0.0),
+     ValueError, "eps must be > 0"),
+    (lambda: PairEnergy(distance=PairTerm(same=soft_well, params=SoftParams(1.0, 1.0)), wd=-1), ValueError,
+     "wd must be >= 0"),
+    (lambda: PairTerm(same=soft_well, params=(1.0, 1.0)), ValueError, "params does not fit same"),
+    (lambda: PairTerm(same=lambda q, prm: prm[0] * q, other=lambda q, prm: prm[2] * q, params=(1.0, 1.0)), ValueError,
+     "params does not fit other"),
     (lambda: _rational() + _rational(), ValueError, "both laws have a distance term"),
 ])
 def test_bad_construction(make, err, match):
@@ -281,7 +286,7 @@ def test_fast_exp_refuses_complex_and_caps_overflow():
 def test_params_are_floats_and_laws_immutable(tmp_path):
     term = PairTerm(same=soft_well, other=soft_bump, params=SoftParams(np.float32(1.5), np.int64(2)))
     assert type(term.params) is SoftParams and all(type(v) is float for v in term.params)
-    assert PairTerm(same=soft_well, params=(np.float32(1.5), 2)).params == (1.5, 2.0)
+    assert PairTerm(same=lambda q, prm: prm[0] * q + prm[1], params=(np.float32(1.5), 2)).params == (1.5, 2.0)
     law = PairEnergy(distance=term)
     x, train = _system(5, 2, 0)
     traj = simulate(x, train, law, steps=5, dt=0.01)

@@ -11,13 +11,26 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
 
+from particles.datasets import MAX_P
+from particles.limits import MAX_STEPS
+from particles.validation import check_int
+
 __all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
-           "SparseModularConfig", "MODEL_CONFIGS", "config_for"]
+           "SparseModularConfig", "MODEL_CONFIGS", "config_for", "MAX_WIDTH", "MAX_EXAMPLES"]
+
+
+#: widest layer, embedding or sequence a config accepts (a hidden x hidden
+#: layer at the limit is 2 GiB of float64 weights)
+MAX_WIDTH = 16_384
+#: most examples in a dataset or batch
+MAX_EXAMPLES = 10**8
+#: upper bound per integer field (fields not listed: MAX_WIDTH; seeds: none)
+_HIGH = {"steps": MAX_STEPS, "snapshot_every": MAX_STEPS, "p": MAX_P, "n_train": MAX_EXAMPLES,
+         "n_val": MAX_EXAMPLES, "n_probe": MAX_EXAMPLES, "batch_size": MAX_EXAMPLES, "embedding_seed": None}
 
 
 def _int_at_least(name: str, value: Any, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+    check_int(value, name, low, _HIGH.get(name, MAX_WIDTH))
 
 
 def _positive(name: str, value: Any, allow_zero: bool = False) -> None:

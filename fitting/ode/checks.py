@@ -10,11 +10,12 @@ from particles.validation import check_int as _check_int
 __all__ = ["check_int", "check_number", "check_bool"]
 
 
-def check_int(value, name: str, low: int, *, allow_none: bool = False, unit: str = "") -> int | None:
-    """``value`` as an int >= low (or None when allowed); ``unit`` follows
-    the bound in the message (e.g. " (samples)")."""
+def check_int(value, name: str, low: int, high: int | None = None, *, allow_none: bool = False,
+              unit: str = "") -> int | None:
+    """``value`` as an int in [low, high] (or None when allowed); ``unit``
+    follows the lower bound in the message (e.g. " (samples)")."""
     try:
-        return _check_int(value, name, low, allow_none=allow_none)
+        return _check_int(value, name, low, high, allow_none=allow_none)
     except (ValueError, TypeError) as exc:
         if not unit:
             raise

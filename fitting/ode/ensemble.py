@@ -17,7 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from particles.validation import check_array, check_float, check_int as check_int_range
+from particles.validation import check_array, check_float
 
 from .checks import check_int
 from .integrate import BlowUpError
@@ -43,6 +43,10 @@ class EnsembleSimulation:
     n_blown_up: int
 
 
+#: most bootstrap members (each is a full fit)
+MAX_MODELS = 100_000
+
+
 class BootstrapEnsemble(BaseEstimator):
     """Bootstrap an ODE estimator.
 
@@ -50,7 +54,7 @@ class BootstrapEnsemble(BaseEstimator):
     ----------
     estimator : ODEModel, LinearODE or LotkaVolterra, optional
         The (unfitted) model to bootstrap; default ``LinearODE()``.
-    n_models : int >= 2
+    n_models : int in [2, MAX_MODELS = 100 000]
         Ensemble members.
     resample : {"auto", "rows", "runs"}
         What is drawn with replacement: regression rows, or whole runs
@@ -83,11 +87,11 @@ class BootstrapEnsemble(BaseEstimator):
         est = LinearODE() if self.estimator is None else self.estimator
         if not isinstance(est, ODEModel):
             raise TypeError(f"estimator must be an ODEModel (LinearODE, LotkaVolterra, ...), got {type(est).__name__}")
-        check_int(self.n_models, "n_models", 2)
+        check_int(self.n_models, "n_models", 2, MAX_MODELS)
         if self.resample not in ("auto", "rows", "runs"):
             raise ValueError(f"resample must be 'auto', 'rows' or 'runs', got {self.resample!r}")
         check_float(self.confidence, "confidence", 0.0, 1.0, strict=True)
-        check_int_range(self.random_state, "random_state", 0, allow_none=True)
+        check_int(self.random_state, "random_state", 0, allow_none=True)
         return est
 
     def fit(self, x: Any, t: Any = None) -> "BootstrapEnsemble":
@@ -123,7 +127,7 @@ class BootstrapEnsemble(BaseEstimator):
     def member(self, i: int) -> ODEModel:
         """Ensemble member i as a fitted estimator."""
         check_is_fitted(self, "coef_samples_")
-        i = check_int_range(i, "i", 0, len(self.coef_samples_) - 1)
+        i = check_int(i, "i", 0, len(self.coef_samples_) - 1)
         m = copy.copy(self.estimator_)
         m.coef_ = self.coef_samples_[i]
         return m

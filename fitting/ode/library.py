@@ -25,8 +25,25 @@ def _check_X(X) -> np.ndarray:
     return check_array(X, "X", ndim=2, min_size=1)
 
 
+#: most columns a library may have (K state columns times the library's
+#: terms per column); a larger library is refused before it is built, since
+#: the regression would need (samples x columns) floats and as many unknowns
+MAX_FEATURES = 100_000
+
+
 def _check_K(K) -> int:
-    return check_int(K, "K", 1)
+    return check_int(K, "K", 1, MAX_FEATURES)
+
+
+def _check_size(library: "Library", K, count: int, parameter: str) -> int:
+    """K checked, and the column count of ``library`` on K columns checked
+    against MAX_FEATURES (the error names ``parameter`` and K)."""
+    if count > MAX_FEATURES:
+        value = getattr(library, parameter)
+        raise ValueError(f"{type(library).__name__}({parameter}={value}) on K={K} state columns has "
+                         f"at least {count} columns, more than MAX_FEATURES = {MAX_FEATURES}; "
+                         f"lower {parameter} or K")
+    return K
 
 
 def _check_names(names) -> list[str]:
@@ -35,14 +52,19 @@ def _check_names(names) -> list[str]:
         raise TypeError(f"names must be a non-empty list of variable names (str), got {describe(names)}")
     return list(names)
 
-__all__ = ["Library", "PolynomialLibrary", "FourierLibrary", "CustomLibrary", "ConcatLibrary", "as_library"]
+__all__ = ["MAX_FEATURES", "Library", "PolynomialLibrary", "FourierLibrary", "CustomLibrary", "ConcatLibrary", "as_library"]
 
 
 class Library:
     """Base class: ``transform(X) -> (n, F)`` and ``feature_names(names) -> F names``."""
 
+    def _checked_K(self, K) -> int:
+        """K checked (and, where the library knows its size, its column
+        count against MAX_FEATURES)."""
+        return _check_K(K)
+
     def n_features(self, K: int) -> int:
-        return len(self.feature_names([f"x{i + 1}" for i in range(_check_K(K))]))
+        return len(self.feature_names([f"x{i + 1}" for i in range(self._checked_K(K))]))
 
     def transform(self, X: np.ndarray) -> np.ndarray:
         """Features (n, F) of states X (n, K), checked real and finite."""
@@ -61,12 +83,12 @@ class Library:
 
     def bias_column(self, K: int) -> int | None:
         """Index of the constant column, or None."""
-        _check_K(K)
+        self._checked_K(K)
         return None
 
     def degrees(self, K: int) -> np.ndarray:
         """Polynomial degree of each column (how it scales with x), or -1 when it does not scale."""
-        return np.full(self.n_features(_check_K(K)), -1)
+        return np.full(self.n_features(self._checked_K(K)), -1)
 
     def __add__(self, other: "Library") -> "ConcatLibrary":
         if not isinstance(other, Library):
@@ -91,12 +113,22 @@ class PolynomialLibrary(Library):
     """
 
     def __init__(self, degree: int = 2, include_bias: bool = True):
-        self.degree = check_int(degree, "degree", 1)
+        self.degree = check_int(degree, "degree", 1, MAX_FEATURES)
         self.include_bias = check_bool(include_bias, "include_bias")
+
+    def _checked_K(self, K) -> int:
+        K = _check_K(K)
+        count, per_degree = int(self.include_bias), 1
+        for d in range(1, self.degree + 1):  # C(K + d - 1, d) monomials of degree d; stop once too many
+            per_degree = per_degree * (K + d - 1) // d
+            count += per_degree
+            if count > MAX_FEATURES:
+                break
+        return _check_size(self, K, count, "degree")
 
     def powers(self, K: int) -> list[tuple[int, ...]]:
         """Index tuples of the monomials (empty tuple = the constant)."""
-        K = _check_K(K)
+        K = self._checked_K(K)
         out: list[tuple[int, ...]] = [()] if self.include_bias else []
         for d in range(1, self.degree + 1):
             out += list(itertools.combinations_with_replacement(range(K), d))
@@ -121,7 +153,7 @@ class PolynomialLibrary(Library):
         return out
 
     def bias_column(self, K: int) -> int | None:
-        _check_K(K)
+        self._checked_K(K)
         return 0 if self.include_bias else None
 
     def degrees(self, K: int) -> np.ndarray:
@@ -132,9 +164,14 @@ class FourierLibrary(Library):
     """sin(f x_j) and cos(f x_j) for f = 1..n_frequencies and every column j."""
 
     def __init__(self, n_frequencies: int = 1):
-        self.n_frequencies = check_int(n_frequencies, "n_frequencies", 1)
+        self.n_frequencies = check_int(n_frequencies, "n_frequencies", 1, MAX_FEATURES)
+
+    def _checked_K(self, K) -> int:
+        K = _check_K(K)
+        return _check_size(self, K, 2 * self.n_frequencies * K, "n_frequencies")
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
+        self._checked_K(X.shape[1])
         cols = []
         for f in range(1, self.n_frequencies + 1):
             for j in range(X.shape[1]):
@@ -143,6 +180,7 @@ class FourierLibrary(Library):
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
         names = _check_names(names)
+        self._checked_K(len(names))
         out = []
         for f in range(1, self.n_frequencies + 1):
             fx = [n if f == 1 else f"{f} {n}" for n in names]

@@ -21,9 +21,9 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from particles.validation import check_array, check_choice, check_float, check_int as check_int_range, describe
+from particles.validation import check_array, check_choice, check_float, describe
 
-from .checks import check_bool, check_number
+from .checks import check_bool, check_int, check_number
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, map_to_generator
@@ -215,7 +215,8 @@ class ODEModel(BaseEstimator):
         mask = self._mask(K, library)
         n_params = int(mask.sum(axis=1).max())
         if Theta.shape[0] < n_params:
-            hint = (" or, for short runs, a pointwise derivative (derivative='central')"
+            hint = (f" or, for short runs, a pointwise derivative (derivative='central'); the derivative "
+                    f"method is {formulation!r}"
                     if not formulation.pointwise else "")
             raise ValueError(f"fewer regression rows ({Theta.shape[0]}) than terms per equation ({n_params}); "
                              f"give more samples, a wider window or a smaller model{hint}")
@@ -373,7 +374,7 @@ class ODEModel(BaseEstimator):
                   ) -> list[str]:
         """The fitted system, one readable line per equation (terms with
         |coefficient| <= threshold left out), e.g. ``dx/dt = 1 x - 0.5 x y``."""
-        precision = check_int_range(precision, "precision", 1, 17)
+        precision = check_int(precision, "precision", 1, 17)
         out = []
         for var, terms in self.named_coefficients(names, threshold).items():
             parts = []

@@ -27,7 +27,7 @@ from sklearn.linear_model import Lasso as _SkLasso
 from sklearn.linear_model import LassoLarsCV
 from sklearn.model_selection import TimeSeriesSplit
 
-from particles.validation import check_array, check_int as check_int_range
+from particles.validation import check_array
 
 from .checks import check_bool, check_int, check_number
 from .names import REGRESSORS
@@ -40,6 +40,11 @@ def _rms(a: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(a * a, axis=0))
 
 
+#: largest ``max_iter`` accepted (an iteration cap, not a budget: solvers
+#: stop at convergence; scikit-learn stores it as a 32-bit unsigned int)
+MAX_ITER = 10**9
+
+
 class Regressor:
     """Base class. Subclasses implement :meth:`solve_one` on standardised data."""
 
@@ -48,6 +53,9 @@ class Regressor:
 
     def check(self) -> None:
         """Validate the parameters (called by the estimator's ``fit``)."""
+
+    def check_rows(self, n: int) -> None:
+        """Refuse, naming the parameter, settings that ``n`` regression rows cannot meet."""
 
     def fit(self, Theta: np.ndarray, Y: np.ndarray, mask: np.ndarray, intercept: int | None = None
             ) -> tuple[np.ndarray, np.ndarray]:
@@ -71,9 +79,10 @@ class Regressor:
         if Y.shape[0] != n or Y.shape[1] < 1:
             raise ValueError(f"Y must have shape ({n}, m) with m >= 1 (one row per row of Theta), got {Y.shape}")
         m = Y.shape[1]
+        self.check_rows(n)
         mask = check_array(mask, "mask", dtype="bool", shape=(m, F))
         if intercept is not None:
-            intercept = check_int_range(intercept, "intercept", 0, F - 1)
+            intercept = check_int(intercept, "intercept", 0, F - 1)
         coef = np.zeros((m, F))
         alphas = np.zeros(m)
         scale = _rms(Theta) if self.standardize else np.ones(F)
@@ -140,7 +149,7 @@ class STLSQ(Regressor):
     ridge : float >= 0
         L2 penalty during thresholding (mean-squared-error scaling, on
         standardised features), for collinear libraries.
-    max_iter : int >= 1
+    max_iter : int in [1, MAX_ITER = 10**9]
     standardize : bool
         False thresholds raw coefficients (PySINDy's default behaviour).
     """
@@ -154,7 +163,7 @@ class STLSQ(Regressor):
     def check(self) -> None:
         check_number(self.threshold, "STLSQ threshold", 0.0)
         check_number(self.ridge, "STLSQ ridge", 0.0)
-        check_int(self.max_iter, "STLSQ max_iter", 1)
+        check_int(self.max_iter, "STLSQ max_iter", 1, MAX_ITER)
         check_bool(self.standardize, "standardize")
 
     def solve_one(self, X, y, intercept):
@@ -196,7 +205,7 @@ class Lasso(Regressor):
 
     def check(self) -> None:
         check_number(self.alpha, "Lasso alpha", 0.0, strict=True)
-        check_int(self.max_iter, "Lasso max_iter", 1)
+        check_int(self.max_iter, "Lasso max_iter", 1, MAX_ITER)
         check_number(self.tol, "Lasso tol", 0.0, strict=True)
         check_bool(self.standardize, "standardize")
 
@@ -240,8 +249,13 @@ class LassoCV(Lasso):
 
     def check(self) -> None:
         check_int(self.cv, "LassoCV cv", 2)
-        check_int(self.max_iter, "LassoCV max_iter", 1)
+        check_int(self.max_iter, "LassoCV max_iter", 1, MAX_ITER)
         check_bool(self.standardize, "standardize")
+
+    def check_rows(self, n: int) -> None:
+        if self.cv + 1 > n:
+            raise ValueError(f"LassoCV cv must be an int in [2, {n - 1}] for {n} regression rows (time-series "
+                             f"folds need cv + 1 rows), got {self.cv}; lower cv or give more samples")
 
     def _model(self, has_intercept: bool):
         return _QuietLassoLarsCV(cv=TimeSeriesSplit(n_splits=self.cv), fit_intercept=has_intercept,

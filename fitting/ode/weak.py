@@ -46,7 +46,8 @@ class WeakForm(Formulation):
         Exponent of the test function (order - 1 derivatives vanish at the
         window ends).
     min_windows : int >= 4
-        Fewest windows (rows) per run the default window allows.
+        Fewest windows (rows) per run the default window allows. Runs too
+        short for it use the shortest window, ``2 * order + 3`` samples.
 
     period_fraction : float > 0
         Default window as a share of the data's dominant period.
