@@ -198,7 +198,7 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
     (('particles.simulate',), 'record_every', 'None',
      'None: the default stride max(1, steps // 100) (documented)'),
     (('particles.warmup',), 'parallel', 'None',
-     'None: the serial kernels (documented)'),
+     'None: compile every kernel, serial and parallel (documented)'),
     (('fitting.BootstrapEnsemble.fit',
       'fitting.FiniteDifference.derivative',
       'fitting.ODEModel.fit',
