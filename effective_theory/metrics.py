@@ -69,7 +69,7 @@ def rqi_series(embeddings: np.ndarray, dataset: PairDataset, delta2: float = 0.0
     dev = stack - stack.mean(axis=1, keepdims=True)
     z = np.sum(dev**2, axis=(1, 2))
     if np.any(z <= 0):
-        raise ValueError("a snapshot has Z = 0")
+        raise ValueError("embeddings: a snapshot has Z = 0 (all embeddings coincide), so its RQI is undefined")
     normed = dev / np.sqrt(z / stack.shape[1])[:, None, None]
     A = constraint_matrix(dataset).toarray().astype(float)
     if A.shape[0] == 0:

@@ -104,6 +104,9 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
     if isinstance(signals, Trajectory):
         steps, signals = trajectory_signals(signals)
     x = check_array(signals, "signals", ndim=2)
+    if x.shape[0] < x.shape[1] + 2:
+        raise ValueError(f"signals must be (T, K) with T >= K + 2 samples (a linear fit has K + 1 terms per "
+                         f"equation), got shape {x.shape}; pass time along the first axis")
     steps = np.arange(x.shape[0]) if steps is None else check_array(steps, "steps", dtype="int",
                                                                     shape=(x.shape[0],))
     n_steps = check_int(n_steps, "n_steps", 2)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import savgol_filter
 
-from particles.validation import check_array, check_float
+from particles.validation import check_array, check_float, check_magnitude
 
 __all__ = ["DERIVATIVES", "check_savgol", "differentiate", "is_uniform", "sample_times"]
 
@@ -58,7 +58,7 @@ def differentiate(x: np.ndarray, t: np.ndarray | float = 1.0, method: str = "for
     times = sample_times(t, T)
     if method == "forward":
         if T < 2:
-            raise ValueError(f"forward differences need at least 2 samples, got {T}")
+            raise ValueError(f"x must have at least 2 samples for forward differences, got {T}")
         return x[:-1], np.diff(x, axis=0) / np.diff(times)[:, None]
     if method == "central":
         if T < 3:
@@ -93,7 +93,7 @@ def sample_times(t: np.ndarray | float, T: int) -> np.ndarray:
         return dt * np.arange(T, dtype=float)
     times = check_array(t, "t", finite=False)
     if times.ndim != 1 or times.shape[0] != T:
-        raise ValueError(f"t must be a step or an array of {T} times, got shape {times.shape}")
+        raise ValueError(f"t must be a step or an array of {T} times (one per sample of x), got shape {times.shape}")
     if not np.all(np.isfinite(times)) or (T > 1 and np.any(np.diff(times) <= 0)):
         raise ValueError("t must hold finite, strictly increasing times")
-    return times
+    return check_magnitude(times, "t")

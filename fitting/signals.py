@@ -15,7 +15,7 @@ import numpy as np
 
 from particles.metrics import circularity
 from particles.trajectory import Trajectory
-from particles.validation import check_array, check_float, check_int
+from particles.validation import check_array, check_float, check_int, check_magnitude
 
 __all__ = [
     "fourier_signals",
@@ -59,7 +59,7 @@ def _embedding_stack(E: Any, name: str = "E") -> np.ndarray:
     arr = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values")
-    return arr
+    return check_magnitude(arr, name)
 
 
 def fourier_signals(E: Any, power: int = 1, dc: bool = False) -> np.ndarray:

@@ -119,6 +119,11 @@ class SurvivalClassifierResult:
     majority_baseline: float
 
 
+#: accepted SVM regularisation C: liblinear's solver takes seconds at C = 1e-8
+#: and does not finish at extreme values (1e-300, 1e300)
+C_RANGE = (1e-6, 1e6)
+
+
 def survival_classifier(features: Any, survived: Any, test_size: float = 0.25,
                         rng: np.random.Generator | int | None = 0, C: float = 1.0) -> SurvivalClassifierResult:
     """Linear SVM on fitness features (e.g. signal and gradient) predicting survival.
@@ -133,6 +138,8 @@ def survival_classifier(features: Any, survived: Any, test_size: float = 0.25,
         Share held out (stratified).
     rng : Generator or int seed
         Controls the split.
+    C : float in [1e-6, 1e6]
+        Inverse regularisation of the linear SVM (``C_RANGE``).
     """
     X = check_array(features, "features", ndim=(1, 2))
     if X.ndim == 1:
@@ -142,7 +149,7 @@ def survival_classifier(features: Any, survived: Any, test_size: float = 0.25,
         raise ValueError(f"features must be (n, f) with n = {y.shape[0]} rows (one per survived entry), "
                          f"got {X.shape}")
     test_size = check_float(test_size, "test_size", 0.0, 1.0, strict=True)
-    C = check_float(C, "C", 0.0, strict=True)
+    C = check_float(C, "C", C_RANGE[0], C_RANGE[1])
     counts = np.bincount(y.astype(int), minlength=2)
     if counts.min() < 2:
         raise ValueError(f"need at least 2 survivors and 2 dead frequencies, got {counts[1]} and {counts[0]}")

@@ -17,7 +17,7 @@ from .kernels import minimize as _minimize
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice
-from .validation import check_array
+from .validation import check_array, check_magnitude
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
 
@@ -43,7 +43,7 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
     x = np.ascontiguousarray(x, dtype=np.float64)
     if not np.all(np.isfinite(x)):
         raise ValueError(f"{name} contains non-finite values (NaN or inf)")
-    return x
+    return check_magnitude(x, name)
 
 
 #: the built-in law's compiled functions

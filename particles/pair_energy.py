@@ -39,7 +39,7 @@ from numba.extending import overload
 
 from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
 from .params import ForceParams
-from .validation import check_array
+from .validation import MAX_ABS, check_array
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
            "gaussian_clustering", "cosine_alignment"]
@@ -64,6 +64,9 @@ def fast_exp(x):
         raise TypeError("fast_exp takes real numbers; give the derivative of a function that uses it "
                         "(same_derivative=/other_derivative=), complex-step differentiation cannot go through it")
     x = check_array(x, "x", finite=False)
+    if np.isnan(x).any():
+        raise ValueError("x must not hold NaN (fast_exp takes numbers in [-inf, inf]; the compiled path gives 0 "
+                         "for NaN, so it is refused here)")
     with np.errstate(over="ignore"):
         return np.where(x > FAST_EXP_CEILING, np.inf, exp_nonpositive_reference(x))
 
@@ -319,8 +322,9 @@ class PairEnergy(_Immutable):
         for label, value, strict in (("eps", eps, True), ("wd", wd, False)):
             if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
                 raise TypeError(f"PairEnergy.{label} must be a real number, got {type(value).__name__}")
-            if not math.isfinite(value) or value < 0 or (strict and value == 0):
-                raise ValueError(f"PairEnergy.{label} must be {'> 0' if strict else '>= 0'} and finite, got {value}")
+            if not math.isfinite(value) or value < 0 or (strict and value == 0) or value > MAX_ABS:
+                raise ValueError(f"PairEnergy.{label} must be {'> 0' if strict else '>= 0'} and finite (at most "
+                                 f"{MAX_ABS:g}), got {value}")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self.distance = distance

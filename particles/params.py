@@ -6,6 +6,8 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from .validation import MAX_ABS
+
 __all__ = ["ForceParams", "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS"]
 
 #: How the alignment force moves a pair sum: ``"gradient"`` is the exact
@@ -88,6 +90,8 @@ class ForceParams:
                 raise TypeError(f"ForceParams.{name} must be a real number, got {type(value).__name__}")
             if not math.isfinite(value):
                 raise ValueError(f"ForceParams.{name} must be finite, got {value}")
+            if abs(value) > MAX_ABS:
+                raise ValueError(f"ForceParams.{name} must have magnitude <= {MAX_ABS:g}, got {value}")
             object.__setattr__(self, name, float(value))
         for name in ("k_a", "k_r", "lam", "wd", "particle_decay"):
             if getattr(self, name) < 0:

@@ -26,6 +26,7 @@ from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
 from .version import package_version  # noqa: F401 (part of this module's API since 0.1)
+from .validation import MAX_ABS
 
 __all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH"]
 
@@ -37,7 +38,8 @@ MAX_GROWTH = 1e6
 class NonFiniteStateError(FloatingPointError):
     """The state became NaN or infinite; ``integrator`` names what stopped,
     ``step`` says when and ``trajectory`` holds the snapshots recorded
-    before (None when there are none)."""
+    before, up to the last one whose values are within ``MAX_ABS`` = 1e100
+    (None when there are none)."""
 
     def __init__(self, step: int, trajectory: Trajectory | None = None, integrator: str = "simulate",
                  detail: str | None = None):
@@ -117,8 +119,8 @@ def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
     value = float(value)
-    if not math.isfinite(value) or value < 0 or (strict and value == 0):
-        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'} and finite, got {value}")
+    if not math.isfinite(value) or value < 0 or (strict and value == 0) or value > MAX_ABS:
+        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'} and finite (at most {MAX_ABS:g}), got {value}")
     return value
 
 
@@ -294,8 +296,13 @@ def simulate(
         if timed:
             kernel_choice.report(engine.key, use_parallel, time.perf_counter() - began, stop - start)
         if code != status.OK:
-            partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
-                                 scalars={"energy": energies[:slot]}) if slot else None
+            # the recorded part up to the last snapshot within MAX_ABS with a finite energy
+            keep = 0
+            while keep < slot and np.isfinite(energies[keep]) and abs(energies[keep]) <= MAX_ABS \
+                    and np.all(np.abs(traj[keep]) <= MAX_ABS):
+                keep += 1
+            partial = Trajectory(traj[:keep], np.asarray(record_steps[:keep], dtype=np.int64),
+                                 scalars={"energy": energies[:keep]}) if keep else None
             raise stopped(code, int(reached), bound, partial, "simulate")
         if callback is not None and (stop >= next_report or stop == steps):
             callback(stop, steps)

@@ -16,6 +16,8 @@ Conventions:
 * bools are not accepted as numbers, and complex input is refused, never
   cast (casting would silently drop the imaginary part).
 * ranges are closed unless ``strict``; ``high=None`` means unbounded.
+* real values (scalars and finite-checked arrays) have magnitude at most
+  ``MAX_ABS`` = 1e100, so that squares and products stay finite.
 """
 
 from __future__ import annotations
@@ -27,7 +29,13 @@ from typing import Any, Collection, Sequence
 
 import numpy as np
 
-__all__ = ["check_int", "check_float", "check_bool", "check_choice", "check_array", "check_path",
+#: largest magnitude a real input may have: squares and products of values
+#: up to 1e100 stay finite in float64 (1e300 is not far from overflow), so
+#: a larger input is refused by name instead of giving inf or NaN later
+MAX_ABS = 1e100
+
+__all__ = ["MAX_ABS", "check_int", "check_float", "check_bool", "check_choice", "check_array", "check_magnitude",
+           "check_path",
            "describe"]
 
 
@@ -87,6 +95,9 @@ def check_float(value: Any, name: str, low: float | None = None, high: float | N
         raise ValueError(f"{name} must be {what}, got an int too large for a float") from None
     if math.isnan(v) or (math.isinf(v) and not allow_inf):
         raise ValueError(f"{name} must be {what}, got {value!r}")
+    if math.isfinite(v) and abs(v) > MAX_ABS:
+        raise ValueError(f"{name} must be {what} of magnitude <= {MAX_ABS:g} (larger values overflow float64 "
+                         f"in products), got {value!r}")
     if low is not None and (v <= low if strict else v < low):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     if high is not None and (v >= high if strict else v > high):
@@ -207,12 +218,26 @@ def check_array(value: Any, name: str, *, ndim: int | Sequence[int] | None = Non
     if finite and arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise ValueError(f"{name} must be finite, got {bad} NaN or inf value{'s' if bad != 1 else ''}")
+    if finite:
+        check_magnitude(arr, name)
     if (low is not None or high is not None) and arr.dtype.kind == "f" and np.isnan(arr).any():
         raise ValueError(f"{name} must be a number in its range everywhere, got NaN")
     if low is not None and arr.size and np.min(arr) < low:
         raise ValueError(f"{name} must be >= {low} everywhere, got a minimum of {np.min(arr)!r}")
     if high is not None and arr.size and np.max(arr) > high:
         raise ValueError(f"{name} must be <= {high} everywhere, got a maximum of {np.max(arr)!r}")
+    return arr
+
+
+def check_magnitude(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` (a finite float array, or a number) unchanged, or a ValueError
+    naming ``name`` when a value's magnitude exceeds ``MAX_ABS``."""
+    a = np.asarray(arr)
+    if a.size and a.dtype.kind == "f":
+        largest = max(float(np.max(a)), -float(np.min(a)))
+        if largest > MAX_ABS:
+            raise ValueError(f"{name} must hold values of magnitude <= {MAX_ABS:g} (larger ones overflow float64 "
+                             f"in squares and products), got {largest:.3g}")
     return arr
 
 

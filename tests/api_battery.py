@@ -316,6 +316,8 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
      'a window longer than the data fits every recorded step; the held-out R^2 is then None (documented)'),
     (('fitting.WeakForm',), 'min_windows', 'huge',
      'a floor on windows per run: runs too short for it use the shortest window, 2 * order + 3 (documented)'),
+    (('particles.fast_exp',), 'x', 'huge values',
+     'fast_exp(x) is inf above x = 709, like np.exp (documented)'),
 ]
 #: (entry, parameter) -> {bad-value label: why it is a documented, valid input}
 ACCEPT: dict[tuple[str, str], dict[str, str]] = {}
@@ -626,7 +628,7 @@ def bad_values(good: Any) -> list[tuple[str, Any]]:
         return common + [("negative", -1), ("huge", 10**12), ("float", 2.5), ("nan", float("nan")),
                          ("numeric string", "5"), ("bool", True)] + ([("zero", 0)] if good > 0 else [])
     if isinstance(good, (float, np.floating)):
-        return common + [("nan", float("nan")), ("inf", float("inf")), ("-inf", -float("inf")),
+        return common + [("nan", float("nan")), ("inf", float("inf")), ("-inf", -float("inf")), ("huge", 1e300),
                          ("complex", 1 + 1j), ("bool", True)] + ([("negative", -1.0)] if good > 0 else [])
     if isinstance(good, str):
         return [("unknown", "no-such-choice"), ("int", 5), ("None", None)]
@@ -640,7 +642,8 @@ def bad_values(good: Any) -> list[tuple[str, Any]]:
             nan.flat[0] = np.nan
             inf = good.copy()
             inf.flat[-1] = np.inf
-            out += [("nan", nan), ("inf", inf), ("complex", good + 1j)]
+            out += [("nan", nan), ("inf", inf), ("complex", good + 1j), ("huge values", np.full_like(good, 1e300)),
+                    ("list with NaN", nan.tolist())]
         elif good.dtype.kind in "iu":
             out += [("negative", good - 100), ("float", good + 0.5), ("complex", good + 1j)]
         elif good.dtype.kind == "b":

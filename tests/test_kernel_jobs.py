@@ -183,7 +183,7 @@ def test_step_loops_as_python_match_compiled():
 
 
 def test_step_loop_reports_a_nonfinite_state_by_name():
-    train, system, x0, prm, ws = _inputs(1, ForceParams(wd=1e300))
+    train, system, x0, prm, ws = _inputs(1, ForceParams(wd=1e100))
     x = x0.copy()
     traj, energies = np.empty((11, 5, 2)), np.empty(11)
     code, reached, _ = euler.run_euler_serial(x, system, prm, ws, euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10, np.inf), 0, 10,

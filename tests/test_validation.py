@@ -14,7 +14,7 @@ import fitting as ft
 import particles as pt
 from fitting.ode import linear_solution
 from particles.effective import EffectiveLoss
-from particles.validation import check_array, check_bool, check_choice, check_float, check_int, check_path
+from particles.validation import MAX_ABS, check_array, check_bool, check_choice, check_float, check_int, check_path
 
 
 @given(st.integers(-10**6, 10**6), st.integers(-100, 100), st.integers(0, 200))
@@ -66,12 +66,26 @@ def test_bool_choice_and_path():
 @given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
                   elements=st.floats(allow_nan=True, allow_infinity=True)))
 def test_check_array_refuses_every_non_finite_value(arr):
-    if np.all(np.isfinite(arr)):
-        out = check_array(arr, "x")
-        assert out.dtype == np.float64 and np.array_equal(out, arr)
-    else:
+    if not np.all(np.isfinite(arr)):
         with pytest.raises(ValueError, match="x must be finite"):
             check_array(arr, "x")
+    elif arr.size and np.max(np.abs(arr)) > MAX_ABS:
+        with pytest.raises(ValueError, match=r"x must hold values of magnitude <= 1e\+100"):
+            check_array(arr, "x")
+    else:
+        out = check_array(arr, "x")
+        assert out.dtype == np.float64 and np.array_equal(out, arr)
+
+
+@given(st.floats(min_value=-1e300, max_value=1e300))
+def test_magnitude_bound_on_scalars_and_arrays(v):
+    if abs(v) > MAX_ABS:
+        with pytest.raises(ValueError, match="dt must be a finite number of magnitude <= 1e\\+100"):
+            check_float(v, "dt")
+        with pytest.raises(ValueError, match="E must hold values of magnitude"):
+            check_array([0.0, v], "E")
+    else:
+        assert check_float(v, "dt") == v and check_array([0.0, v], "E")[1] == v
 
 
 @settings(max_examples=30)

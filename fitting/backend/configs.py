@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 
 from particles.datasets import MAX_P
 from particles.limits import MAX_STEPS
-from particles.validation import check_int
+from particles.validation import MAX_ABS, check_int
 
 __all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
            "SparseModularConfig", "MODEL_CONFIGS", "config_for", "MAX_WIDTH", "MAX_EXAMPLES"]
@@ -35,7 +35,7 @@ def _int_at_least(name: str, value: Any, low: int) -> None:
 
 def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (value >= 0 if allow_zero else value > 0)
-    if not ok or value != value or value == float("inf"):
+    if not ok or value != value or abs(value) > MAX_ABS:
         raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
 
 

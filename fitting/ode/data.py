@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from particles.validation import check_magnitude
+
 from ..derivatives import sample_times
 
 __all__ = ["as_runs", "run_times", "check_window", "in_window", "is_run_list"]
@@ -47,7 +49,7 @@ def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
             bad = np.argwhere(~np.isfinite(arr))[0]
             raise ValueError(f"{name} run {i} holds a non-finite value at (sample, column) = "
                              f"{tuple(int(v) for v in bad)}")
-        out.append(arr)
+        out.append(check_magnitude(arr, f"{name} run {i}"))
     dims = [r.shape[1] for r in out]
     if len(set(dims)) != 1:
         raise ValueError(f"all runs in {name} must have the same number of columns, got {dims}")

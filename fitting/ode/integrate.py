@@ -10,6 +10,8 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
+from particles.validation import check_magnitude
+
 from ..derivatives import is_uniform, sample_times
 
 __all__ = ["BlowUpError", "linear_solution", "integrate", "SIMULATION_METHODS"]
@@ -70,6 +72,7 @@ def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray,
             raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite")
+        check_magnitude(arr.astype(float), name)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] == 0:
         raise ValueError(f"A must be a non-empty square matrix, got shape {A.shape}")
     K = A.shape[0]
