@@ -321,13 +321,15 @@ def simulate_effective(
     bounds = _chunk_bounds(steps, callback)
     slot = 0
     z0 = spread(E, normalization)
+    report_every, next_report = max(1, steps // 100), max(1, steps // 100)
     for start, stop in zip(bounds[:-1], bounds[1:]):
         status, reached, slot = _run_effective(E, loss.laplacian, m, centred, project, z0, start, stop, dt,
                                                record_every, bound, traj, series, slot)
         if status != OK:
             raise stopped(status, int(reached), bound, None, "simulate_effective")
-        if callback is not None:
+        if callback is not None and (stop >= next_report or stop == steps):  # about 100 reports
             callback(stop, steps)
+            next_report = (stop // report_every + 1) * report_every
     grad = np.empty_like(E)
     l0, z = _loss_and_grad(E, loss.laplacian, m, centred, grad)
     if not (np.isfinite(l0) and z > 0 and np.all(np.isfinite(E))):

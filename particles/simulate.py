@@ -38,8 +38,7 @@ MAX_GROWTH = 1e6
 class NonFiniteStateError(FloatingPointError):
     """The state became NaN or infinite; ``integrator`` names what stopped,
     ``step`` says when and ``trajectory`` holds the snapshots recorded
-    before, up to the last one whose values are within ``MAX_ABS`` = 1e100
-    (None when there are none)."""
+    before (None when there are none)."""
 
     def __init__(self, step: int, trajectory: Trajectory | None = None, integrator: str = "simulate",
                  detail: str | None = None):
@@ -296,13 +295,8 @@ def simulate(
         if timed:
             kernel_choice.report(engine.key, use_parallel, time.perf_counter() - began, stop - start)
         if code != status.OK:
-            # the recorded part up to the last snapshot within MAX_ABS with a finite energy
-            keep = 0
-            while keep < slot and np.isfinite(energies[keep]) and abs(energies[keep]) <= MAX_ABS \
-                    and np.all(np.abs(traj[keep]) <= MAX_ABS):
-                keep += 1
-            partial = Trajectory(traj[:keep], np.asarray(record_steps[:keep], dtype=np.int64),
-                                 scalars={"energy": energies[:keep]}) if keep else None
+            partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
+                                 scalars={"energy": energies[:slot]}) if slot else None
             raise stopped(code, int(reached), bound, partial, "simulate")
         if callback is not None and (stop >= next_report or stop == steps):
             callback(stop, steps)

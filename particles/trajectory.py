@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, Callable
 
 import numpy as np
 
-from .validation import MAX_ABS, check_bool, check_path
+from .validation import check_bool, check_path
 
 __all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "ensure_writable_folder",
            "remove_stale_temporaries"]
@@ -76,10 +76,6 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise TrajectoryFormatError(name, f"holds a non-finite value at index {tuple(int(i) for i in bad)}")
-    if arr.size and max(float(np.max(arr)), -float(np.min(arr))) > MAX_ABS:
-        bad = np.argwhere(np.abs(arr) > MAX_ABS)[0]
-        raise TrajectoryFormatError(name, f"holds a value of magnitude above {MAX_ABS:g} at index "
-                                          f"{tuple(int(i) for i in bad)} (the packages refuse such values)")
     return arr
 
 

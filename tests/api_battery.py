@@ -318,6 +318,10 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
      'a floor on windows per run: runs too short for it use the shortest window, 2 * order + 3 (documented)'),
     (('particles.fast_exp',), 'x', 'huge values',
      'fast_exp(x) is inf above x = 709, like np.exp (documented)'),
+    (('particles.Trajectory',), 'embeddings', 'huge values',
+     'a container: it stores any finite values (energies and Z of valid runs can exceed the 1e100 input bound)'),
+    (('particles.PairTerm.values',), 'q', 'huge values',
+     'q is a derived quantity (r^2 or a cosine): any finite value is valid, the law decides what it gives'),
 ]
 #: (entry, parameter) -> {bad-value label: why it is a documented, valid input}
 ACCEPT: dict[tuple[str, str], dict[str, str]] = {}

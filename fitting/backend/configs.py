@@ -2,14 +2,17 @@
 
 Plain dataclasses without torch, so they can be built, validated and
 stored in trajectory metadata on a machine without the extra. Each
-validates itself on construction: a bad field raises ``ValueError`` naming
-it and the accepted range.
+validates itself on construction: a bad field raises ``ValueError`` (a
+value out of range) or ``TypeError`` (the wrong kind) naming it and the
+accepted range. NumPy scalars are stored as Python numbers.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, ClassVar
+
+import numpy as np
 
 from particles.datasets import MAX_P
 from particles.limits import MAX_STEPS
@@ -69,6 +72,12 @@ class _Config:
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
+        for f in fields(self):  # NumPy scalars are stored as Python numbers (the dict goes into JSON metadata)
+            value = getattr(self, f.name)
+            if isinstance(value, np.integer) and not isinstance(value, np.bool_):
+                object.__setattr__(self, f.name, int(value))
+            elif isinstance(value, np.floating):
+                object.__setattr__(self, f.name, float(value))
         _int_at_least("steps", self.steps, 1)
         _int_at_least("snapshot_every", self.snapshot_every, 1)
         _choice("dtype", self.dtype, ("float64", "float32"))

@@ -253,9 +253,10 @@ class LassoCV(Lasso):
         check_bool(self.standardize, "standardize")
 
     def check_rows(self, n: int) -> None:
-        if self.cv + 1 > n:
-            raise ValueError(f"LassoCV cv must be an int in [2, {n - 1}] for {n} regression rows (time-series "
-                             f"folds need cv + 1 rows), got {self.cv}; lower cv or give more samples")
+        cv = check_int(self.cv, "LassoCV cv", 2)
+        if cv + 1 > n:
+            raise ValueError(f"LassoCV cv={cv} needs at least cv + 1 = {cv + 1} regression rows (time-series "
+                             f"folds), got {n}; lower cv or give more samples")
 
     def _model(self, has_intercept: bool):
         return _QuietLassoLarsCV(cv=TimeSeriesSplit(n_splits=self.cv), fit_intercept=has_intercept,
