@@ -109,25 +109,20 @@ SKIP: dict[str, str] = {
     "fitting.backend.toy_phase_setting": "returns a ToyConfig from a named table; config_for is in the battery",
 }
 
+#: (entries, parameter) of every seeded entry: any non-negative int is a seed
+SEEDED: list[tuple[tuple[str, ...], str]] = [
+    (('effective_theory.grokking_rate_curve', 'effective_theory.unique_structure_probability', 'fitting.backend.train',
+      'particles.PairDataset.split', 'particles.Preset.run', 'particles.Preset.sample', 'particles.make_rng'), 'seed'),
+    (('fitting.BootstrapEnsemble',), 'random_state'),
+    (('fitting.survival_classifier',), 'rng'),
+]
+
 #: documented values that look bad: (entries, parameter, bad-value label, why it is valid)
 ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
     (('fitting.ODEModel', 'fitting.ODEModel.score', 'fitting.ODEModel.trajectory_score'), 'window', 'nested None',
      '(None, None): an open window (documented)'),
     (('fitting.initial_gradient', 'fitting.initial_signal'), 'signals', 'extra dim',
      '(R, T, K): several runs are documented'),
-    (('fitting.BootstrapEnsemble',), 'random_state', 'zero',
-     '0 is a valid seed'),
-    (('fitting.survival_classifier',), 'rng', 'zero',
-     '0 is a valid seed'),
-    (('effective_theory.grokking_rate_curve',
-      'effective_theory.unique_structure_probability',
-      'fitting.backend.train',
-      'particles.PairDataset.split',
-      'particles.Preset.run',
-      'particles.Preset.sample',
-      'particles.make_rng',
-     ), 'seed', 'zero',
-     '0 is a valid seed'),
     (('fitting.ODEModel.named_coefficients',), 'threshold', 'zero',
      '0 keeps every term (the default)'),
     (('fitting.ODEModel.equations',), 'threshold', 'zero',
@@ -293,19 +288,6 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
      'nothing to compile'),
     (('fitting.initial_gradient', 'fitting.survival_table'), 'step', 'zero',
      'step 0 is the first difference'),
-    (('effective_theory.grokking_rate_curve',
-      'effective_theory.unique_structure_probability',
-      'fitting.backend.train',
-      'particles.PairDataset.split',
-      'particles.Preset.run',
-      'particles.Preset.sample',
-      'particles.make_rng',
-     ), 'seed', 'huge',
-     "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"),
-    (('fitting.BootstrapEnsemble',), 'random_state', 'huge',
-     "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"),
-    (('fitting.survival_classifier',), 'rng', 'huge',
-     "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"),
     (('particles.simulate',), 'record_every', 'huge',
      'a stride longer than the run records the start and the final state (documented)'),
     (('effective_theory.wilson_interval',), 'n', 'huge',
@@ -323,6 +305,9 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
     (('particles.PairTerm.values',), 'q', 'huge values',
      'q is a derived quantity (r^2 or a cosine): any finite value is valid, the law decides what it gives'),
 ]
+ACCEPTED += [(entries, param, label, reason) for entries, param in SEEDED for label, reason in (
+    ("zero", "0 is a valid seed"),
+    ("huge", "any non-negative int is a seed (numpy's SeedSequence takes ints of any size)"))]
 #: (entry, parameter) -> {bad-value label: why it is a documented, valid input}
 ACCEPT: dict[tuple[str, str], dict[str, str]] = {}
 for _entries, _param, _label, _reason in ACCEPTED:
