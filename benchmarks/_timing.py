@@ -1,10 +1,19 @@
-"""Timing helper shared by the benchmark scripts."""
+"""Timing and output helpers shared by the benchmark scripts."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
+
+from particles.trajectory import atomic_write
+
+
+def write_json(path, obj) -> None:
+    """Write ``obj`` as indented JSON, atomically."""
+    text = json.dumps(obj, indent=1)
+    atomic_write(path, lambda fh: fh.write(text.encode()))
 
 
 def best_time(fn, repeats: int, min_time: float = 0.2) -> float:

@@ -44,7 +44,7 @@ from sklearn.linear_model import Lasso as SkLasso
 from sklearn.metrics import r2_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import best_time  # noqa: E402
+from _timing import best_time, write_json  # noqa: E402
 
 from fitting import Lasso, LinearODE, LotkaVolterra, ODEModel, PolynomialLibrary, linear_solution  # noqa: E402
 from fitting.ode import BlowUpError  # noqa: E402
@@ -272,7 +272,7 @@ def main() -> None:
           f"over {len(rows)} cases; trajectory R^2 >= PySINDy's in {wins} of {len(rows)}")
     survival_reference_timing(2 if args.quick else 5)
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        write_json(args.json, rows)
 
 
 def plot(path: str) -> None:
@@ -303,7 +303,9 @@ def plot(path: str) -> None:
         axes[0].scatter([], [], marker="o", color=c, label=f"noise {noise:.0%}")
     axes[0].scatter([], [], marker="o", facecolors="none", color="0.3", label="scale x 100 (open)")
     axes[0].legend(fontsize="x-small", loc="upper left")
-    fig.savefig(Path(path).with_suffix(".png"), dpi=110)
+    from fitting.plot import save_figure
+
+    save_figure(fig, Path(path).with_suffix(".png"), dpi=110)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,6 @@ interaction is evaluated).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import subprocess
@@ -42,7 +41,7 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from _timing import best_time
+from _timing import best_time, write_json
 
 from particles import (ForceParams, cosine_alignment, energy_and_forces, forces, forces_reference,
                        gaussian_clustering, modular_addition, preset, simulate, warmup)
@@ -253,7 +252,9 @@ def plot_cost(force_rows: list[dict], cutoff_rows: list[dict], path: str) -> Non
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from fitting.plot import save_figure
+
+    save_figure(fig, path, dpi=110)
 
 
 COLD = """
@@ -331,12 +332,10 @@ def main() -> None:
     if args.figure:
         plot_cost(force_rows, cutoff_rows, args.figure)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump({"numba": numba.__version__, "threads": numba.get_num_threads(), "load_average": load,
-                       "forces": force_rows, "cutoff": cutoff_rows, "runs": run_rows, "custom": custom_rows,
-                       "cold_compile_cpu_s": cpu,
-                       "cold_compile_wall_s": wall, "command": "python benchmarks/bench_particles.py"
-                       + (" --quick" if args.quick else "")}, fh, indent=1)
+        write_json(args.json, {"numba": numba.__version__, "threads": numba.get_num_threads(),
+                               "load_average": load, "forces": force_rows, "cutoff": cutoff_rows, "runs": run_rows,
+                               "custom": custom_rows, "cold_compile_cpu_s": cpu, "cold_compile_wall_s": wall,
+                               "command": "python benchmarks/bench_particles.py" + (" --quick" if args.quick else "")})
 
 
 if __name__ == "__main__":

@@ -20,7 +20,6 @@ shared machine).
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing as mp
 import time
 
@@ -29,6 +28,8 @@ import torch
 
 from fitting.backend import MODEL_CONFIGS, config_for, toy_phase_setting, train, train_batched, train_grid
 from fitting.backend.models import make_task
+
+from _timing import write_json
 
 
 def timed(fn) -> float:
@@ -144,8 +145,7 @@ def main() -> None:
         if neighbour is not None:
             neighbour.join(timeout=5)
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(out, fh, indent=1)
+        write_json(args.json, out)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from particles.trajectory import Trajectory, TrajectoryFormatError
 
     from .ode import BlowUpError
-    from .plot import plot_coefficients, plot_fit, plot_signals
+    from .plot import plot_coefficients, plot_fit, plot_signals, save_figure
     from .signals import DC_SCALAR, surviving_frequencies, trajectory_signals
 
     try:
@@ -84,9 +84,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
             report[label + "_note"] = str(exc)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    plot_signals(signals, steps, survivors).savefig(out / "signals.png", dpi=110)
-    plot_fit(model, signals, t, window=window, names=names).savefig(out / "fit.png", dpi=110)
-    plot_coefficients(model, names).savefig(out / "coefficients.png", dpi=110)
+    save_figure(plot_signals(signals, steps, survivors), out / "signals.png")
+    save_figure(plot_fit(model, signals, t, window=window, names=names), out / "fit.png")
+    save_figure(plot_coefficients(model, names), out / "coefficients.png")
     report["equations"] = model.equations(names)
     # the fit as numbers: coef[i][j] multiplies term j in the equation of variable i
     report["variables"] = names

@@ -45,8 +45,16 @@ def _check_writable(out: Path) -> None:
         raise DemoError(f"the output folder {str(out)!r} is not writable: {exc}") from None
 
 
+def _save_animation(anim, path: Path) -> None:
+    from particles.trajectory import atomic_write
+
+    atomic_write(path, lambda name: anim.save(name, writer="pillow", dpi=70), by_name=True)
+
+
 def _save(fig, out: Path, name: str) -> str:
-    fig.savefig(out / name, dpi=100)
+    from .plot import save_figure
+
+    save_figure(fig, out / name, dpi=100)
     return name
 
 
@@ -85,7 +93,7 @@ def _stage_particles(out: Path, quick: bool, progress: Progress | None) -> dict[
                 result["figures"].append(_save(fig, out, f"particles_{name}.png"))
                 if name == "circles":
                     anim = animate_trajectory(traj, dataset=dataset, frames=12 if quick else 40, title=name)
-                    anim.save(out / "particles_circles.gif", writer="pillow", dpi=70)
+                    _save_animation(anim, out / "particles_circles.gif")
                     result["figures"].append("particles_circles.gif")
             done += 1
             if progress:
@@ -264,11 +272,17 @@ def _inline_html(markdown: str, out: Path) -> str:
             f"<style>{style}</style></head><body>\n" + md.render(markdown) + "</body></html>\n")
 
 
+def _write_text(path: Path, text: str) -> None:
+    from particles.trajectory import atomic_write
+
+    atomic_write(path, lambda fh: fh.write(text.encode()))
+
+
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:
     markdown = _summary_markdown(summary)
-    (out / "summary.md").write_text(markdown)
-    (out / "summary.html").write_text(_inline_html(markdown, out))
-    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    _write_text(out / "summary.md", markdown)
+    _write_text(out / "summary.html", _inline_html(markdown, out))
+    _write_text(out / "summary.json", json.dumps(summary, indent=1))
 
 
 # ------------------------------------------------------------------ entry points

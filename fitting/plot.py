@@ -3,6 +3,8 @@ Figure and leaves global state alone."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -13,7 +15,18 @@ from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
 from .derivatives import is_uniform
 from .ode.data import as_runs, run_times
 
-__all__ = ["plot_signals", "plot_fit", "plot_coefficients", "plot_phase_grid"]
+__all__ = ["plot_signals", "plot_fit", "plot_coefficients", "plot_phase_grid", "save_figure"]
+
+
+def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 110) -> Path:
+    """Write ``fig`` to ``path`` atomically (format from the suffix, e.g.
+    ``.png`` or ``.svg``): an interrupted write leaves any earlier file whole."""
+    from particles.trajectory import atomic_write
+
+    path = Path(path)
+    if not path.suffix:
+        raise ValueError(f"path must end in a figure format such as .png, got {str(path)!r}")
+    return atomic_write(path, lambda fh: fig.savefig(fh, format=path.suffix[1:], dpi=dpi))
 
 
 def _figure(ax, figsize) -> tuple[Figure, Any]:

@@ -90,19 +90,30 @@ def ensure_writable_folder(path: str | os.PathLike) -> Path:
     return path
 
 
-def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> Path:
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_name: bool = False) -> Path:
     """Write a file atomically: ``write(fh)`` fills a temporary file in the
     same folder, which is synced and renamed over ``path``; on any error the
-    temporary file is removed and ``path`` is untouched."""
+    temporary file is removed and ``path`` is untouched.
+
+    ``by_name=True`` is for writers that open the file themselves (e.g. an
+    animation writer): ``write`` then gets the temporary file's name, which
+    ends in ``path``'s suffix."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_temporaries(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.",
+                               suffix=".tmp" + (path.suffix if by_name else ""), dir=path.parent)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            write(fh)
-            fh.flush()
-            os.fsync(fh.fileno())
+        if by_name:
+            os.close(fd)
+            write(tmp)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
     except BaseException:
@@ -113,7 +124,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[BinaryIO], Any]) -> P
 
 
 #: temporary files of atomic_write: .<name>.<pid>.<random>.tmp
-_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp(\.[A-Za-z0-9]+)?$")
 #: temporaries without a process id (older versions) count as stale after this
 _LEGACY_TEMPORARY_AGE = 3600.0
 
@@ -140,9 +151,9 @@ def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
         return removed
     for entry in entries:
         name = entry.name
-        if not (name.startswith(".") and name.endswith(".tmp")):
-            continue
         match = _TEMPORARY.match(name)
+        if not (match or (name.startswith(".") and name.endswith(".tmp"))):
+            continue
         try:
             if match and int(match.group(1)) != os.getpid():
                 stale = not _process_alive(int(match.group(1)))

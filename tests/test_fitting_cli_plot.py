@@ -1,13 +1,14 @@
 """`embdyn fit` on trajectory files, and the fitting figures."""
 
 import json
+import os
 
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 from fitting import LinearODE, LotkaVolterra, fourier_signals, surviving_frequencies
-from fitting.plot import plot_coefficients, plot_fit, plot_signals
+from fitting.plot import plot_coefficients, plot_fit, plot_signals, save_figure
 from particles import Trajectory, preset
 from particles.cli import main
 
@@ -119,3 +120,22 @@ def test_phase_grid_marks_cells_without_a_majority():
 
     assert to_hex(coloured[0].get_facecolor()) == PHASE_COLORS["confusion"]
     assert "no majority" in [t.get_text() for t in ax.get_legend().get_texts()]
+
+
+def test_save_figure_is_atomic(tmp_path):
+    fig = Figure()
+    fig.add_subplot().plot([0, 1], [1, 0])
+    path = save_figure(fig, tmp_path / "a.png")
+    good = path.read_bytes()
+    assert good[:8] == b"\x89PNG\r\n\x1a\n"
+
+    def broken(*args, **kwargs):
+        raise OSError("disk full")
+
+    fig.savefig = broken  # an interrupted write leaves the earlier file whole and no temporary behind
+    with pytest.raises(OSError, match="disk full"):
+        save_figure(fig, tmp_path / "a.png")
+    assert (tmp_path / "a.png").read_bytes() == good
+    assert os.listdir(tmp_path) == ["a.png"]
+    with pytest.raises(ValueError, match="path must end in a figure format"):
+        save_figure(fig, tmp_path / "noext")

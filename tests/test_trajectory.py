@@ -206,15 +206,40 @@ def test_killed_saves_leave_no_temporaries_behind(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / f".run.npz.{dead.pid}.abc123.tmp"
+    stale_by_name = tmp_path / f".anim.gif.{dead.pid}.abc124.tmp.gif"
     alive = tmp_path / f".other.npz.{os.getppid()}.xyz789.tmp"
     legacy = tmp_path / ".old.npz.q1w2e3.tmp"
     recent_legacy = tmp_path / ".new.npz.r4t5y6.tmp"
-    for f in (stale, alive, legacy, recent_legacy):
+    for f in (stale, stale_by_name, alive, legacy, recent_legacy):
         f.write_bytes(b"partial")
     old = time.time() - 7200
     os.utime(legacy, (old, old))
     _traj().save(tmp_path / "t.npz")
-    assert not stale.exists() and not legacy.exists()
+    assert not stale.exists() and not legacy.exists() and not stale_by_name.exists()
     assert alive.exists() and recent_legacy.exists()
     assert remove_stale_temporaries(tmp_path) == []
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, recent_legacy.name, "t.npz"])
+
+
+def test_atomic_write_by_name(tmp_path):
+    """Writers that open the file themselves get a temporary name with the
+    target's suffix; a failure leaves the earlier file and no temporary."""
+    from particles.trajectory import atomic_write
+    seen = []
+
+    def write(name):
+        seen.append(name)
+        with open(name, "wb") as fh:
+            fh.write(b"first")
+
+    atomic_write(tmp_path / "a.gif", write, by_name=True)
+    assert seen[0].endswith(".gif") and (tmp_path / "a.gif").read_bytes() == b"first"
+
+    def broken(name):
+        with open(name, "wb") as fh:
+            fh.write(b"part")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(tmp_path / "a.gif", broken, by_name=True)
+    assert os.listdir(tmp_path) == ["a.gif"] and (tmp_path / "a.gif").read_bytes() == b"first"

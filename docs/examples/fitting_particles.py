@@ -28,7 +28,8 @@ from scipy.integrate import solve_ivp  # noqa: E402
 
 from fitting import (BlowUpError, Lasso, LinearODE, SavitzkyGolay, LotkaVolterra, fitness_correlation, fourier_signals, initial_gradient,  # noqa: E402
                      survival_classifier, surviving_frequencies)
-from fitting.plot import plot_coefficients, plot_fit, plot_signals  # noqa: E402
+from fitting.plot import plot_coefficients, plot_fit, plot_signals, save_figure  # noqa: E402
+from particles.trajectory import atomic_write  # noqa: E402
 from particles import preset  # noqa: E402
 
 
@@ -64,7 +65,7 @@ def main() -> None:
         "trajectory_r2_held_out_run": known.trajectory_score(runs[3:], 0.05),
     }
     species = ["x1", "x2", "x3", "x4"]
-    plot_fit(known, runs[3], 0.05, columns=[0, 1, 2, 3], names=species).savefig(out / "known_lv_fit.png", dpi=110)
+    save_figure(plot_fit(known, runs[3], 0.05, columns=[0, 1, 2, 3], names=species), out / "known_lv_fit.png", dpi=110)
 
     # 2. one particle run --------------------------------------------------
     traj = config.run(0)
@@ -89,10 +90,10 @@ def main() -> None:
     single["linear_max_real_eigenvalue"] = float(linear.eigenvalues_.real.max())
     single["lv_equations"] = lv.equations(names, threshold=1e-6)
     results["seed0"] = single
-    plot_signals(S, steps, alive, title="circles preset, seed 0").savefig(out / "signals.png", dpi=110)
-    plot_fit(lv, S, steps, window=window, names=names).savefig(out / "fit_lv_classic.png", dpi=110)
-    plot_coefficients(lv, names).savefig(out / "coefficients_lv_classic.png", dpi=110)
-    plot_coefficients(linear, names).savefig(out / "coefficients_linear.png", dpi=110)
+    save_figure(plot_signals(S, steps, alive, title="circles preset, seed 0"), out / "signals.png", dpi=110)
+    save_figure(plot_fit(lv, S, steps, window=window, names=names), out / "fit_lv_classic.png", dpi=110)
+    save_figure(plot_coefficients(lv, names), out / "coefficients_lv_classic.png", dpi=110)
+    save_figure(plot_coefficients(linear, names), out / "coefficients_linear.png", dpi=110)
 
     # 3. fitness over seeds ----------------------------------------------
     survived, s0, grad = [], [], []
@@ -118,7 +119,8 @@ def main() -> None:
     except ValueError as exc:
         fitness["svm"] = str(exc)
     results["fitness"] = fitness
-    (out / "fitting_example.json").write_text(json.dumps(results, indent=2))
+    text = json.dumps(results, indent=2)
+    atomic_write(out / "fitting_example.json", lambda fh: fh.write(text.encode()))
     print(json.dumps(results, indent=2))
 
 

@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from fitting.backend.grid import GridResult
-from fitting.plot import plot_phase_grid
+from fitting.plot import plot_phase_grid, save_figure
 
 
 def main() -> None:
@@ -28,14 +28,14 @@ def main() -> None:
     m = merged.meta
     title = args.title or (f"{args.out.stem}: {m['steps']} steps, {len(m['seeds'])} seeds, majority phase; "
                            f"{m['seconds'] / 60:.0f} min in all")
-    plot_phase_grid(merged.records, title=title).savefig(args.out.with_suffix(".png"), dpi=120)
+    save_figure(plot_phase_grid(merged.records, title=title), args.out.with_suffix(".png"), dpi=120)
     from matplotlib.figure import Figure
 
     seeds = sorted({r["seed"] for r in merged.records})
     fig = Figure(figsize=(6.2 * len(seeds), 4.6), layout="constrained")
     for ax, seed in zip(fig.subplots(1, len(seeds), squeeze=False)[0], seeds):
         plot_phase_grid([r for r in merged.records if r["seed"] == seed], ax=ax, title=f"seed {seed}")
-    fig.savefig(args.out.with_name(args.out.stem + "_per_seed.png"), dpi=100)
+    save_figure(fig, args.out.with_name(args.out.stem + "_per_seed.png"), dpi=100)
     print(", ".join(f"{k} {v}" for k, v in merged.phase_counts().items()) + f" -> {args.out}")
 
 

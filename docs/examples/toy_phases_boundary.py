@@ -13,7 +13,7 @@ import argparse
 from pathlib import Path
 
 from fitting.backend import toy_phase_setting, train_grid
-from fitting.plot import plot_phase_grid
+from fitting.plot import plot_phase_grid, save_figure
 
 
 def main() -> None:
@@ -29,7 +29,7 @@ def main() -> None:
     result = train_grid(config, grid, args.seeds, out=args.out / f"{stem}.json", checkpoint_every=2000,
                         resume=True)
     title = f"regression, fast-decoder corner: seeds {args.seeds}, {args.steps} steps (majority phase)"
-    plot_phase_grid(result.records, title=title).savefig(args.out / f"{stem}.png", dpi=120)
+    save_figure(plot_phase_grid(result.records, title=title), args.out / f"{stem}.png", dpi=120)
     print(", ".join(f"{k} {v}" for k, v in result.phase_counts().items()) + f" in {result.meta['seconds']:.0f} s")
 
 

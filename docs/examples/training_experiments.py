@@ -23,6 +23,8 @@ import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from fitting.plot import save_figure  # noqa: E402
+
 
 def _train(config, seed, path):
     import torch
@@ -114,12 +116,12 @@ def survival(args) -> dict:
     ax.set_xlabel("initial signal S_k(0)")
     ax.set_ylabel(f"survival rate over {len(runs)} runs")
     ax.set_title("survival vs initial signal" + ("" if r is None else f": Pearson r = {r:.2f}"))
-    fig.savefig(args.out / "survival_rate_vs_signal.png", dpi=110)
-    plot.plot_signals(runs[0].signals, runs[0].steps, survived[0],
-                      title="survival MLP, run 0").savefig(args.out / "survival_signals.png", dpi=110)
+    save_figure(fig, args.out / "survival_rate_vs_signal.png", dpi=110)
+    save_figure(plot.plot_signals(runs[0].signals, runs[0].steps, survived[0], title="survival MLP, run 0"),
+                args.out / "survival_signals.png", dpi=110)
     lasso = analyses[0].lasso
-    plot.plot_coefficients(lasso, [f"S{k}" for k in range(1, lasso.n_features_in_ + 1)]).savefig(
-        args.out / "survival_lasso_coefficients.png", dpi=110)
+    save_figure(plot.plot_coefficients(lasso, [f"S{k}" for k in range(1, lasso.n_features_in_ + 1)]),
+                args.out / "survival_lasso_coefficients.png", dpi=110)
     return result
 
 
@@ -231,7 +233,7 @@ def clustering_heads(args) -> dict:
     ax_share.set_title("successes; dashed: full accuracy")
     if any(r["success"] for r in rows):
         ax_share.legend(fontsize=7)
-    fig.savefig(args.out / "clustering_heads.png", dpi=110)
+    save_figure(fig, args.out / "clustering_heads.png", dpi=110)
 
     from effective_theory import wilson_interval
 
@@ -264,20 +266,35 @@ EXPERIMENTS = {"survival": survival, "weight-decay": weight_decay,
                "clustering-heads": clustering_heads}
 
 
+def _int_at_least(low: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be an int >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be an int >= {low}, got {value}")
+        return value
+    return parse
+
+
 def main() -> None:
+    from particles.trajectory import atomic_write
+
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=list(EXPERIMENTS))
     parser.add_argument("--out", type=Path, default=Path("embdyn-training"))
-    parser.add_argument("--steps", type=int, default=3000, help="steps of the survival / clustering runs")
-    parser.add_argument("--seeds", type=int, default=20, help="seeds of the clustering-heads runs")
-    parser.add_argument("--first-seed", type=int, default=0,
+    parser.add_argument("--steps", type=_int_at_least(2), default=3000, help="steps of the survival / clustering runs")
+    parser.add_argument("--seeds", type=_int_at_least(1), default=20, help="seeds of the clustering-heads runs")
+    parser.add_argument("--first-seed", type=_int_at_least(0), default=0,
                         help="first seed of the clustering-heads runs (to split a long run over processes)")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=_int_at_least(1), default=2)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     result = EXPERIMENTS[args.experiment](args)
-    (args.out / f"{args.experiment}.json").write_text(json.dumps(result, indent=1))
+    text = json.dumps(result, indent=1)
+    atomic_write(args.out / f"{args.experiment}.json", lambda fh: fh.write(text.encode()))
     print(json.dumps(result, indent=1))
 
 

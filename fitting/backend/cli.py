@@ -122,7 +122,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     except (ValueError, TypeError) as exc:
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
-    from ..plot import plot_phase_grid
+    from ..plot import plot_phase_grid, save_figure
     from .grid import train_grid
 
     out = Path(args.out)
@@ -139,7 +139,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     counts = result.phase_counts()
     title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase; "
              f"{result.meta['seconds'] / 60:.1f} min")
-    plot_phase_grid(result.records, title=title).savefig(out / f"{stem}.png", dpi=120)
+    save_figure(plot_phase_grid(result.records, title=title), out / f"{stem}.png", dpi=120)
     print(f"{cells} cells in {result.meta['seconds']:.0f} s: " + ", ".join(f"{k} {v}" for k, v in counts.items())
           + f" -> {out / (stem + '.json')}")
     return 0
@@ -195,6 +195,9 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
     if not torch_available():
         print(f"embdyn compare-network: {INSTALL_HINT}", file=sys.stderr)
         return 2
+    from particles.trajectory import atomic_write
+
+    from ..plot import save_figure
     from .compare import check_same_split, compare_network
     from .checks import check_weight_decays
     from .network_sweep import NetworkSweep
@@ -251,9 +254,9 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         return 2
     try:
         result.save(out / "compare_network.json")
-        (out / "compare_network.md").write_text(result.to_markdown() + "\n")
-        result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds").savefig(
-            out / "compare_network.png", dpi=120)
+        atomic_write(out / "compare_network.md", lambda fh: fh.write((result.to_markdown() + "\n").encode()))
+        save_figure(result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds"),
+                    out / "compare_network.png", dpi=120)
     except OSError as exc:
         print(f"embdyn compare-network: cannot write to {str(out)!r}: {exc}", file=sys.stderr)
         return 2
