@@ -27,12 +27,22 @@ from fitting.plot import save_figure  # noqa: E402
 
 
 def _train(config, seed, path):
+    """One run; long runs write a checkpoint every 2000 steps and continue
+    from it when the experiment is started again after an interruption."""
+    import sys
+
     import torch
 
     from fitting.backend import train
 
     torch.set_num_threads(1)
-    return train(config, seed, path)
+    every = 2000 if config.steps > 4000 else None
+
+    def report(done, total):
+        if every and (done % every == 0 or done == total):
+            print(f"seed {seed}: step {done} of {total}", file=sys.stderr, flush=True)
+
+    return train(config, seed, path, checkpoint_every=every, resume=every is not None, callback=report)
 
 
 def _runs(config, seeds, out: Path, jobs: int):

@@ -57,15 +57,23 @@ def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
 
 
 def run_times(t: Any, runs: list[np.ndarray]) -> list[np.ndarray]:
-    """Sample times of each run from a step, one array, or one array per run."""
+    """Sample times of each run from a step, one array (shared by runs of
+    the same length), or one array per run."""
     if np.ndim(t) == 0 and not is_run_list(t):
         return [sample_times(t, len(r)) for r in runs]
     if len(runs) == 1 and not is_run_list(t):
         return [sample_times(t, len(runs[0]))]
+    if not is_run_list(t) and np.ndim(t) == 1:  # one time grid for every run
+        lengths = sorted({len(r) for r in runs})
+        if lengths != [len(t)]:
+            raise ValueError(f"t is one array of {len(t)} times, but the runs have {lengths} samples: a shared "
+                             f"time grid needs runs of its length; otherwise give one array of times per run")
+        return [sample_times(t, len(r)) for r in runs]
     if isinstance(t, np.ndarray) and t.ndim == 2 and t.shape[0] == len(runs):
         t = list(t)
     if not is_run_list(t) or len(t) != len(runs):
-        raise ValueError(f"t must be a step, or one array of times per run ({len(runs)} runs)")
+        raise ValueError(f"t must be a step, one array of times shared by all runs, or one array of times per run "
+                         f"({len(runs)} runs)")
     return [sample_times(ti, len(r)) for ti, r in zip(t, runs)]
 
 

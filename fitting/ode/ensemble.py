@@ -99,7 +99,7 @@ class BootstrapEnsemble(BaseEstimator):
         est = clone(self._check())
         library, regressor, formulation = est._check_params()
         est.fit(x, t)
-        Theta, Y, runs, owner, formulation = est._prepare(x, t, est.window, library, formulation)
+        Theta, Y, runs, owner, formulation, _ = est._prepare(x, t, est.window, library, formulation)
         n_runs = len(np.unique(owner))
         mode = self.resample if self.resample != "auto" else ("runs" if n_runs >= 20 else "rows")
         if mode == "runs" and n_runs < 2:

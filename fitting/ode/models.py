@@ -30,9 +30,10 @@ from .flowmap import FlowMap, map_to_generator
 from .integrate import SIMULATION_METHODS, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .names import DERIVATIVE_METHODS
-from .regression import OLS, Regressor, as_regressor
+from .regression import OLS, STLSQ, Regressor, as_regressor
 from .stable import stable_least_squares
 from .weak import WeakForm
+from .weighted import covariance_refit
 
 __all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation"]
 
@@ -148,8 +149,9 @@ class ODEModel(BaseEstimator):
     def _prepare(self, x: Any, t: Any, window: Any, library: Library, formulation: Formulation):
         """Regression rows of all runs inside the window.
 
-        Returns Theta (n, F), Y (n, K), the runs, the run index of each row
-        and the formulation bound to the data (the weak form's window).
+        Returns Theta (n, F), Y (n, K), the runs, the run index of each row,
+        the formulation bound to the data (the weak form's window) and the
+        (samples, times) of each run inside the window.
         """
         runs = as_runs(x)
         if hasattr(self, "n_features_in_") and runs[0].shape[1] != self.n_features_in_:
@@ -176,7 +178,7 @@ class ODEModel(BaseEstimator):
         Theta = np.vstack([p[1] for p in pieces])
         Y = np.vstack([p[2] for p in pieces])
         owner = np.concatenate([np.full(len(p[1]), p[0]) for p in pieces])
-        return Theta, Y, runs, owner, formulation
+        return Theta, Y, runs, owner, formulation, [(k[1], k[2]) for k in kept]
 
     def _solve(self, Theta: np.ndarray, Y: np.ndarray, library: Library, regressor: Regressor,
                formulation: Formulation) -> tuple[np.ndarray, np.ndarray]:
@@ -191,6 +193,12 @@ class ODEModel(BaseEstimator):
             coef, _ = refit.fit(Theta, Y, mask & (coef != 0), None)
         return coef, alphas, {}
 
+    def _weighted(self, regressor: Regressor, formulation: Formulation) -> bool:
+        """Whether the covariance-weighted refit applies: weak rows with
+        ``weighting="covariance"`` and an unpenalised regressor."""
+        return (isinstance(formulation, WeakForm) and formulation.weighting == "covariance"
+                and type(regressor) in (STLSQ, OLS))
+
     # -------------------------------------------------------------- fit
     def fit(self, x: Any, t: Any = None) -> "ODEModel":
         """Fit the ODE to one or several sampled trajectories.
@@ -199,7 +207,8 @@ class ODEModel(BaseEstimator):
         ----------
         x : ndarray, shape (T, K), or list of such arrays (or an (R, T, K) array)
         t : float, ndarray of shape (T,), or list of arrays (one per run), optional
-            Time step (default 1) or sample times. Passed as scikit-learn's
+            Time step (default 1) or sample times (one (T,) array serves
+            every run when all runs have T samples). Passed as scikit-learn's
             ``y``, so ``GridSearchCV(...).fit(runs, times)`` splits runs and
             their times together.
 
@@ -210,7 +219,7 @@ class ODEModel(BaseEstimator):
         library, regressor, formulation = self._check_params()
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
             delattr(self, attr)
-        Theta, Y, runs, _, formulation = self._prepare(x, t, self.window, library, formulation)
+        Theta, Y, runs, _, formulation, samples = self._prepare(x, t, self.window, library, formulation)
         K = Y.shape[1]
         mask = self._mask(K, library)
         n_params = int(mask.sum(axis=1).max())
@@ -221,6 +230,10 @@ class ODEModel(BaseEstimator):
             raise ValueError(f"fewer regression rows ({Theta.shape[0]}) than terms per equation ({n_params}); "
                              f"give more samples, a wider window or a smaller model{hint}")
         self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
+        if self._weighted(regressor, formulation):
+            self.coef_, weighting = covariance_refit(self.coef_, [s[0] for s in samples], [s[1] for s in samples],
+                                                     library, formulation)
+            info = {**info, "weighting": weighting}
         if info:
             self.fit_info_ = info
         self.library_, self.regressor_, self.formulation_ = library, regressor, formulation
@@ -259,7 +272,7 @@ class ODEModel(BaseEstimator):
         ``Lasso.score`` in the reference analysis) or "variance_weighted".
         """
         check_is_fitted(self, "coef_")
-        Theta, Y, _, _, formulation = self._prepare(x, t, window, self.library_, self.formulation_)
+        Theta, Y, _, _, formulation, _ = self._prepare(x, t, window, self.library_, self.formulation_)
         multioutput = check_choice(multioutput, "multioutput", MULTIOUTPUT)
         return float(r2_score(Y, self._predict_rows(Theta, formulation), multioutput=multioutput))
 
@@ -438,6 +451,9 @@ class LinearODE(ODEModel):
     def _check_params(self):
         check_bool(self.stable, "stable")
         return super()._check_params()
+
+    def _weighted(self, regressor, formulation) -> bool:
+        return not self.stable and super()._weighted(regressor, formulation)
 
     def _solve(self, Theta, Y, library, regressor, formulation):
         K = Y.shape[1]

@@ -29,8 +29,11 @@ import numpy as np
 from .checks import check_int, check_number
 from .differentiation import Formulation
 from .library import Library
+from .weighted import noise_level
 
-__all__ = ["WeakForm"]
+__all__ = ["WeakForm", "WEIGHTINGS"]
+
+WEIGHTINGS = ("covariance", "none")
 
 
 class WeakForm(Formulation):
@@ -51,6 +54,13 @@ class WeakForm(Formulation):
 
     period_fraction : float > 0
         Default window as a share of the data's dominant period.
+    weighting : {"covariance", "none"}
+        ``"covariance"`` (default): after the regressor has selected the
+        terms, an unpenalised regressor's (STLSQ, OLS) coefficients on them
+        are refitted by generalised least squares with the covariance that
+        measurement noise gives the rows (overlapping windows, state-dependent
+        errors; :mod:`fitting.ode.weighted`). ``"none"``: ordinary least
+        squares rows, as the regressor left them.
 
     Notes
     -----
@@ -67,12 +77,13 @@ class WeakForm(Formulation):
     pointwise = False
 
     def __init__(self, window: int | None = None, stride: int | None = None, order: int = 4, min_windows: int = 12,
-                 period_fraction: float = 0.25):
+                 period_fraction: float = 0.25, weighting: str = "covariance"):
         self.window = window
         self.stride = stride
         self.order = order
         self.min_windows = min_windows
         self.period_fraction = period_fraction
+        self.weighting = weighting
 
     def check(self) -> None:
         o = check_int(self.order, "WeakForm order", 2)
@@ -80,6 +91,8 @@ class WeakForm(Formulation):
         check_int(self.stride, "WeakForm stride", 1, allow_none=True)
         check_number(self.period_fraction, "WeakForm period_fraction", 0.0, strict=True)
         check_int(self.min_windows, "WeakForm min_windows", 4)
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"WeakForm weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
 
     def min_samples(self) -> int:
         return self.window if self.window is not None else 2 * self.order + 3
@@ -137,15 +150,19 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
 
     Columns are centred and scaled with the mean and standard deviation
     pooled over all runs; each run is tapered (Hann) and its spectrum summed
-    over columns; its period is 1 / f where f is the lowest frequency
-    (cycles per sample) whose cumulative non-constant power reaches
-    ``share``. The result is the power-weighted median over runs, so a run
-    that has settled (little variation, spectrum mostly noise) has little
-    say. Without any variation the longest run's length is returned.
+    over columns; the expected power of white measurement noise (its level
+    estimated by :func:`fitting.ode.weighted.noise_level`) is subtracted from
+    every frequency, so noise does not pull the period down; the run's
+    period is 1 / f where f is the lowest frequency (cycles per sample)
+    whose cumulative non-constant power reaches ``share``. The result is the
+    power-weighted median over runs, so a run that has settled (little
+    variation, spectrum mostly noise) has little say. Without any variation
+    the longest run's length is returned.
     """
     allx = np.vstack(runs)
     mean, sd = allx.mean(axis=0), allx.std(axis=0)
     live = sd > 0
+    noise_var = float(np.sum((noise_level(runs)[live] / sd[live]) ** 2)) if live.any() else 0.0
     longest = float(max(len(r) for r in runs))
     if not live.any():
         return longest
@@ -155,12 +172,16 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
         if T < 4:
             continue
         z = (x[:, live] - mean[live]) / sd[live]
-        z = (z - z.mean(axis=0)) * np.hanning(T)[:, None]
+        taper = np.hanning(T)
+        z = (z - z.mean(axis=0)) * taper[:, None]
         power = np.sum(np.abs(np.fft.rfft(z, axis=0)) ** 2, axis=1)[1:]
-        total = float(power.sum())
+        # minus the noise's expected power, not clipped per frequency (clipping
+        # would keep the positive half of the noise's scatter)
+        cum = np.cumsum(power - noise_var * float(np.sum(taper**2)))
+        total = float(cum[-1])
         if total <= 0:
             continue
-        k = int(np.searchsorted(np.cumsum(power) / total, share)) + 1
+        k = int(np.argmax(cum >= share * total)) + 1
         periods.append(T / k)
         weights.append(total / T)
     if not periods:
