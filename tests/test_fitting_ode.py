@@ -584,6 +584,12 @@ def test_weighted_refit_keeps_the_support_and_reports_what_it_did():
     assert "weighting" not in getattr(LotkaVolterra(regressor="lasso", alpha=0.01).fit(noisy, 0.01), "fit_info_", {})
     clean = LotkaVolterra().fit(runs, 0.01)  # noise-free: nothing to weight by, the fit stays exact
     np.testing.assert_allclose(clean.coef_[clean.coef_ != 0], [1.0, -0.5, -0.75, 0.25], rtol=1e-4)
+    # a model without the x y terms cannot explain the data: the whitened residual is not noise, nothing reweighted
+    wrong = LinearODE("ols").fit(noisy, 0.01)
+    assert wrong.fit_info_["weighting"]["status"] == "misfit" and wrong.fit_info_["weighting"]["chi2_per_dof"] > 2
+    np.testing.assert_array_equal(wrong.coef_, LinearODE("ols", derivative=WeakForm(weighting="none")).fit(
+        noisy, 0.01).coef_)
+    assert 0.5 < info["chi2_per_dof"] < 2
     with pytest.raises(ValueError, match="WeakForm weighting must be one of"):
         LotkaVolterra(derivative=WeakForm(weighting="gls")).fit(noisy, 0.01)
 
