@@ -625,3 +625,20 @@ def test_default_weak_window_does_not_shrink_with_noise():
     for level in (0.01, 0.05, 0.1):
         noisy = [r + level * np.sqrt(np.mean(r**2, axis=0)) * rng.normal(size=r.shape) for r in runs]
         assert abs(WeakForm().bind(noisy, [t] * 3).window - clean) <= 0.2 * clean
+
+
+def test_default_linear_fit_keeps_light_damping():
+    """x'' + 0.1 x' + 4 x = 0: the damping term moves dx2/dt by 5 % of its RMS.
+    LinearODE's default threshold (0.02) keeps it, so the fit of this stable
+    system is stable; STLSQ at 0.1 drops it and leaves an undamped rotation."""
+    A = np.array([[0.0, 1.0], [-4.0, -0.1]])
+    rng = np.random.default_rng(34)
+    t = np.arange(0, 15, 0.01)
+    runs = [linear_solution(A, np.zeros(2), rng.uniform(-2, 2, 2), t) for _ in range(3)]
+    noisy = [r + 0.01 * np.sqrt(np.mean(r**2, axis=0)) * rng.normal(size=r.shape) for r in runs]
+    for data in (runs, noisy):
+        model = LinearODE().fit(data, 0.01)
+        assert model.is_stable_
+        np.testing.assert_array_equal(model.A_ != 0, A != 0)
+        assert abs(model.A_[1, 1] + 0.1) < 0.02
+    assert not LinearODE(alpha=0.1).fit(runs, 0.01).is_stable_
