@@ -18,15 +18,16 @@ fourth differences of the samples have variance 70 sigma^2 (the signal's own
 fourth differences are negligible when it is sampled finely enough to be
 fitted).
 
-Runs are independent, so Cov(r) is block diagonal over runs and each run is
-whitened on its own.
+Runs are independent, so Cov(r) is block diagonal over runs; within a run
+only overlapping windows are correlated, so each run's block is a band
+matrix, solved in time linear in its number of windows.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
-from scipy.linalg import LinAlgError, cholesky, solve_triangular
+from scipy.linalg import LinAlgError, solveh_banded
 
 from .library import Library
 
@@ -77,10 +78,17 @@ class _Run:
         self.b = -(dPhi @ x)  # (n_windows, K)
         self.jac = _jacobians(library, x)
 
-    def whitened(self, coef: np.ndarray, support: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Design and target of this run's rows, whitened by Cov(r) at ``coef``."""
+    def solve_parts(self, coef: np.ndarray, support: np.ndarray, sigma: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(D, b, Cov(r)^-1 D, Cov(r)^-1 b) of this run's rows at ``coef``.
+
+        Rows are ordered window by window (all equations of window 0, then
+        window 1, ...): windows overlap only their neighbours, so Cov(r) is a
+        band matrix and is solved as one (``solveh_banded``), in time linear
+        in the number of windows."""
         K = coef.shape[0]
         nw = self.G.shape[0]
+        order = np.arange(nw * K).reshape(K, nw).T.ravel()  # window-major rows
         cov = sparse.csr_array((nw * K, nw * K))
         for j in range(K):
             if sigma[j] == 0:
@@ -89,18 +97,24 @@ class _Run:
             for i in range(K):
                 block = self.Phi @ sparse.diags_array(self.jac[j] @ coef[i])
                 blocks.append(block + self.dPhi if i == j else block)
-            L = sparse.vstack(blocks, format="csr")
+            L = sparse.vstack(blocks, format="csr")[order]
             cov = cov + sigma[j] ** 2 * (L @ L.T)
-        cov = cov.toarray()
-        cov[np.diag_indices_from(cov)] += FLOOR * max(float(np.mean(np.diag(cov))), 1e-300)
-        R = cholesky(cov, lower=True)
-        D = np.zeros((nw * K, int(support.sum())))
+        cov = cov.tocoo()
+        n = nw * K
+        upper = cov.row <= cov.col
+        u = int(np.max(cov.col[upper] - cov.row[upper])) if upper.any() else 0
+        band = np.zeros((u + 1, n))
+        band[u + cov.row[upper] - cov.col[upper], cov.col[upper]] = cov.data[upper]
+        band[u] += FLOOR * max(float(np.mean(band[u])), 1e-300)
+        D = np.zeros((n, int(support.sum())))
         col = 0
         for i in range(K):
             cols = np.flatnonzero(support[i])
             D[i * nw:(i + 1) * nw, col:col + len(cols)] = self.G[:, cols]
             col += len(cols)
-        return solve_triangular(R, D, lower=True), solve_triangular(R, self.b.T.reshape(-1), lower=True)
+        D, b = D[order], self.b.T.reshape(-1)[order]
+        solved = solveh_banded(band, np.column_stack([D, b]))
+        return D, b, solved[:, :-1], solved[:, -1]
 
 
 def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.ndarray], library: Library,
@@ -144,23 +158,25 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
     current = coef
     for it in range(1, MAX_ITERATIONS + 1):
         try:
-            parts = [p.whitened(current, support, sigma) for p in pieces]
-        except LinAlgError:
+            parts = [p.solve_parts(current, support, sigma) for p in pieces]
+        except (LinAlgError, ValueError):
             return coef, {**info, "iterations": it, "status": "covariance not positive definite"}
-        A = np.vstack([p[0] for p in parts])
-        y = np.concatenate([p[1] for p in parts])
-        norms = np.linalg.norm(A, axis=0)
-        norms[norms == 0] = 1.0
-        xi = np.linalg.lstsq(A / norms, y, rcond=None)[0] / norms
+        # generalised least squares: (D' C^-1 D) xi = D' C^-1 b, columns scaled for conditioning
+        M = sum(D.T @ CD for D, _, CD, _ in parts)
+        v = sum(D.T @ Cb for D, _, _, Cb in parts)
+        scale = np.sqrt(np.abs(np.diag(M)))
+        scale[scale == 0] = 1.0
+        xi = np.linalg.lstsq(M / np.outer(scale, scale), v / scale, rcond=None)[0] / scale
         new = np.zeros_like(coef)
-        new[support] = xi  # row-major order of the support = the column order of A
+        new[support] = xi  # row-major order of the support = the column order of D
         if not np.all(np.isfinite(new)):
             return coef, {**info, "iterations": it, "status": "not finite"}
         change = np.linalg.norm(new - current) / max(np.linalg.norm(current), 1e-300)
         current = new
         if change < TOLERANCE:
-            dof = max(len(y) - len(xi), 1)
-            chi2 = float(np.sum((A @ xi - y) ** 2) / dof)
+            rows = sum(len(b) for _, b, _, _ in parts)
+            # r' C^-1 r of the residual r = D xi - b, run by run
+            chi2 = sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts) / max(rows - len(xi), 1)
             info = {**info, "iterations": it, "chi2_per_dof": chi2}
             if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
                 return coef, {**info, "status": "misfit"}
