@@ -109,18 +109,23 @@ class WeakForm(Formulation):
         bound.window = int(w + 1 - w % 2)
         return bound
 
-    def test_functions(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Quadrature-weighted phi and phi' of every window: two (n_windows, T) arrays.
-
-        ``Phi @ f`` approximates the integral of phi f over the window.
-        """
+    def window_starts(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, int]:
+        """First sample of every window of a run, and the window length L."""
         T = len(t)
         L = self.window if self.window is not None else self.bind([x], [t]).window
         if T < L:
             raise ValueError(f"the weak form needs at least {L} samples per run for windows of {L} samples "
                              f"(order {self.order}); this run has {T}: give longer runs or a smaller window")
         stride = self.stride if self.stride is not None else max(1, L // 4)
-        starts = np.arange(0, T - L + 1, stride)
+        return np.arange(0, T - L + 1, stride), int(L)
+
+    def test_functions(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Quadrature-weighted phi and phi' of every window: two (n_windows, T) arrays.
+
+        ``Phi @ f`` approximates the integral of phi f over the window.
+        """
+        T = len(t)
+        starts, L = self.window_starts(x, t)
         Phi = np.zeros((len(starts), T))
         dPhi = np.zeros((len(starts), T))
         p = int(self.order)

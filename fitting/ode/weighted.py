@@ -26,7 +26,6 @@ matrix, solved in time linear in its number of windows.
 from __future__ import annotations
 
 import numpy as np
-from scipy import sparse
 from scipy.linalg import LinAlgError, solveh_banded
 
 from .library import Library
@@ -69,51 +68,71 @@ def _jacobians(library: Library, x: np.ndarray) -> list[np.ndarray]:
 
 
 class _Run:
-    """What the refit needs of one run: test functions, rows, Jacobians."""
+    """What the refit needs of one run: windows, rows, library Jacobians."""
 
     def __init__(self, x: np.ndarray, t: np.ndarray, library: Library, formulation):
         Phi, dPhi = formulation.test_functions(x, t)
-        self.Phi, self.dPhi = sparse.csr_array(Phi), sparse.csr_array(dPhi)
+        self.starts, self.L = formulation.window_starts(x, t)
+        rows = np.arange(len(self.starts))[:, None]
+        cols = self.starts[:, None] + np.arange(self.L)[None, :]
+        self.P, self.dP = Phi[rows, cols], dPhi[rows, cols]  # (n_windows, L): phi, phi' on each window
         self.G = Phi @ library._transform(x)  # (n_windows, F)
         self.b = -(dPhi @ x)  # (n_windows, K)
-        self.jac = _jacobians(library, x)
+        self.jac = np.stack(_jacobians(library, x))  # (K, T, F): d Theta / d x_j
+
+    def covariance_band(self, coef: np.ndarray, sigma: np.ndarray) -> np.ndarray:
+        """Cov(r) of the rows ordered window by window, in the upper band
+        storage of ``scipy.linalg.solveh_banded``.
+
+        With J_ij(t) = df_i/dx_j, the block of windows (w, w') is the sum over
+        the samples both cover of
+        phi_w phi_w' J S J' + phi_w phi'_w' J S + phi'_w phi_w' S J' + phi'_w phi'_w' S,
+        S = diag(sigma^2)."""
+        K = coef.shape[0]
+        nw, L = self.P.shape
+        J = np.einsum("jtf,if->tij", self.jac, coef)  # (T, K, K)
+        S = sigma**2
+        JS = J * S[None, None, :]
+        JSJ = np.einsum("tij,tkj->tik", JS, J)
+        stride = int(self.starts[1] - self.starts[0]) if nw > 1 else L
+        reach = 0 if nw == 1 else min(nw - 1, (L - 1) // stride)
+        u = K * (reach + 1) - 1
+        band = np.zeros((u + 1, nw * K))
+        chunk = max(1, int(2e6 // max(L * K * K, 1)))
+        for o in range(reach + 1):
+            n = L - o * stride  # samples the windows w and w + o share
+            for w0 in range(0, nw - o, chunk):
+                w = np.arange(w0, min(nw - o, w0 + chunk))
+                t = self.starts[w][:, None] + o * stride + np.arange(n)[None, :]
+                a, da = self.P[w, o * stride:], self.dP[w, o * stride:]  # window w on the shared samples
+                c, dc = self.P[w + o, :n], self.dP[w + o, :n]  # window w + o on them
+                block = (np.einsum("wn,wnik->wik", a * c, JSJ[t]) + np.einsum("wn,wnik->wik", a * dc, JS[t])
+                         + np.einsum("wn,wnki->wik", da * c, JS[t]))
+                block += np.einsum("wn,i->wi", da * dc, S)[:, :, None] * np.eye(K)[None]
+                # element (w*K + i, (w+o)*K + k) -> band[u + row - col, col]
+                r = (w[:, None, None] * K + np.arange(K)[None, :, None])
+                cidx = ((w + o)[:, None, None] * K + np.arange(K)[None, None, :])
+                r, cidx = np.broadcast_to(r, block.shape), np.broadcast_to(cidx, block.shape)
+                keep = r <= cidx
+                band[u + r[keep] - cidx[keep], cidx[keep]] = block[keep]
+        band[u] += FLOOR * max(float(np.mean(band[u])), 1e-300)
+        return band
 
     def solve_parts(self, coef: np.ndarray, support: np.ndarray, sigma: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(D, b, Cov(r)^-1 D, Cov(r)^-1 b) of this run's rows at ``coef``.
-
-        Rows are ordered window by window (all equations of window 0, then
-        window 1, ...): windows overlap only their neighbours, so Cov(r) is a
-        band matrix and is solved as one (``solveh_banded``), in time linear
-        in the number of windows."""
+        """(D, b, Cov(r)^-1 D, Cov(r)^-1 b) of this run's rows at ``coef``,
+        rows window by window (Cov(r) is then a band matrix, solved in time
+        linear in the number of windows)."""
         K = coef.shape[0]
         nw = self.G.shape[0]
-        order = np.arange(nw * K).reshape(K, nw).T.ravel()  # window-major rows
-        cov = sparse.csr_array((nw * K, nw * K))
-        for j in range(K):
-            if sigma[j] == 0:
-                continue
-            blocks = []
-            for i in range(K):
-                block = self.Phi @ sparse.diags_array(self.jac[j] @ coef[i])
-                blocks.append(block + self.dPhi if i == j else block)
-            L = sparse.vstack(blocks, format="csr")[order]
-            cov = cov + sigma[j] ** 2 * (L @ L.T)
-        cov = cov.tocoo()
-        n = nw * K
-        upper = cov.row <= cov.col
-        u = int(np.max(cov.col[upper] - cov.row[upper])) if upper.any() else 0
-        band = np.zeros((u + 1, n))
-        band[u + cov.row[upper] - cov.col[upper], cov.col[upper]] = cov.data[upper]
-        band[u] += FLOOR * max(float(np.mean(band[u])), 1e-300)
-        D = np.zeros((n, int(support.sum())))
+        D = np.zeros((nw, K, int(support.sum())))
         col = 0
         for i in range(K):
             cols = np.flatnonzero(support[i])
-            D[i * nw:(i + 1) * nw, col:col + len(cols)] = self.G[:, cols]
+            D[:, i, col:col + len(cols)] = self.G[:, cols]
             col += len(cols)
-        D, b = D[order], self.b.T.reshape(-1)[order]
-        solved = solveh_banded(band, np.column_stack([D, b]))
+        D, b = D.reshape(nw * K, -1), self.b.reshape(-1)
+        solved = solveh_banded(self.covariance_band(coef, sigma), np.column_stack([D, b]))
         return D, b, solved[:, :-1], solved[:, -1]
 
 
@@ -173,12 +192,12 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
             return coef, {**info, "iterations": it, "status": "not finite"}
         change = np.linalg.norm(new - current) / max(np.linalg.norm(current), 1e-300)
         current = new
+        rows = sum(len(b) for _, b, _, _ in parts)
+        # r' C^-1 r of the residual r = D xi - b, run by run
+        chi2 = sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts) / max(rows - len(xi), 1)
+        info = {**info, "iterations": it, "chi2_per_dof": chi2}
+        if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
+            return coef, {**info, "status": "misfit"}
         if change < TOLERANCE:
-            rows = sum(len(b) for _, b, _, _ in parts)
-            # r' C^-1 r of the residual r = D xi - b, run by run
-            chi2 = sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts) / max(rows - len(xi), 1)
-            info = {**info, "iterations": it, "chi2_per_dof": chi2}
-            if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
-                return coef, {**info, "status": "misfit"}
             return current, {**info, "status": "converged"}
     return coef, {**info, "iterations": MAX_ITERATIONS, "status": "not converged"}
