@@ -100,6 +100,10 @@ class ODEModel(BaseEstimator):
         The step passed to fit (None when sample times were given).
     scale_ : float
         Largest |x| in the fitting data (for blow-up detection).
+    fit_info_ : dict
+        Present when a step reported on itself: ``"weighting"`` (the weak
+        form's covariance-weighted refit: ``status``, ``iterations``,
+        ``noise_sd``, ``chi2_per_dof``; see :mod:`fitting.ode.weighted`).
     """
 
     #: STLSQ threshold of ``regressor="stlsq"`` when ``alpha`` is None
@@ -444,8 +448,9 @@ class LinearODE(ODEModel):
     eigenvalues_ : ndarray of complex, shape (K,)
     is_stable_ : bool
     fit_info_ : dict
-        ``stable=True`` or ``derivative="flowmap"`` only: how the
-        constraint or the map logarithm acted.
+        With ``stable=True`` or ``derivative="flowmap"``: how the constraint
+        or the map logarithm acted; with the weak form's weighting, as in
+        :class:`ODEModel`.
     """
 
     def __init__(self, regressor: Regressor | str = "stlsq", alpha: float | None = None,
