@@ -75,6 +75,7 @@ API = {
         "fitting.ode": "ODEModel, LinearODE, LotkaVolterra, BootstrapEnsemble, EnsembleSimulation, "
                        "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
+        "fitting.ode.weighted": "noise_level, covariance_refit",
         "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },

@@ -5,11 +5,12 @@ their errors are correlated, and the error of a row depends on the state
 through the library (noise in x enters Theta(x) through its Jacobian).
 Ordinary least squares ignores both. With measurement noise of standard
 deviation sigma_j in column j, the residual of equation i over the windows
-of one run is, to first order in the noise eps,
+of one run is, to first order in the noise eps::
 
-    r_i = sum_j (Phi diag(df_i/dx_j) + [i = j] dPhi) eps_j = sum_j L_ij eps_j,
+    r_i = sum_j (Phi diag(df_i/dx_j) + [i = j] dPhi) eps_j = sum_j L_ij eps_j
+    Cov(r) = sum_j sigma_j^2 L_(:,j) L_(:,j)^T
 
-so Cov(r) = sum_j sigma_j^2 L_.j L_.j^T. The refit minimises r^T Cov(r)^-1 r
+The refit minimises r^T Cov(r)^-1 r
 over the coefficients of the terms the regressor selected, recomputing
 Cov(r) at the current coefficients until they stop changing: the weak-form
 estimator of Bortz, Messenger & Dukic (2023, "WENDy"), which we apply after
