@@ -72,7 +72,8 @@ class System:
         return t, sol.y.T
 
 
-def _coef(K, degree, terms):
+def coef_from_terms(K, degree, terms):
+    """(K, F) coefficients over PolynomialLibrary(degree) from one {term name: value} dict per equation."""
     lib = PolynomialLibrary(degree)
     names = lib.feature_names([f"x{i + 1}" for i in range(K)])
     coef = np.zeros((K, len(names)))
@@ -84,7 +85,7 @@ def _coef(K, degree, terms):
 
 def systems(seed: int = 0) -> list[System]:
     rng = np.random.default_rng(seed)
-    pp = _coef(2, 2, [{"x1": 1.1, "x1 x2": -0.4}, {"x2": -0.4, "x1 x2": 0.1}])
+    pp = coef_from_terms(2, 2, [{"x1": 1.1, "x1 x2": -0.4}, {"x2": -0.4, "x1 x2": 0.1}])
     r = np.array([1.0, 0.72, 1.53, 1.27])
     a = np.array([[1.0, 1.09, 1.52, 0.0], [0.0, 1.0, 0.44, 1.36], [2.33, 0.0, 1.0, 0.47], [1.21, 0.51, 0.35, 1.0]])
     terms = []
@@ -95,7 +96,7 @@ def systems(seed: int = 0) -> list[System]:
                 key = f"x{i + 1}^2" if i == j else f"x{min(i, j) + 1} x{max(i, j) + 1}"
                 row[key] = row.get(key, 0.0) - r[i] * a[i, j]
         terms.append(row)
-    clv = _coef(4, 2, terms)
+    clv = coef_from_terms(4, 2, terms)
     K = 8
     A = -np.diag(rng.uniform(0.5, 1.5, K))
     offs = 0
@@ -107,7 +108,7 @@ def systems(seed: int = 0) -> list[System]:
     assert np.linalg.eigvals(A).real.max() < 0
     lin = np.zeros((K, K + 1))
     lin[:, 1:] = A
-    lor = _coef(3, 2, [{"x1": -10.0, "x2": 10.0}, {"x1": 28.0, "x2": -1.0, "x1 x3": -1.0},
+    lor = coef_from_terms(3, 2, [{"x1": -10.0, "x2": 10.0}, {"x1": 28.0, "x2": -1.0, "x1 x3": -1.0},
                        {"x3": -8 / 3, "x1 x2": 1.0}])
     return [
         System("predator-prey", 2, 2, pp, lambda g: g.uniform([5, 1], [15, 5]), 30.0, 0.02, None),

@@ -13,7 +13,9 @@ Needs PySINDy (``pip install '.[bench]'``).
 Writes DIR/results_SYSTEM_sSEED.json and prints a line per noise level.
 """
 import json
+import sys
 import time
+from pathlib import Path
 import warnings
 
 import numpy as np
@@ -23,21 +25,19 @@ from sklearn.metrics import r2_score
 from fitting import LinearODE, LotkaVolterra, PolynomialLibrary
 from fitting.ode import BlowUpError
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+from bench_fitting import coef_from_terms  # noqa: E402  (the benchmark's systems are defined the same way)
 
-def coef_from_terms(K, degree, terms):
-    lib = PolynomialLibrary(degree)
-    names = lib.feature_names([f"x{i + 1}" for i in range(K)])
-    c = np.zeros((K, len(names)))
-    for i, row in enumerate(terms):
-        for term, v in row.items():
-            c[i, names.index(term)] = v
-    return c, names
+
+def coef_and_names(K, degree, terms):
+    names = PolynomialLibrary(degree).feature_names([f"x{i + 1}" for i in range(K)])
+    return coef_from_terms(K, degree, terms), names
 
 
 class Sys:
     def __init__(self, name, K, degree, terms, x0, t_end, dt, n_runs=4, irregular=False, scale=1.0):
         self.name, self.K, self.degree = name, K, degree
-        self.coef, self.names = coef_from_terms(K, degree, terms)
+        self.coef, self.names = coef_and_names(K, degree, terms)
         self.lib = PolynomialLibrary(degree)
         self.x0, self.t_end, self.dt, self.n_runs = x0, t_end, dt, n_runs
         self.irregular, self.scale = irregular, scale
@@ -241,7 +241,6 @@ def main(name, seed=0):
 
 if __name__ == "__main__":
     import argparse
-    from pathlib import Path
 
     from particles.trajectory import atomic_write
 
