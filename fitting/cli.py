@@ -123,7 +123,8 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
                    help="sparse regression on standardised terms (default stlsq)")
     p.add_argument("--alpha", type=float, default=None,
-                   help="STLSQ threshold or Lasso penalty on the standardised scale (default: the regressor's)")
+                   help="STLSQ threshold or Lasso penalty on the standardised scale (default: the model's: STLSQ 0.1, "
+                        "0.02 for --model linear)")
     p.add_argument("--derivative", choices=DERIVATIVE_METHODS, default="weak",
                    help="weak form (default, no numerical derivatives) or a pointwise derivative estimate")
     p.add_argument("--stable", action="store_true", help="linear model: least squares over stable systems only")

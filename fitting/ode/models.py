@@ -6,10 +6,11 @@ turns runs into regression rows (pointwise derivatives,
 :mod:`.differentiation`, or the weak form, :mod:`.weak`) and a regressor
 (:mod:`.regression`). Strings are shortcuts for the common choices.
 
-Defaults (chosen from measurements on a family of systems, docs/fitting.md):
-the weak formulation and STLSQ with threshold 0.1 on standardised
-coefficients. Both are scale-free: multiplying the data by c multiplies the
-predicted derivatives by c, whatever c.
+Defaults (chosen from measurements on families of systems, docs/fitting.md):
+the weak formulation with covariance-weighted rows (:mod:`.weighted`) and
+STLSQ with threshold 0.1 on standardised coefficients (0.02 for
+:class:`LinearODE`). All are scale-free: multiplying the data by c
+multiplies the predicted derivatives by c, whatever c.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ class ODEModel(BaseEstimator):
         Candidate terms; an int is a polynomial degree. Default: polynomials
         up to degree 2 with a constant.
     regressor : Regressor or {"stlsq", "ols", "lasso", "lasso_cv"}
-        Default :class:`~fitting.ode.STLSQ` (threshold 0.1, standardised).
+        Default :class:`~fitting.ode.STLSQ` (threshold 0.1, standardised;
+        0.02 for :class:`LinearODE`).
     alpha : float, optional
         With a string regressor: STLSQ's threshold or Lasso's penalty (both
         on the standardised scale). Ignored by "ols" and "lasso_cv".
