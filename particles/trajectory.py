@@ -107,6 +107,8 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_nam
         if by_name:
             os.close(fd)
             write(tmp)
+            if os.path.getsize(tmp) == 0:  # the writer wrote elsewhere or nothing: keep the old file
+                raise OSError(f"the writer left {tmp!r} empty; {str(path)!r} is unchanged")
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
         else:
@@ -124,7 +126,7 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_nam
 
 
 #: temporary files of atomic_write: .<name>.<pid>.<random>.tmp
-_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[A-Za-z0-9_]+\.tmp(\.[A-Za-z0-9]+)?$")
+_TEMPORARY = re.compile(r"^\..+\.(\d+)\.[a-z0-9_]{8}\.tmp(\.[A-Za-z0-9_-]+)?$")  # mkstemp: 8 random chars
 #: temporaries without a process id (older versions) count as stale after this
 _LEGACY_TEMPORARY_AGE = 3600.0
 

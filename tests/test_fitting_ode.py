@@ -642,3 +642,35 @@ def test_default_linear_fit_keeps_light_damping():
         np.testing.assert_array_equal(model.A_ != 0, A != 0)
         assert abs(model.A_[1, 1] + 0.1) < 0.02
     assert not LinearODE(alpha=0.1).fit(runs, 0.01).is_stable_
+
+
+def test_weighting_survives_a_library_undefined_near_the_data_and_runs_of_other_lengths():
+    from fitting import CustomLibrary
+
+    def log_strict(x):
+        if np.any(x <= 0):
+            raise ValueError("log domain")
+        return np.log(x)
+
+    rng = np.random.default_rng(35)
+    t = np.arange(400) * 0.02
+    x = integrate(lambda _t, z: [-z[0] * np.log(z[0])], [1e-3], t)  # Gompertz growth from near 0
+    x = np.abs(x + 1e-4 * rng.normal(size=x.shape)) + 1e-7
+    x[0] = 1e-9  # a step of 1e-6 * max|x| away from this sample leaves the log's domain
+    model = ODEModel(library=PolynomialLibrary(1) + CustomLibrary([log_strict], names=["log({})"])).fit(x, 0.02)
+    assert "library" in model.fit_info_["weighting"]["status"]  # the unweighted fit is kept, no crash
+    # explicit times for runs of different lengths
+    A, b = sparse_stable_system(K=2, n_off=1, seed=9)
+    t1, t2 = np.arange(0, 4, 0.01), np.arange(0, 3, 0.01)
+    runs = [linear_solution(A, b, rng.normal(size=2), t1), linear_solution(A, b, rng.normal(size=2), t2)]
+    np.testing.assert_allclose(LinearODE().fit(runs, [t1, t2]).A_, A, atol=1e-3 * np.abs(A).max())
+
+
+def test_bootstrap_ensemble_is_one_unweighted_estimator():
+    t = np.arange(0, 30, 0.02)
+    rng = np.random.default_rng(36)
+    runs = [integrate(predator_prey, x0, t) for x0 in ([2.0, 1.0], [3.0, 2.0], [1.5, 0.5])]
+    noisy = [r * (1 + 0.05 * rng.normal(size=r.shape)) for r in runs]
+    ens = BootstrapEnsemble(LotkaVolterra(), n_models=10, random_state=0).fit(noisy, 0.02)
+    plain = LotkaVolterra(derivative=WeakForm(weighting="none")).fit(noisy, 0.02)
+    np.testing.assert_array_equal(ens.estimator_.coef_, plain.coef_)

@@ -205,12 +205,13 @@ def test_killed_saves_leave_no_temporaries_behind(tmp_path):
     from particles.trajectory import remove_stale_temporaries
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    stale = tmp_path / f".run.npz.{dead.pid}.abc123.tmp"
-    stale_by_name = tmp_path / f".anim.gif.{dead.pid}.abc124.tmp.gif"
-    alive = tmp_path / f".other.npz.{os.getppid()}.xyz789.tmp"
+    stale = tmp_path / f".run.npz.{dead.pid}.abc12345.tmp"
+    stale_by_name = tmp_path / f".anim.gif.{dead.pid}.abc12346.tmp.gif"
+    alive = tmp_path / f".other.npz.{os.getppid()}.xyz78901.tmp"
+    users = tmp_path / f".my.notes.{dead.pid}.v1.tmp.md"  # a user's hidden file, not one of ours
     legacy = tmp_path / ".old.npz.q1w2e3.tmp"
     recent_legacy = tmp_path / ".new.npz.r4t5y6.tmp"
-    for f in (stale, stale_by_name, alive, legacy, recent_legacy):
+    for f in (stale, stale_by_name, alive, legacy, recent_legacy, users):
         f.write_bytes(b"partial")
     old = time.time() - 7200
     os.utime(legacy, (old, old))
@@ -218,7 +219,7 @@ def test_killed_saves_leave_no_temporaries_behind(tmp_path):
     assert not stale.exists() and not legacy.exists() and not stale_by_name.exists()
     assert alive.exists() and recent_legacy.exists()
     assert remove_stale_temporaries(tmp_path) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, recent_legacy.name, "t.npz"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, recent_legacy.name, users.name, "t.npz"])
 
 
 def test_atomic_write_by_name(tmp_path):
@@ -242,4 +243,7 @@ def test_atomic_write_by_name(tmp_path):
 
     with pytest.raises(OSError, match="disk full"):
         atomic_write(tmp_path / "a.gif", broken, by_name=True)
+    assert os.listdir(tmp_path) == ["a.gif"] and (tmp_path / "a.gif").read_bytes() == b"first"
+    with pytest.raises(OSError, match="left .* empty"):  # a writer that wrote nothing (or elsewhere)
+        atomic_write(tmp_path / "a.gif", lambda name: None, by_name=True)
     assert os.listdir(tmp_path) == ["a.gif"] and (tmp_path / "a.gif").read_bytes() == b"first"

@@ -59,7 +59,7 @@ def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
 def run_times(t: Any, runs: list[np.ndarray]) -> list[np.ndarray]:
     """Sample times of each run from a step, one array (shared by runs of
     the same length), or one array per run."""
-    if np.ndim(t) == 0 and not is_run_list(t):
+    if not is_run_list(t) and np.ndim(t) == 0:
         return [sample_times(t, len(r)) for r in runs]
     if len(runs) == 1 and not is_run_list(t):
         return [sample_times(t, len(runs[0]))]

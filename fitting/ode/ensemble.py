@@ -98,6 +98,14 @@ class BootstrapEnsemble(BaseEstimator):
         """Fit the estimator on all data and ``n_models`` bootstrap replicates."""
         est = clone(self._check())
         library, regressor, formulation = est._check_params()
+        if getattr(formulation, "weighting", "none") != "none":
+            # members refit resampled rows, which the covariance weighting (built
+            # run by run) cannot follow: the whole ensemble, estimator_ included,
+            # uses unweighted weak rows so that its intervals describe one estimator
+            unweighted = copy.copy(formulation)
+            unweighted.weighting = "none"
+            est.set_params(derivative=unweighted)
+            library, regressor, formulation = est._check_params()
         est.fit(x, t)
         Theta, Y, runs, owner, formulation, _ = est._prepare(x, t, est.window, library, formulation)
         n_runs = len(np.unique(owner))

@@ -252,7 +252,7 @@ class ODEModel(BaseEstimator):
         self.n_samples_fit_ = int(Theta.shape[0])
         if t is None:
             self.dt_ = 1.0
-        elif np.ndim(t) == 0 and not is_run_list(t):
+        elif not is_run_list(t) and np.ndim(t) == 0:
             self.dt_ = float(t)
         else:  # explicit times: later calls must pass theirs
             self.dt_ = None

@@ -52,7 +52,10 @@ def noise_level(runs: list[np.ndarray]) -> np.ndarray:
     """Per-column standard deviation of white measurement noise, shape (K,).
 
     sqrt(mean of squared fourth differences / 70), pooled over runs (runs
-    with fewer than 5 samples are skipped; zeros if none has 5)."""
+    with fewer than 5 samples are skipped; zeros if none has 5). Assumes
+    evenly spaced samples: on an uneven grid the signal's slope times the
+    unevenness counts as noise (the estimate is then too high; the refit's
+    misfit check then keeps the unweighted coefficients)."""
     d4 = [np.diff(r, n=4, axis=0) for r in runs if len(r) >= 5]
     if not d4:
         return np.zeros(runs[0].shape[1])
@@ -177,7 +180,12 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         return coef, {**info, "status": "empty support"}
     if not np.any(sigma > 0):
         return coef, {**info, "status": "no noise"}
-    pieces = [_Run(x, t, library, formulation) for x, t in zip(runs, times)]
+    try:
+        pieces = [_Run(x, t, library, formulation) for x, t in zip(runs, times)]
+    except (ValueError, ArithmeticError) as exc:  # e.g. a custom feature undefined a step away from the data
+        return coef, {**info, "status": f"library not differentiable at the data ({exc})"}
+    if not all(np.all(np.isfinite(p.jac)) for p in pieces):
+        return coef, {**info, "status": "library derivative not finite at the data"}
     current, previous = coef, np.inf
     for it in range(1, MAX_ITERATIONS + 1):
         try:
