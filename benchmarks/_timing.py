@@ -7,13 +7,13 @@ import time
 
 import numpy as np
 
-from particles.trajectory import atomic_write
+from particles.trajectory import atomic_write_text
 
 
 def write_json(path, obj) -> None:
     """Write ``obj`` as indented JSON, atomically."""
     text = json.dumps(obj, indent=1)
-    atomic_write(path, lambda fh: fh.write(text.encode()))
+    atomic_write_text(path, text)
 
 
 def best_time(fn, repeats: int, min_time: float = 0.2) -> float:

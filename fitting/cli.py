@@ -95,9 +95,9 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     report["model_file"] = "model.joblib"
     import joblib
 
-    from particles.trajectory import atomic_write
+    from particles.trajectory import atomic_write, atomic_write_text
 
-    atomic_write(out / "fit.json", lambda fh: fh.write(json.dumps(report, indent=2).encode()))
+    atomic_write_text(out / "fit.json", json.dumps(report, indent=2))
     atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
     for key, value in report.items():
         if key not in ("equations", "variables", "terms", "coefficients"):  # those are in fit.json

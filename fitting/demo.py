@@ -272,17 +272,13 @@ def _inline_html(markdown: str, out: Path) -> str:
             f"<style>{style}</style></head><body>\n" + md.render(markdown) + "</body></html>\n")
 
 
-def _write_text(path: Path, text: str) -> None:
-    from particles.trajectory import atomic_write
-
-    atomic_write(path, lambda fh: fh.write(text.encode()))
-
-
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:
+    from particles.trajectory import atomic_write_text
+
     markdown = _summary_markdown(summary)
-    _write_text(out / "summary.md", markdown)
-    _write_text(out / "summary.html", _inline_html(markdown, out))
-    _write_text(out / "summary.json", json.dumps(summary, indent=1))
+    atomic_write_text(out / "summary.md", markdown)
+    atomic_write_text(out / "summary.html", _inline_html(markdown, out))
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
 
 
 # ------------------------------------------------------------------ entry points

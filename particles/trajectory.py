@@ -31,13 +31,13 @@ import time
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Callable
+from typing import Any, Callable
 
 import numpy as np
 
 from .validation import check_bool, check_path
 
-__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "ensure_writable_folder",
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "atomic_write_text", "ensure_writable_folder",
            "remove_stale_temporaries"]
 
 SCHEMA_VERSION = 1
@@ -124,6 +124,12 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_nam
         raise
     return path
 
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
+    data = text.encode()
+    return atomic_write(path, lambda fh: fh.write(data))
 
 #: temporary files of atomic_write: .<name>.<pid>.<random>.tmp
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[a-z0-9_]{8}\.tmp(\.[A-Za-z0-9_-]+)?$")  # mkstemp: 8 random chars

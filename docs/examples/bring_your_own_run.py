@@ -16,7 +16,7 @@ from torch import nn
 
 from fitting import LinearODE, LotkaVolterra, surviving_frequencies, trajectory_signals
 from fitting.backend import EmbeddingRecorder
-from particles.trajectory import atomic_write
+from particles.trajectory import atomic_write_text
 
 
 class OneLayerTransformer(nn.Module):
@@ -82,7 +82,7 @@ def main():
               "linear": {"derivative_r2": linear.score(signals[:, top], t), "equations": linear.equations(names)},
               "lotka_volterra": {"derivative_r2": lv.score(signals[:, top], t), "equations": lv.equations(names)}}
     text = json.dumps(report, indent=2)
-    atomic_write(out / "fits.json", lambda fh: fh.write(text.encode()))
+    atomic_write_text(out / "fits.json", text)
     print(f"validation accuracy {val_acc:.2f}; strongest frequencies {report['frequencies']}")
     for kind in ("linear", "lotka_volterra"):
         print(f"{kind} (derivative R^2 {report[kind]['derivative_r2']:.3f}):")

@@ -242,7 +242,7 @@ def main(name, seed=0):
 if __name__ == "__main__":
     import argparse
 
-    from particles.trajectory import atomic_write
+    from particles.trajectory import atomic_write_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("system", choices=["all", *SYSTEMS])
@@ -251,4 +251,4 @@ if __name__ == "__main__":
     args = parser.parse_args()
     for name in (SYSTEMS if args.system == "all" else [args.system]):
         text = json.dumps(main(name, args.seed), indent=1, default=str)
-        atomic_write(args.out / f"results_{name}_s{args.seed}.json", lambda fh: fh.write(text.encode()))
+        atomic_write_text(args.out / f"results_{name}_s{args.seed}.json", text)

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import particles as pt
-from particles.trajectory import atomic_write
+from particles.trajectory import atomic_write_text
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
         print(f"clustering-alignment wd = {w}", {k: v for k, v in rates.items() if v}, flush=True)
     out["seconds"] = time.perf_counter() - start
     text = json.dumps(out, indent=1)
-    atomic_write(args.out, lambda f: f.write(text.encode()))
+    atomic_write_text(args.out, text)
 
 
 if __name__ == "__main__":

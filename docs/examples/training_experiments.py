@@ -289,7 +289,7 @@ def _int_at_least(low: int):
 
 
 def main() -> None:
-    from particles.trajectory import atomic_write
+    from particles.trajectory import atomic_write_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=list(EXPERIMENTS))
@@ -304,7 +304,7 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     result = EXPERIMENTS[args.experiment](args)
     text = json.dumps(result, indent=1)
-    atomic_write(args.out / f"{args.experiment}.json", lambda fh: fh.write(text.encode()))
+    atomic_write_text(args.out / f"{args.experiment}.json", text)
     print(json.dumps(result, indent=1))
 
 

@@ -195,7 +195,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
     if not torch_available():
         print(f"embdyn compare-network: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    from particles.trajectory import atomic_write
+    from particles.trajectory import atomic_write_text
 
     from ..plot import save_figure
     from .compare import check_same_split, compare_network
@@ -254,7 +254,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         return 2
     try:
         result.save(out / "compare_network.json")
-        atomic_write(out / "compare_network.md", lambda fh: fh.write((result.to_markdown() + "\n").encode()))
+        atomic_write_text(out / "compare_network.md", (result.to_markdown() + "\n"))
         save_figure(result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds"),
                     out / "compare_network.png", dpi=120)
     except OSError as exc:

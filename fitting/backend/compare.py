@@ -23,7 +23,7 @@ from scipy import stats
 
 from particles import STRUCTURES, preset, structure_metrics
 from particles.sweep import DIVERGED, sweep
-from particles.trajectory import atomic_write
+from particles.trajectory import atomic_write_text
 
 from .checks import check_seeds, check_weight_decays
 from .configs import ConstantAttentionConfig
@@ -94,7 +94,7 @@ class NetworkComparison:
     def save(self, path: str | os.PathLike) -> Path:
         """Write JSON atomically."""
         text = json.dumps({"meta": self.meta, "rows": self.rows, "runs": self.runs}, indent=1)
-        return atomic_write(Path(path), lambda f: f.write(text.encode()))
+        return atomic_write_text(Path(path), text)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "NetworkComparison":

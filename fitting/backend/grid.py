@@ -36,7 +36,7 @@ import torch
 from torch.nn import functional as F
 
 from effective_theory.metrics import PHASES, classify_phase
-from particles.trajectory import atomic_write
+from particles.trajectory import atomic_write, atomic_write_text
 
 from .adamw import adamw_scalars, adamw_update
 from .checks import check_seeds
@@ -149,7 +149,7 @@ class GridResult:
             text = buf.getvalue()
         else:
             raise ValueError(f"path must end in .json or .csv, got {str(path)!r}")
-        return atomic_write(path, lambda fh: fh.write(text.encode()))
+        return atomic_write_text(path, text)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "GridResult":

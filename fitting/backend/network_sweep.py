@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from particles.trajectory import atomic_write
+from particles.trajectory import atomic_write_text
 
 from .adamw import adamw_scalars, adamw_update
 from .checks import check_int_at_least, check_seeds, check_weight_decays
@@ -102,7 +102,7 @@ class NetworkSweep:
     def save(self, path: str | os.PathLike) -> Path:
         """Write JSON atomically."""
         text = json.dumps({"meta": self.meta, "records": self.records})
-        return atomic_write(Path(path), lambda f: f.write(text.encode()))
+        return atomic_write_text(Path(path), text)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "NetworkSweep":
