@@ -83,26 +83,31 @@ def survival_section(args, out: dict) -> None:
     B = 4 if args.quick else args.seeds
     steps = 5 if args.quick else args.steps
     out["survival"] = {}
+    seq_default = None  # the sequential loop at the config's default dtype (float64, the paper's setting)
     for dtype in ("float64", "float32"):
         cfg = config_for("survival-mlp", steps=steps, dtype=dtype)
         train(cfg.replace(steps=2), 0)
         t_seq = timed(lambda: [train(cfg, s) for s in range(B)])
         seq_rate = B * steps / t_seq
+        seq_default = seq_rate if seq_default is None else seq_default
         print(f"survival MLP p = 59, d = 128, {dtype}, {B} seeds x {steps} steps")
         print(f"  sequential:          {seq_rate:8.1f} seed-steps/s")
         row = {"seeds": B, "steps": steps, "rate_sequential": seq_rate}
-        for compile_, jobs in (("never", 1), ("auto", 1)):
-            # warm up outside the timing: compile, and start joblib's reusable worker processes
-            train_batched(cfg.replace(steps=2), list(range(max(2, jobs))), compile=compile_, n_jobs=jobs)
+        for compile_, jobs in (("never", 1), ("auto", 1), ("never", 2), ("auto", 2)):
+            # warm up outside the timing with the same seeds (the same stack shapes, so nothing
+            # recompiles) and start joblib's reusable worker processes
+            train_batched(cfg.replace(steps=2), list(range(B)), compile=compile_, n_jobs=jobs)
             t_bat = timed(lambda: train_batched(cfg, list(range(B)), compile=compile_, n_jobs=jobs))
             bat_rate = B * steps / t_bat
             label = {("never", 1): "batched", ("auto", 1): "batched, compiled",
-                     ("auto", 2): "2 processes x 1 thread each, batched, compiled"}[compile_, jobs]
-            compile_ = f"{compile_}_jobs{jobs}" if jobs > 1 else compile_
-            print(f"  {label + ':':20s} {bat_rate:8.1f} seed-steps/s   ratio {bat_rate / seq_rate:.2f}x "
-                  f"(target >= 2x)")
-            row[f"rate_batched_{compile_}"] = bat_rate
-            row[f"ratio_{compile_}"] = bat_rate / seq_rate
+                     ("never", 2): "2 processes x 1 thread, batched",
+                     ("auto", 2): "2 processes x 1 thread, compiled"}[compile_, jobs]
+            key = f"{compile_}_jobs{jobs}" if jobs > 1 else compile_
+            print(f"  {label + ':':34s} {bat_rate:8.1f} seed-steps/s   ratio {bat_rate / seq_rate:.2f}x "
+                  f"(vs sequential float64: {bat_rate / seq_default:.2f}x; target >= 2x)")
+            row[f"rate_batched_{key}"] = bat_rate
+            row[f"ratio_{key}"] = bat_rate / seq_rate
+            row[f"ratio_{key}_vs_sequential_float64"] = bat_rate / seq_default
         out["survival"][dtype] = row
 
 

@@ -3,8 +3,10 @@
 
 Every cell (grid point x seed) keeps its own parameters, data split,
 targets and AdamW state; they are stacked along a leading axis, every layer
-is one batched matrix product, and the loss is the sum of the per-cell
-losses, so each cell receives exactly its own gradient. AdamW is applied
+is one batched matrix product (training and validation rows in one
+product), and the decoder's backward is written out per cell (autograd only
+for the decoder input's embedding gather), so each cell receives exactly its
+own gradient. AdamW is applied
 element-wise with per-cell learning rates and weight decays (the formulas of
 ``torch.optim.AdamW``), fused into one compiled kernel where
 ``torch.compile`` works and in plain torch otherwise. A cell stops once its
@@ -227,32 +229,67 @@ class _Stack:
     def __len__(self) -> int:
         return int(self.tensors["index"].shape[0])
 
-    def loss_and_accuracy(self, forward: Callable, params: list[torch.Tensor], pairs: torch.Tensor,
-                          labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-cell mean loss (C,) and accuracy (C,) on ``pairs``."""
-        cfg = self.config
-        classification = cfg.task == "classification"
-        loss, out = forward(*params, pairs, labels, self.tensors["targets"], classification, cfg.group, cfg.d)
-        out = out.detach()
-        if classification:
+    def accuracy(self, out: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+        """Per-cell accuracy (C,) of decoder outputs ``out`` (C, n, out)."""
+        if self.config.task == "classification":
             pred = out.argmax(dim=2)
         else:
             pred = torch.cdist(out, self.tensors["targets"]).argmin(dim=2)
-        return loss, (pred == labels).to(torch.float64).mean(dim=1)
+        return (pred == labels).to(torch.float64).mean(dim=1)
 
 
-def _forward(embedding: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
-             w3: torch.Tensor, b3: torch.Tensor, pairs: torch.Tensor, labels: torch.Tensor, targets: torch.Tensor,
-             classification: bool, group: str, d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-cell loss (C,) and decoder output (C, n, out) of the stacked toy."""
-    x = toy_decoder_input(embedding, pairs, group, d)
-    h = torch.tanh(torch.baddbmm(b1[:, None, :], x, w1))
-    h = torch.tanh(torch.baddbmm(b2[:, None, :], h, w2))
-    out = torch.baddbmm(b3[:, None, :], h, w3)
+def _decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor,
+                  b2: torch.Tensor, w3: torch.Tensor, b3: torch.Tensor, train_labels: torch.Tensor,
+                  targets: torch.Tensor, classification: bool) -> tuple[torch.Tensor, ...]:
+    """Forward of the stacked tanh decoders on the training and validation
+    inputs together, and the backward of the per-cell training loss, written
+    out (no autograd).
+
+    Shapes: ``x_*`` (C, n, in), ``w_k`` (C, in_k, out_k) (weights stored
+    transposed), ``b_k`` (C, out_k). Returns the per-cell training loss (C,),
+    the outputs on the training (C, n, out) and validation (C, m, out) rows,
+    the gradients of w1, b1, w2, b2, w3, b3 and that of ``x_train``.
+
+    One product per layer serves both row sets (the validation rows ride
+    along at no extra call), and the backward runs on the training rows only;
+    a first layer with a single input is an outer product, done element-wise.
+    The formulas are autograd's for ``train``'s loss (mean squared error over
+    rows and output components, or mean cross-entropy), so every cell follows
+    its single run to float rounding."""
+    n = x_train.shape[1]
+    x = torch.cat([x_train, x_val], dim=1)
+    if x.shape[2] == 1:
+        h1 = torch.tanh(x * w1 + b1[:, None, :])
+    else:
+        h1 = torch.tanh(torch.baddbmm(b1[:, None, :], x, w1))
+    h2 = torch.tanh(torch.baddbmm(b2[:, None, :], h1, w2))
+    out = torch.baddbmm(b3[:, None, :], h2, w3)
+    out_train = out[:, :n]
     if classification:
-        return F.cross_entropy(out.transpose(1, 2), labels, reduction="none").mean(dim=1), out
-    rows = torch.arange(out.shape[0])[:, None]
-    return (out - targets[rows, labels]).pow(2).mean(dim=(1, 2)), out
+        logp = torch.log_softmax(out_train, dim=2)
+        loss = -logp.gather(2, train_labels[:, :, None]).squeeze(2).mean(dim=1)
+        g_out = torch.exp(logp)
+        g_out = (g_out - F.one_hot(train_labels, out.shape[2]).to(out.dtype)) / n
+    else:
+        rows = torch.arange(out.shape[0])[:, None]
+        diff = out_train - targets[rows, train_labels]
+        loss = diff.pow(2).mean(dim=(1, 2))
+        g_out = diff * (2.0 / (n * out.shape[2]))
+    h1t, h2t = h1[:, :n], h2[:, :n]
+    g_w3 = torch.bmm(h2t.transpose(1, 2), g_out)
+    g_b3 = g_out.sum(dim=1)
+    g_a2 = torch.bmm(g_out, w3.transpose(1, 2)) * (1 - h2t * h2t)
+    g_w2 = torch.bmm(h1t.transpose(1, 2), g_a2)
+    g_b2 = g_a2.sum(dim=1)
+    g_a1 = torch.bmm(g_a2, w2.transpose(1, 2)) * (1 - h1t * h1t)
+    g_b1 = g_a1.sum(dim=1)
+    if x.shape[2] == 1:
+        g_w1 = (x_train * g_a1).sum(dim=1, keepdim=True)
+        g_x = (g_a1 * w1).sum(dim=2, keepdim=True)
+    else:
+        g_w1 = torch.bmm(x_train.transpose(1, 2), g_a1)
+        g_x = torch.bmm(g_a1, w1.transpose(1, 2))
+    return loss, out_train, out[:, n:], g_w1, g_b1, g_w2, g_b2, g_w3, g_b3, g_x
 
 
 def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Sequence[int] = (0,), *,
@@ -351,7 +388,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                                                                                "steps_run"))
         last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
         start, elapsed, cell_steps = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
-    forward, update = compiled_or_plain(_forward, compile), compiled_or_plain(adamw_update, compile)
+    step_fn, update = compiled_or_plain(_decoder_step, compile), compiled_or_plain(adamw_update, compile)
+    classification = config.task == "classification"
     dtype = DTYPES[config.dtype]
     tensors = stack.tensors
     names = _Stack.NAMES
@@ -370,11 +408,17 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     try:
         while step < steps and len(stack) > 0:
             tensors = stack.tensors
-            params = [tensors[k].requires_grad_() for k in names]
-            loss, train_acc = stack.loss_and_accuracy(forward, params, tensors["train_pairs"], tensors["train_labels"])
-            grads = torch.autograd.grad(loss.sum(), params)
+            embedding = tensors["embedding"].requires_grad_()
+            x_train = toy_decoder_input(embedding, tensors["train_pairs"], config.group, config.d)
             with torch.no_grad():
-                _, val_acc = stack.loss_and_accuracy(forward, params, tensors["val_pairs"], tensors["val_labels"])
+                x_val = toy_decoder_input(embedding, tensors["val_pairs"], config.group, config.d)
+                loss, out_train, out_val, *decoder_grads, g_x = step_fn(
+                    x_train.detach(), x_val, *(tensors[k] for k in names[1:]), tensors["train_labels"],
+                    tensors["targets"], classification)
+                train_acc = stack.accuracy(out_train, tensors["train_labels"])
+                val_acc = stack.accuracy(out_val, tensors["val_labels"])
+            (g_embedding,) = torch.autograd.grad(x_train, embedding, g_x)
+            grads = [g_embedding, *decoder_grads]
             consistent = False  # from here until the next step starts, the state is mid-update
             idx = tensors["index"].numpy()
             loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
@@ -391,8 +435,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                 stop |= (steps_train[idx] >= 0) & (steps_val[idx] >= 0)
             cell_steps += len(idx)
             with torch.no_grad():
-                for k in names:
-                    tensors[k].requires_grad_(False)
+                embedding.requires_grad_(False)
                 decays, step_sizes = {}, {}
                 for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
                                                 ("emb", ("embedding_lr", "embedding_weight_decay"))):
