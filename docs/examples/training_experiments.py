@@ -45,8 +45,20 @@ def _train(config, seed, path):
     return train(config, seed, path, checkpoint_every=every, resume=every is not None, callback=report)
 
 
-def _runs(config, seeds, out: Path, jobs: int):
-    """Train one run per seed; a run whose file is already there (same config) is loaded, not retrained."""
+def _train_batched(config, seeds, out: Path, jobs: int):
+    """The seeds as ``jobs`` stacks in as many processes (one torch thread
+    each); long runs checkpoint every 2000 steps and resume."""
+    from fitting.backend import train_batched
+
+    every = 2000 if config.steps > 4000 else None
+    return train_batched(config, list(seeds), out, n_jobs=min(jobs, len(seeds)), checkpoint_every=every,
+                         resume=every is not None)
+
+
+def _runs(config, seeds, out: Path, jobs: int, batched: bool = False):
+    """Train one run per seed; a run whose file is already there (same config) is loaded, not retrained.
+    ``batched`` trains the missing seeds with ``train_batched`` (same runs; 2 processes x 1 thread, float32:
+    about 1.8x the speed of one run per process)."""
     from particles import Trajectory
 
     out.mkdir(parents=True, exist_ok=True)
@@ -58,7 +70,11 @@ def _runs(config, seeds, out: Path, jobs: int):
             if t.meta.get("config") == json.loads(json.dumps(config.to_dict())):
                 done[s] = t
     todo = [s for s in seeds if s not in done]
-    for s, t in zip(todo, Parallel(n_jobs=jobs)(delayed(_train)(config, s, paths[s]) for s in todo)):
+    if batched and todo:
+        trained = _train_batched(config, todo, out, jobs)
+    else:
+        trained = Parallel(n_jobs=jobs)(delayed(_train)(config, s, paths[s]) for s in todo)
+    for s, t in zip(todo, trained):
         done[s] = t
     return [done[s] for s in seeds]
 
@@ -76,8 +92,9 @@ def survival(args) -> dict:
 
     seeds = range(4 if args.quick else 32)
     steps = 300 if args.quick else args.steps
-    cfg = config_for("survival-mlp", steps=steps, embedding_seed=0, **({"p": 23, "d": 32} if args.quick else {}))
-    runs = _runs(cfg, seeds, args.out / "survival_runs", args.jobs)
+    cfg = config_for("survival-mlp", steps=steps, embedding_seed=0, dtype=args.dtype,
+                     **({"p": 23, "d": 32} if args.quick else {}))
+    runs = _runs(cfg, seeds, args.out / "survival_runs", args.jobs, batched=args.batched)
     survived = np.stack([surviving_frequencies(t) for t in runs])
     settled = []
     for t in runs:  # first step from which the survivor set no longer changes
@@ -299,6 +316,10 @@ def main() -> None:
     parser.add_argument("--first-seed", type=_int_at_least(0), default=0,
                         help="first seed of the clustering-heads runs (to split a long run over processes)")
     parser.add_argument("--jobs", type=_int_at_least(1), default=2)
+    parser.add_argument("--dtype", choices=["float64", "float32"], default="float64",
+                        help="survival runs' dtype (float64: the paper's setting)")
+    parser.add_argument("--batched", action="store_true",
+                        help="train the survival seeds with train_batched, --jobs stacks")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
