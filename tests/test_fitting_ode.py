@@ -284,7 +284,7 @@ def test_bad_inputs_fail_before_work():
         LotkaVolterra().fit(x[:6])
     bad = x.copy()
     bad[10, 1] = np.nan
-    with pytest.raises(ValueError, match=r"non-finite value at \(sample, column\) = \(10, 1\)"):
+    with pytest.raises(ValueError, match=r"non-finite value \(NaN or inf\) at \(sample, column\) = \(10, 1\)"):
         LinearODE().fit(bad)
     with pytest.raises(ValueError, match="alpha must be None or a finite number >= 0"):
         LinearODE(alpha=-0.1).fit(x)

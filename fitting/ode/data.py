@@ -26,6 +26,8 @@ def is_run_list(x: Any) -> bool:
 
 def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
     """Validated float64 runs, each of shape (T_r, K) with the same K."""
+    if hasattr(x, "toarray") or any(hasattr(r, "toarray") for r in (x if is_run_list(x) else ())):
+        raise TypeError(f"{name} is a sparse matrix: sparse input is not supported, pass dense arrays (T, K)")
     if is_run_list(x):
         runs = list(x)
         if not runs:
@@ -42,12 +44,16 @@ def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
             raise TypeError(f"{name} run {i} must be numeric, got dtype {arr.dtype}")
         if arr.ndim != 2:
             raise ValueError(f"{name} run {i} must have shape (T, K), got {arr.shape}")
-        if arr.shape[0] == 0 or arr.shape[1] == 0:
-            raise ValueError(f"{name} run {i} is empty (shape {arr.shape})")
+        if arr.shape[0] == 0:
+            raise ValueError(f"{name} run {i} is empty: 0 sample(s) (shape={arr.shape}) while a minimum of 1 is "
+                             f"required.")
+        if arr.shape[1] == 0:
+            raise ValueError(f"{name} run {i} is empty: 0 feature(s) (shape={arr.shape}) while a minimum of 1 is "
+                             f"required.")
         arr = arr.astype(np.float64, copy=False)
         if not np.all(np.isfinite(arr)):
             bad = np.argwhere(~np.isfinite(arr))[0]
-            raise ValueError(f"{name} run {i} holds a non-finite value at (sample, column) = "
+            raise ValueError(f"{name} run {i} holds a non-finite value (NaN or inf) at (sample, column) = "
                              f"{tuple(int(v) for v in bad)}")
         out.append(check_magnitude(arr, f"{name} run {i}"))
     dims = [r.shape[1] for r in out]
