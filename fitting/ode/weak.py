@@ -25,7 +25,9 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+from scipy import stats
 
+from ..derivatives import is_uniform
 from .checks import check_int, check_number
 from .differentiation import Formulation
 from .library import Library
@@ -103,7 +105,7 @@ class WeakForm(Formulation):
             return self
         T = min(len(r) for r in runs)
         shortest = 2 * self.order + 3
-        w = min(T // self.min_windows, int(round(self.period_fraction * dominant_period(runs))))
+        w = min(T // self.min_windows, int(round(self.period_fraction * dominant_period(runs, times=times))))
         w = max(shortest, w)
         bound = copy.copy(self)
         bound.window = int(w + 1 - w % 2)
@@ -150,7 +152,7 @@ class WeakForm(Formulation):
         return Phi @ library._transform(x), -(dPhi @ x)
 
 
-def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
+def dominant_period(runs: list[np.ndarray], share: float = 0.9, times: list[np.ndarray] | None = None) -> float:
     """Period, in samples, below which the runs' variation has ``share`` of its power.
 
     Columns are centred and scaled with the mean and standard deviation
@@ -163,26 +165,44 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
     power-weighted median over runs, so a run that has settled (little
     variation, spectrum mostly noise) has little say. Without any variation
     the longest run's length is returned.
+
+    A run with unevenly spaced ``times`` is first interpolated (linearly)
+    onto as many evenly spaced times over the same span: read sample by
+    sample, uneven spacing would turn a smooth signal's slope into
+    high-frequency power and shorten the period. The noise level is
+    estimated on the run's own times and used unscaled: interpolation
+    averages neighbouring samples, which lowers the noise's variance at high
+    frequencies but not at low ones, where the signal is.
     """
     allx = np.vstack(runs)
     mean, sd = allx.mean(axis=0), allx.std(axis=0)
     live = sd > 0
-    noise_var = float(np.sum((noise_level(runs)[live] / sd[live]) ** 2)) if live.any() else 0.0
+    noise_var = float(np.sum((noise_level(runs, times)[live] / sd[live]) ** 2)) if live.any() else 0.0
     longest = float(max(len(r) for r in runs))
     if not live.any():
         return longest
     periods, weights = [], []
-    for x in runs:
+    for i, x in enumerate(runs):
         T = x.shape[0]
         if T < 4:
             continue
+        if times is not None and not is_uniform(np.asarray(times[i], dtype=float)):
+            x = _even_resample(x, np.asarray(times[i], dtype=float))
         z = (x[:, live] - mean[live]) / sd[live]
         taper = np.hanning(T)
         z = (z - z.mean(axis=0)) * taper[:, None]
         power = np.sum(np.abs(np.fft.rfft(z, axis=0)) ** 2, axis=1)[1:]
-        # minus the noise's expected power, not clipped per frequency (clipping
-        # would keep the positive half of the noise's scatter)
-        cum = np.cumsum(power - noise_var * float(np.sum(taper**2)))
+        # minus the noise's expected power, counting only frequencies whose
+        # power is beyond what noise alone reaches at any of them (a sum of
+        # n_live exponentials: gamma quantile at 1 - 0.1 / bins). Subtracting
+        # the mean everywhere would leave the noise's scatter, a random walk
+        # in the cumulative sum that can move the share far out.
+        level = noise_var * float(np.sum(taper**2))
+        if level > 0:
+            n_live = int(live.sum())
+            cut = level * float(stats.gamma.ppf(1 - 0.1 / len(power), n_live)) / n_live
+            power = np.where(power > cut, power - level, 0.0)
+        cum = np.cumsum(power)
         total = float(cum[-1])
         if total <= 0:
             continue
@@ -194,3 +214,13 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9) -> float:
     order = np.argsort(periods)
     cum = np.cumsum(np.asarray(weights)[order])
     return float(np.asarray(periods)[order][int(np.searchsorted(cum, cum[-1] / 2))])
+
+
+def _even_resample(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """``x`` linearly interpolated at len(t) evenly spaced times over [t0, t_end]."""
+    T = len(t)
+    grid = np.linspace(t[0], t[-1], T)
+    idx = np.clip(np.searchsorted(t, grid, side="right") - 1, 0, T - 2)
+    gap = t[idx + 1] - t[idx]
+    u = np.clip(np.divide(grid - t[idx], gap, out=np.zeros(T), where=gap > 0), 0.0, 1.0)
+    return (1 - u)[:, None] * x[idx] + u[:, None] * x[idx + 1]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import LinAlgError, solveh_banded
 
+from ..derivatives import is_uniform
 from .library import Library
 
 __all__ = ["noise_level", "covariance_refit"]
@@ -48,18 +49,40 @@ FLOOR = 1e-8
 MISFIT = 2.0
 
 
-def noise_level(runs: list[np.ndarray]) -> np.ndarray:
+def noise_level(runs: list[np.ndarray], times: list[np.ndarray] | None = None) -> np.ndarray:
     """Per-column standard deviation of white measurement noise, shape (K,).
 
-    sqrt(mean of squared fourth differences / 70), pooled over runs (runs
-    with fewer than 5 samples are skipped; zeros if none has 5). Assumes
-    evenly spaced samples: on an uneven grid the signal's slope times the
-    unevenness counts as noise (the estimate is then too high; the refit's
-    misfit check then keeps the unweighted coefficients)."""
-    d4 = [np.diff(r, n=4, axis=0) for r in runs if len(r) >= 5]
-    if not d4:
+    On evenly spaced samples (or without ``times``): sqrt(mean of squared
+    fourth differences / 70), pooled over runs. On an uneven grid every five
+    consecutive samples are combined with the unit vector orthogonal to cubic
+    polynomials in their own times (the same weights, [1, -4, 6, -4, 1] /
+    sqrt(70), on an even grid), so a smooth signal contributes only its
+    fifth-order remainder and white noise its variance. Runs with fewer than
+    5 samples are skipped; zeros if none has 5."""
+    pieces = []
+    for i, r in enumerate(runs):
+        if len(r) < 5:
+            continue
+        t = None if times is None else np.asarray(times[i], dtype=float)
+        if t is None or is_uniform(t):
+            pieces.append(np.diff(r, n=4, axis=0) / np.sqrt(70.0))
+            continue
+        pieces.append(_fourth_order_residuals(r, t))
+    if not pieces:
         return np.zeros(runs[0].shape[1])
-    return np.sqrt(np.mean(np.vstack(d4) ** 2, axis=0) / 70.0)
+    return np.sqrt(np.mean(np.vstack(pieces) ** 2, axis=0))
+
+
+def _fourth_order_residuals(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """c_i . x[i:i+5] for every window of 5 samples, c_i the unit vector
+    orthogonal to 1, tau, tau^2, tau^3 at the window's times: (T - 4, K)."""
+    tw = np.lib.stride_tricks.sliding_window_view(t, 5)  # (N, 5)
+    tau = (tw - tw[:, 2:3]) / max(float(np.median(np.diff(t))), np.finfo(float).tiny)
+    V = tau[:, :, None] ** np.arange(4)  # (N, 5, 4)
+    U = np.linalg.svd(V, full_matrices=True)[0]
+    c = U[:, :, 4]  # the left singular vector outside V's column space
+    xw = np.lib.stride_tricks.sliding_window_view(x, 5, axis=0)  # (N, K, 5)
+    return np.einsum("nj,nkj->nk", c, xw)
 
 
 def _jacobians(library: Library, x: np.ndarray) -> list[np.ndarray]:
@@ -173,7 +196,7 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         ``status`` ("converged", "misfit", "no noise", "empty support",
         "not converged", ...), ``iterations``, ``noise_sd``, ``chi2_per_dof``.
     """
-    sigma = noise_level(runs) if sigma is None else np.asarray(sigma, dtype=float)
+    sigma = noise_level(runs, times) if sigma is None else np.asarray(sigma, dtype=float)
     info = {"noise_sd": sigma.tolist(), "iterations": 0}
     support = coef != 0
     if not support.any():
