@@ -76,6 +76,7 @@ API = {
                        "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
         "fitting.ode.weighted": "noise_level, covariance_refit",
+        "fitting.ode.relations": "linear_relation, LinearRelationWarning",
         "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },

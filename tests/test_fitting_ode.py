@@ -1,6 +1,8 @@
 """ODE regression: recovery of known systems, solutions, scores, sklearn
 conventions and input validation (SPEC section 4)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
@@ -714,3 +716,34 @@ def test_bootstrap_ensemble_is_one_unweighted_estimator():
     ens = BootstrapEnsemble(LotkaVolterra(), n_models=10, random_state=0).fit(noisy, 0.02)
     plain = LotkaVolterra(derivative=WeakForm(weighting="none")).fit(noisy, 0.02)
     np.testing.assert_array_equal(ens.estimator_.coef_, plain.coef_)
+
+
+def sir(t, z, beta=1.5, gamma=0.3):
+    s, i, r = z
+    return [-beta * s * i, beta * s * i - gamma * i, gamma * i]
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.01])
+def test_a_conserved_total_is_reported(noise):
+    """S + I + R = 1 makes the quadratic library's columns dependent: the fit
+    warns, names the relation and records it; a system without one does not."""
+    from fitting.ode import LinearRelationWarning
+
+    rng = np.random.default_rng(36)
+    t = np.arange(0, 30, 0.05)
+    runs = []
+    for _ in range(3):
+        i0, r0 = rng.uniform(0.005, 0.05), rng.uniform(0.0, 0.2)
+        x = integrate(sir, [1 - i0 - r0, i0, r0], t)
+        runs.append(x + noise * np.sqrt(np.mean(x**2, axis=0)) * rng.normal(size=x.shape))
+    with pytest.warns(LinearRelationWarning, match="no more than the noise"):
+        model = LotkaVolterra().fit(runs, 0.05)
+    rel = model.fit_info_["linear_relation"]
+    np.testing.assert_allclose(rel["combination"], np.ones(3), atol=0.03)  # S + I + R
+    assert rel["value"] == pytest.approx(1.0, rel=0.01)
+    pp = [integrate(predator_prey, x0, np.arange(0, 30, 0.01)) for x0 in ([2.0, 1.0], [3.0, 2.0])]
+    noisy = [r + 0.05 * np.sqrt(np.mean(r**2, axis=0)) * rng.normal(size=r.shape) for r in pp]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinearRelationWarning)
+        fitted = LotkaVolterra().fit(noisy, 0.01)
+    assert "linear_relation" not in getattr(fitted, "fit_info_", {})

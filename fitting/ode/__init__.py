@@ -11,6 +11,7 @@
 ``integrate``          linear_solution, solve_ivp / rollout, BlowUpError
 ``models``             ODEModel, LinearODE, LotkaVolterra
 ``ensemble``           BootstrapEnsemble
+``relations``          linear relations among the states (conserved totals)
 ``data``               runs, sample times and windows
 =====================  ====================================================
 """
@@ -45,11 +46,12 @@ _EXPORTS = {
     'LassoCV': ('.regression', 'LassoCV'),
     'Regressor': ('.regression', 'Regressor'),
     'WeakForm': ('.weak', 'WeakForm'),
+    'LinearRelationWarning': ('.relations', 'LinearRelationWarning'),
 }
 
 __all__ = [
     "BlowUpError", "BootstrapEnsemble", "ConcatLibrary", "CustomLibrary", "DERIVATIVE_METHODS", "EnsembleSimulation",
-    "FiniteDifference", "FlowMap", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LotkaVolterra",
+    "FiniteDifference", "FlowMap", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LinearRelationWarning", "LotkaVolterra",
     "ODEModel", "OLS", "PolynomialLibrary", "REGRESSORS", "Regressor", "STLSQ", "SavitzkyGolay", "WeakForm",
     "linear_solution",
 ]
