@@ -747,3 +747,49 @@ def test_a_conserved_total_is_reported(noise):
         warnings.simplefilter("error", LinearRelationWarning)
         fitted = LotkaVolterra().fit(noisy, 0.01)
     assert "linear_relation" not in getattr(fitted, "fit_info_", {})
+
+
+def test_relation_among_noisy_columns_is_found_next_to_a_quiet_one():
+    """x2 = 1 - x1 with 2 % noise each, x3 small and nearly noise-free: the
+    direction is chosen against the noise, so x1 + x2 = 1 is found (the least
+    varying raw direction would be x3's)."""
+    from fitting.ode.relations import linear_relation
+
+    rng = np.random.default_rng(37)
+    t = np.linspace(0, 20, 2000)
+    x1 = 0.5 + 0.3 * np.sin(t)
+    x = np.column_stack([x1, 1 - x1, 1e-3 * np.cos(1.3 * t)])
+    x[:, :2] += 0.02 * rng.normal(size=(len(t), 2))
+    x[:, 2] += 1e-6 * rng.normal(size=len(t))
+    rel = linear_relation([(x, t)])
+    assert rel is not None
+    np.testing.assert_allclose(rel["combination"][:2], [1, 1], atol=0.05)
+    # x3's share is undetermined within the noise: whatever it is, it moves c . x by < 5 % of the noise
+    assert abs(rel["combination"][2]) * 1e-3 < 0.05 * rel["noise_sd"]
+    assert rel["value"] == pytest.approx(1.0, abs=0.01)
+
+
+def test_linear_terms_alone_are_not_degenerate_under_a_relation():
+    """x1 + x2 = 1 makes a constant column (or products) dependent, not the
+    two linear columns alone: only the library with a constant warns."""
+    from fitting import ODEModel
+    from fitting.ode import LinearRelationWarning
+
+    t = np.linspace(0, 20, 2000)
+    x1 = 0.5 + 0.3 * np.sin(t)
+    x = np.column_stack([x1, 1 - x1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", LinearRelationWarning)
+        ODEModel(library=PolynomialLibrary(1, include_bias=False), regressor="ols").fit(x, t)
+    with pytest.warns(LinearRelationWarning):
+        ODEModel(library=PolynomialLibrary(1), regressor="ols").fit(x, t)
+
+
+def test_noise_level_on_a_graded_grid():
+    """Each five-sample window is scaled by its own span: a noise-free cubic
+    on a geometric grid over six decades reads as no noise."""
+    from fitting.ode.weighted import noise_level
+
+    t = np.geomspace(1e-3, 1e3, 300)
+    x = (100 * (t / 1e3) ** 3 - 3 * t / 1e3)[:, None]
+    assert noise_level([x], [t])[0] < 1e-10

@@ -26,8 +26,12 @@ def is_run_list(x: Any) -> bool:
 
 def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
     """Validated float64 runs, each of shape (T_r, K) with the same K."""
-    if hasattr(x, "toarray") or any(hasattr(r, "toarray") for r in (x if is_run_list(x) else ())):
+    if hasattr(x, "toarray"):
         raise TypeError(f"{name} is a sparse matrix: sparse input is not supported, pass dense arrays (T, K)")
+    for i, r in enumerate(x if is_run_list(x) else ()):
+        if hasattr(r, "toarray"):
+            raise TypeError(f"{name} run {i} is a sparse matrix: sparse input is not supported, pass dense arrays "
+                            f"(T, K)")
     if is_run_list(x):
         runs = list(x)
         if not runs:

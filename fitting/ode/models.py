@@ -33,7 +33,7 @@ from .integrate import SIMULATION_METHODS, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .names import DERIVATIVE_METHODS
 from .regression import OLS, STLSQ, Regressor, as_regressor
-from .relations import LinearRelationWarning, linear_relation
+from .relations import LinearRelationWarning, degenerates, linear_relation
 from .stable import stable_least_squares
 from .weak import WeakForm
 from .weighted import covariance_refit
@@ -107,7 +107,12 @@ class ODEModel(BaseEstimator):
     fit_info_ : dict
         Present when a step reported on itself: ``"weighting"`` (the weak
         form's covariance-weighted refit: ``status``, ``iterations``,
-        ``noise_sd``, ``chi2_per_dof``; see :mod:`fitting.ode.weighted`).
+        ``noise_sd``, ``chi2_per_dof``; see :mod:`fitting.ode.weighted`);
+        ``"linear_relation"`` (the states vary along a direction no more than
+        the noise does and the library is degenerate on them:
+        ``combination``, ``value``, ``rms``, ``noise_sd``; a
+        :class:`~fitting.ode.relations.LinearRelationWarning` was issued; see
+        :mod:`fitting.ode.relations`).
     """
 
     #: STLSQ threshold of ``regressor="stlsq"`` when ``alpha`` is None
@@ -242,8 +247,11 @@ class ODEModel(BaseEstimator):
             raise ValueError(f"fewer regression rows ({Theta.shape[0]}) than terms per equation ({n_params}); "
                              f"give more samples, a wider window or a smaller model{hint}")
         relation = linear_relation(samples)
+        if relation is not None and not degenerates(library, K, relation):
+            relation = None
         if relation is not None:
-            terms = " + ".join(f"{c:.3g} x{j + 1}" for j, c in enumerate(relation["combination"]) if abs(c) > 1e-3)
+            terms = " ".join(f"{'-' if c < 0 else '+'} {abs(c):.3g} x{j + 1}"
+                             for j, c in enumerate(relation["combination"]) if abs(c) > 1e-3).lstrip("+ ")
             warnings.warn(f"the states vary along {terms} no more than the noise does (RMS {relation['rms']:.2g}, "
                           f"noise {relation['noise_sd']:.2g}; mean {relation['value']:.4g}): a conserved total, "
                           f"or data that do not excite that direction; either way the library's columns are "
@@ -464,8 +472,8 @@ class LinearODE(ODEModel):
     is_stable_ : bool
     fit_info_ : dict
         With ``stable=True`` or ``derivative="flowmap"``: how the constraint
-        or the map logarithm acted; with the weak form's weighting, as in
-        :class:`ODEModel`.
+        or the map logarithm acted; the weak form's weighting and a linear
+        relation among the states, as in :class:`ODEModel`.
     """
 
     def __init__(self, regressor: Regressor | str = "stlsq", alpha: float | None = None,

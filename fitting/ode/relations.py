@@ -15,12 +15,12 @@ import numpy as np
 
 from .weighted import noise_level
 
-__all__ = ["LinearRelationWarning", "linear_relation"]
+__all__ = ["LinearRelationWarning", "linear_relation", "degenerates"]
 
 #: a direction counts as constant when the states' RMS along it is at most
 #: this many times the noise's standard deviation along it. Measured ratio
 #: (docs/fitting.md): 0.98-1.03 for SIR's S + I + R = 1 at 1 and 5 % noise;
-#: 1.4 and above for 12 systems without a relation at 5 % noise (they approach
+#: 1.37 and above for 12 systems without a relation at 5 % noise (they approach
 #: 1 as the noise grows: then the data do not excite that direction either)
 NOISE_FACTOR = 1.2
 
@@ -31,7 +31,8 @@ class LinearRelationWarning(UserWarning):
 
 
 def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]]) -> dict | None:
-    """The direction along which the states hardly vary, if they hardly vary.
+    """The direction along which the states vary least against the noise, if
+    they vary no more than the noise does along it.
 
     Parameters
     ----------
@@ -44,23 +45,40 @@ def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]]) -> dict | None
         ``combination`` (c, scaled so that its largest entry is 1), ``value``
         (mean of c . x), ``rms`` (RMS of c . x about it) and ``noise_sd``
         (the white noise's standard deviation along c, from
-        :func:`fitting.ode.weighted.noise_level`), when K >= 2 and
-        rms <= 1.2 noise_sd + 1e-9 max|x|; None otherwise.
+        :func:`fitting.ode.weighted.noise_level`), when K >= 2, there are
+        more samples than columns and rms <= 1.2 noise_sd + 1e-9 max|x|;
+        None otherwise. The direction minimises rms / noise_sd: the states
+        are scaled by each column's noise level before the smallest singular
+        direction is taken (a column without measurable noise by 1e-9 of
+        its largest |x|), so a relation among noisy columns is found next to
+        a quiet one.
     """
     runs = [np.asarray(x, dtype=float) for x, _ in samples]
     X = np.vstack(runs)
     K = X.shape[1]
     if K < 2 or X.shape[0] <= K:
         return None
-    centred = X - X.mean(axis=0)
-    _, s, vt = np.linalg.svd(centred, full_matrices=False)
-    c = vt[-1]
-    c = c if c[np.argmax(np.abs(c))] > 0 else -c
-    rms = float(s[-1] / np.sqrt(X.shape[0]))
     sigma = noise_level(runs, [t for _, t in samples])
+    floor = 1e-9 * np.maximum(np.max(np.abs(X), axis=0), np.finfo(float).tiny)
+    unit = np.maximum(sigma, floor)
+    centred = X - X.mean(axis=0)
+    _, _, vt = np.linalg.svd(centred / unit, full_matrices=False)
+    c = vt[-1] / unit
+    c = c / np.max(np.abs(c))  # largest entry 1 (up to sign): S + I + R = 1, not 0.577 (S + I + R)
+    c = c if c[np.argmax(np.abs(c))] > 0 else -c
+    rms = float(np.sqrt(np.mean((centred @ c) ** 2)))
     noise_sd = float(np.sqrt(np.sum((c * sigma) ** 2)))
     if rms > NOISE_FACTOR * noise_sd + 1e-9 * float(np.max(np.abs(X))):
         return None
-    top = float(np.max(np.abs(c)))  # report c with its largest entry 1: S + I + R = 1, not 0.577 (S + I + R)
-    return {"combination": (c / top).tolist(), "value": float(X.mean(axis=0) @ c) / top, "rms": rms / top,
-            "noise_sd": noise_sd / top}
+    return {"combination": c.tolist(), "value": float(X.mean(axis=0) @ c), "rms": rms, "noise_sd": noise_sd}
+
+
+def degenerates(library, K: int, relation: dict) -> bool:
+    """Whether ``relation`` makes ``library``'s columns linearly dependent on
+    the data: always when c . x is about 0 (the linear columns themselves), a
+    constant column or products present (1 = c . x / value, m = m c . x /
+    value), or columns that are not polynomials (cannot tell: assume so);
+    not for a library of the K linear terms only."""
+    degrees = np.asarray(library.degrees(K))
+    small = abs(relation["value"]) <= NOISE_FACTOR * relation["noise_sd"] + 1e-12
+    return bool(small or not np.all(degrees == 1))

@@ -77,7 +77,8 @@ def _fourth_order_residuals(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     """c_i . x[i:i+5] for every window of 5 samples, c_i the unit vector
     orthogonal to 1, tau, tau^2, tau^3 at the window's times: (T - 4, K)."""
     tw = np.lib.stride_tricks.sliding_window_view(t, 5)  # (N, 5)
-    tau = (tw - tw[:, 2:3]) / max(float(np.median(np.diff(t))), np.finfo(float).tiny)
+    span = tw[:, -1:] - tw[:, :1]  # each window on its own span: the null space is unchanged, the SVD well scaled
+    tau = (tw - tw[:, 2:3]) / np.where(span > 0, span, 1.0)
     V = tau[:, :, None] ** np.arange(4)  # (N, 5, 4)
     U = np.linalg.svd(V, full_matrices=True)[0]
     c = U[:, :, 4]  # the left singular vector outside V's column space
