@@ -75,6 +75,22 @@ def test_fixed_embedding_seed_shares_the_initial_embedding():
     assert a.meta["train_indices"] != b.meta["train_indices"]
 
 
+def test_float32_survival_run_starts_from_the_float64_run_rounded():
+    """Same seed, either dtype: the same initial embedding, weights and split
+    (float32 rounded from float64), so the two runs can be compared."""
+    import torch
+
+    from fitting.backend.models import survival_initial_parameters
+
+    cfg = config_for("survival-mlp", p=11, d=8, embedding_seed=0)
+    e64, layers64, split64 = survival_initial_parameters(cfg.replace(dtype="float64"), 3)
+    e32, layers32, split32 = survival_initial_parameters(cfg.replace(dtype="float32"), 3)
+    assert list(split32.generate_state(4)) == list(split64.generate_state(4)) and e32.dtype == torch.float32
+    assert torch.equal(e32, e64.to(torch.float32))
+    for (w32, b32), (w64, b64) in zip(layers32, layers64):
+        assert torch.equal(w32, w64.to(torch.float32)) and torch.equal(b32, b64.to(torch.float32))
+
+
 def test_batched_training_equals_sequential_runs(tmp_path):
     cfg = small("survival-mlp")
     seeds = [0, 4, 9]

@@ -269,15 +269,20 @@ class _PairTask(_Task):
 
 def survival_initial_parameters(cfg: SurvivalMLPConfig, seed: int):
     """(embedding, [(W, b), ...], split seed) of one survival-MLP run; shared
-    by the sequential and the batched trainer so both start identically."""
+    by the sequential and the batched trainer so both start identically.
+
+    The values are drawn in float64 and rounded to the config's dtype, so a
+    float32 run starts where the float64 run of the same seed starts (torch
+    draws different numbers for a float32 request) and the two can be
+    compared run by run."""
     dtype = DTYPES[cfg.dtype]
     split_ss, init_ss, emb_ss = _seeds(seed, 3)
     if cfg.embedding_seed is not None:
         emb_ss = _seeds(cfg.embedding_seed, 3)[2]
-    embedding = torch.randn(cfg.p, cfg.d, generator=_torch_generator(emb_ss), dtype=dtype)
+    embedding = torch.randn(cfg.p, cfg.d, generator=_torch_generator(emb_ss), dtype=torch.float64).to(dtype)
     gen = _torch_generator(init_ss)
     sizes = [2 * cfg.d, cfg.hidden, cfg.hidden, cfg.p]
-    layers = [linear_init(gen, a, b, dtype) for a, b in zip(sizes[:-1], sizes[1:])]
+    layers = [tuple(v.to(dtype) for v in linear_init(gen, a, b, torch.float64)) for a, b in zip(sizes[:-1], sizes[1:])]
     return embedding, layers, split_ss
 
 
