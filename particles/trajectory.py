@@ -37,8 +37,8 @@ import numpy as np
 
 from .validation import check_bool, check_path
 
-__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "atomic_write_text", "ensure_writable_folder",
-           "remove_stale_temporaries"]
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "atomic_write_text",
+           "ensure_writable_folder", "remove_stale_temporaries"]
 
 SCHEMA_VERSION = 1
 
@@ -125,11 +125,11 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_nam
     return path
 
 
-
 def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
     data = text.encode()
     return atomic_write(path, lambda fh: fh.write(data))
+
 
 #: temporary files of atomic_write: .<name>.<pid>.<random>.tmp
 _TEMPORARY = re.compile(r"^\..+\.(\d+)\.[a-z0-9_]{8}\.tmp(\.[A-Za-z0-9_-]+)?$")  # mkstemp: 8 random chars

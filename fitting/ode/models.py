@@ -33,10 +33,10 @@ from .integrate import SIMULATION_METHODS, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .names import DERIVATIVE_METHODS
 from .regression import OLS, STLSQ, Regressor, as_regressor
-from .relations import LinearRelationWarning, degenerates, linear_relation
+from .relations import LinearRelationWarning, degenerates, linear_relation, _warning_text
 from .stable import stable_least_squares
 from .weak import WeakForm
-from .weighted import covariance_refit
+from .weighted import covariance_refit, noise_level
 
 __all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation"]
 
@@ -246,22 +246,16 @@ class ODEModel(BaseEstimator):
                     if not formulation.pointwise else "")
             raise ValueError(f"fewer regression rows ({Theta.shape[0]}) than terms per equation ({n_params}); "
                              f"give more samples, a wider window or a smaller model{hint}")
-        relation = linear_relation(samples)
+        sigma = noise_level([s[0] for s in samples], [s[1] for s in samples])  # shared by the two users below
+        relation = linear_relation(samples, sigma)
         if relation is not None and not degenerates(library, K, relation):
             relation = None
         if relation is not None:
-            terms = " ".join(f"{'-' if c < 0 else '+'} {abs(c):.3g} x{j + 1}"
-                             for j, c in enumerate(relation["combination"]) if abs(c) > 1e-3).lstrip("+ ")
-            warnings.warn(f"the states vary along {terms} no more than the noise does (RMS {relation['rms']:.2g}, "
-                          f"noise {relation['noise_sd']:.2g}; mean {relation['value']:.4g}): a conserved total, "
-                          f"or data that do not excite that direction; either way the library's columns are "
-                          f"(nearly) dependent and the coefficients are not determined along it. Fit one "
-                          f"variable fewer and recover it from the relation, or give more varied runs",
-                          LinearRelationWarning, stacklevel=2)
+            warnings.warn(_warning_text(relation), LinearRelationWarning, stacklevel=2)
         self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
         if self._weighted(regressor, formulation):
             self.coef_, weighting = covariance_refit(self.coef_, [s[0] for s in samples], [s[1] for s in samples],
-                                                     library, formulation)
+                                                     library, formulation, sigma=sigma)
             info = {**info, "weighting": weighting}
         if relation is not None:
             info = {**info, "linear_relation": relation}

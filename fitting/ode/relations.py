@@ -30,7 +30,7 @@ class LinearRelationWarning(UserWarning):
     are linearly dependent on the data and the coefficients are not unique."""
 
 
-def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]]) -> dict | None:
+def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]], sigma: np.ndarray | None = None) -> dict | None:
     """The direction along which the states vary least against the noise, if
     they vary no more than the noise does along it.
 
@@ -38,6 +38,9 @@ def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]]) -> dict | None
     ----------
     samples : list of (x, t)
         Each run's states (T_r, K) and times (T_r,).
+    sigma : ndarray, shape (K,), optional
+        Noise level per column; :func:`fitting.ode.weighted.noise_level`
+        of the samples when None.
 
     Returns
     -------
@@ -58,7 +61,7 @@ def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]]) -> dict | None
     K = X.shape[1]
     if K < 2 or X.shape[0] <= K:
         return None
-    sigma = noise_level(runs, [t for _, t in samples])
+    sigma = noise_level(runs, [t for _, t in samples]) if sigma is None else np.asarray(sigma, dtype=float)
     floor = 1e-9 * np.maximum(np.max(np.abs(X), axis=0), np.finfo(float).tiny)
     unit = np.maximum(sigma, floor)
     centred = X - X.mean(axis=0)
@@ -82,3 +85,14 @@ def degenerates(library, K: int, relation: dict) -> bool:
     degrees = np.asarray(library.degrees(K))
     small = abs(relation["value"]) <= NOISE_FACTOR * relation["noise_sd"] + 1e-12
     return bool(small or not np.all(degrees == 1))
+
+
+def _warning_text(relation: dict) -> str:
+    """The sentence ``ODEModel.fit`` warns with."""
+    terms = " ".join(f"{'-' if c < 0 else '+'} {abs(c):.3g} x{j + 1}"
+                     for j, c in enumerate(relation["combination"]) if abs(c) > 1e-3).lstrip("+ ")
+    return (f"the states vary along {terms} no more than the noise does (RMS {relation['rms']:.2g}, noise "
+            f"{relation['noise_sd']:.2g}; mean {relation['value']:.4g}): a conserved total, or data that do not "
+            f"excite that direction; either way the library's columns are (nearly) dependent and the coefficients "
+            f"are not determined along it. Fit one variable fewer and recover it from the relation, or give more "
+            f"varied runs")

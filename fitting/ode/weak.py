@@ -182,7 +182,7 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9, times: list[np.n
     # column; read as gamma(n_live), which is exact when the columns carry
     # equal noise shares and too light-tailed when one column carries most
     # (then a few noise-only frequencies pass the cut; measured below)
-    n_eff = float(max(int(live.sum()), 1))
+    shape = float(max(int(live.sum()), 1))
     longest = float(max(len(r) for r in runs))
     if not live.any():
         return longest
@@ -204,7 +204,7 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9, times: list[np.n
         # in the cumulative sum that can move the share far out.
         level = noise_var * float(np.sum(taper**2))
         if level > 0:
-            cut = level * float(stats.gamma.ppf(1 - 0.1 / len(power), n_eff)) / n_eff
+            cut = level * float(stats.gamma.ppf(1 - 0.1 / len(power), shape)) / shape
             power = np.where(power > cut, power - level, 0.0)
         cum = np.cumsum(power)
         total = float(cum[-1])
