@@ -86,7 +86,7 @@ API = {
         "fitting.backend.grid": "train_grid, GridResult, GridFormatError, GRID_FIELDS",
         "fitting.backend.network_sweep": "train_network_sweep, NetworkSweep, NetworkSweepFormatError",
         "fitting.backend.compare": "compare_network, NetworkComparison, structure_summary, total_variation",
-        "fitting.backend.adamw": None,
+        "fitting.backend.adamw": None, "fitting.backend.activations": None,
     },
 }
 # sklearn's request-routing helpers are not ours to document

@@ -33,11 +33,12 @@ def full_run():
     return train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never")
 
 
+@pytest.mark.parametrize("tanh", ["exact", "fast"])
 @pytest.mark.parametrize("task,group,d", [("regression", "addition", 1), ("classification", "addition", 1),
                                           ("regression", "permutation", 2)])
-def test_grid_matches_single_runs(task, group, d):
+def test_grid_matches_single_runs(task, group, d, tanh):
     cfg = SMALL.replace(task=task, group=group, d=d, n_train=15 if group == "addition" else 20)
-    result = train_grid(cfg, GRID, seeds=[0, 1], stop_when="never", compile="never")
+    result = train_grid(cfg, GRID, seeds=[0, 1], stop_when="never", compile="never", tanh=tanh)
     assert len(result.records) == 8
     reached = 0
     for rec in result.records:
@@ -177,6 +178,7 @@ def test_numpy_grid_values_and_seeds_are_accepted():
     (dict(seeds="5"), "seeds"), (dict(seeds=[0, 0]), "seeds"), (dict(steps=0), "steps"),
     (dict(threshold=1.5), "threshold"), (dict(gap=-1), "gap"), (dict(stop_when="soon"), "stop_when"),
     (dict(compile="yes"), "compile"), (dict(out="x.npz"), "out"), (dict(checkpoint_every=5), "out"),
+    (dict(tanh="approx"), "tanh"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs, name):
     args = {"grid": GRID, **kwargs}
@@ -192,9 +194,10 @@ def test_config_type_is_checked():
         train_grid(config_for("survival-mlp"), GRID)
 
 
-def test_float32_grid_matches_float32_single_runs():
+@pytest.mark.parametrize("tanh", ["exact", "fast"])
+def test_float32_grid_matches_float32_single_runs(tanh):
     cfg = SMALL.replace(dtype="float32", steps=40)
-    r32 = train_grid(cfg, GRID, seeds=[0], stop_when="never", compile="never")
+    r32 = train_grid(cfg, GRID, seeds=[0], stop_when="never", compile="never", tanh=tanh)
     for rec in r32.records:
         traj = train(cfg.replace(decoder_lr=rec["decoder_lr"], decoder_weight_decay=rec["decoder_weight_decay"]), 0)
         assert rec["train_loss"] == pytest.approx(traj.scalars["train_loss"][-1], rel=1e-4)

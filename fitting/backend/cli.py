@@ -132,7 +132,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
     try:
         result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
-                            resume=args.resume, callback=bar)
+                            resume=args.resume, callback=bar, tanh=args.tanh)
     except ValueError as exc:  # e.g. a checkpoint of another grid in --out
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
@@ -161,8 +161,8 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=None, help="step budget (default 100000, the paper's)")
     p.add_argument("--dtype", choices=["float32", "float64"], default=None, help="default float32")
     p.add_argument("--quick", action="store_true", help="every 4th learning rate and every 2nd weight decay (4 x 6)")
-    p.add_argument("--jobs", type=int, default=1, help="with --batched: split the seeds over this many processes "
-                                                       "(default 1)")
+    p.add_argument("--tanh", choices=["fast", "exact"], default="fast",
+                   help="decoder activation: fast (default, within 2 machine epsilons of tanh) or exact (torch.tanh)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")
