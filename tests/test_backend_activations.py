@@ -1,5 +1,6 @@
 """fitting.backend.activations: the fast tanh stays within its stated
-absolute error of tanh, eager and compiled, in float32 and float64."""
+absolute error of tanh, eager and compiled, in float32 and float64; eager,
+its relative error is a few eps too."""
 
 from __future__ import annotations
 
@@ -26,37 +27,45 @@ def dense_inputs(dtype):
     return x.to(dtype)
 
 
-def abs_error_eps(fn, x):
-    ref = torch.tanh(x.to(torch.float64))  # float64 tanh of the rounded input: the reference
-    if x.dtype == torch.float64:
-        ref = torch.from_numpy(np.tanh(x.numpy()))
-    return float(((fn(x).to(torch.float64) - ref).abs() / torch.finfo(x.dtype).eps).max())
+def reference(x):
+    """tanh of the (rounded) inputs in extended precision (80-bit long double on x86)."""
+    return np.tanh(x.numpy().astype(np.longdouble))
+
+
+def errors_eps(fn, x):
+    """(max absolute error, max relative error over x != 0), in machine epsilons of x's dtype."""
+    ref, got = reference(x), fn(x).numpy().astype(np.longdouble)
+    eps = np.longdouble(torch.finfo(x.dtype).eps)
+    err = np.abs(got - ref) / eps
+    nz = ref != 0
+    return float(err.max()), float((err[nz] / np.abs(ref[nz])).max()) if nz.any() else 0.0
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fast_tanh_error_bound_on_a_dense_grid(dtype):
     x = dense_inputs(dtype)
-    err = abs_error_eps(tanh_fast, x)
-    assert err <= ABS_ERROR_EPS
-    assert abs_error_eps(torch.tanh, x) <= 1.0  # the reference itself is sound
-    assert tanh_fast(x).dtype == dtype and tanh_fast(x).shape == x.shape
-    assert torch.all(tanh_fast(x).abs() <= 1)
+    abs_err, rel_err = errors_eps(tanh_fast, x)
+    assert abs_err <= ABS_ERROR_EPS
+    assert rel_err <= 4.0  # eager: expm1 keeps small |x| accurate (measured 1.4 / 1.9 eps)
+    assert errors_eps(torch.tanh, x)[0] <= 1.0  # the extended-precision reference agrees with torch's own
+    y = tanh_fast(x)
+    assert y.dtype == dtype and y.shape == x.shape and torch.all(y.abs() <= 1)
 
 
 @settings(deadline=None, max_examples=200)
-@given(st.lists(st.floats(-1e6, 1e6, allow_nan=False, width=32), min_size=1, max_size=50),
+@given(st.lists(st.one_of(st.floats(-25, 25, width=32), st.floats(-0.0009765625, 0.0009765625, width=32),
+                          st.floats(-1e6, 1e6, width=32)), min_size=1, max_size=50),
        st.sampled_from(DTYPES))
 def test_fast_tanh_error_bound_property(values, dtype):
-    x = torch.tensor(values, dtype=dtype)
-    assert abs_error_eps(tanh_fast, x) <= ABS_ERROR_EPS
+    abs_err, rel_err = errors_eps(tanh_fast, torch.tensor(values, dtype=dtype))
+    assert abs_err <= ABS_ERROR_EPS and rel_err <= 4.0
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_compiled_fast_tanh_keeps_the_bound(dtype):
+def test_compiled_fast_tanh_keeps_the_absolute_bound(dtype):
     compiled = torch.compile(tanh_fast, dynamic=True)  # the grid trainer compiles it inside its step
-    x = dense_inputs(dtype)
-    assert abs_error_eps(compiled, x) <= ABS_ERROR_EPS
+    assert errors_eps(compiled, dense_inputs(dtype))[0] <= ABS_ERROR_EPS
 
 
 def test_tanh_of_names_the_parameter():

@@ -165,6 +165,28 @@ def test_merge_of_seed_runs_equals_one_run(full_run):
         GridResult.merge([a, a])
     with pytest.raises(ValueError, match="steps"):
         GridResult.merge([a, train_grid(SMALL, GRID, seeds=[2], steps=5, compile="never")])
+    exact = train_grid(SMALL, GRID, seeds=[2], stop_when="never", compile="never", tanh="exact")
+    with pytest.raises(ValueError, match="tanh"):
+        GridResult.merge([a, exact])
+    older = GridResult(exact.records, {k: v for k, v in exact.meta.items() if k != "tanh"})  # before the option
+    assert GridResult.merge([older, exact.__class__(b.records, {**b.meta, "tanh": "exact"})]).meta["tanh"] == "exact"
+
+
+def test_toy_phases_cli_passes_tanh(monkeypatch, capsys):
+    from fitting.backend import grid as grid_module
+    from particles.cli import main
+
+    seen = {}
+
+    def fake_train_grid(*args, **kwargs):
+        seen.update(kwargs)
+        raise ValueError("stopped by the test")
+
+    monkeypatch.setattr(grid_module, "train_grid", fake_train_grid)
+    for argv, want in (([], "fast"), (["--tanh", "exact"], "exact")):
+        assert main(["toy-phases", "regression", "--quick", "--quiet", *argv]) == 2
+        assert seen["tanh"] == want
+    assert "stopped by the test" in capsys.readouterr().err
 
 
 def test_numpy_grid_values_and_seeds_are_accepted():
@@ -239,9 +261,12 @@ def test_permutation_group_is_s3():
 
 
 @pytest.mark.slow
-def test_compiled_grid_agrees_with_plain(full_run):
-    compiled = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="auto")
-    for a, b in zip(full_run.records, compiled.records):
+@pytest.mark.parametrize("tanh", ["fast", "exact"])
+def test_compiled_grid_agrees_with_plain(tanh):
+    plain = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", tanh=tanh)
+    compiled = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="auto", tanh=tanh)
+    assert compiled.meta["tanh"] == tanh
+    for a, b in zip(plain.records, compiled.records):
         assert (a["steps_train"], a["steps_val"]) == (b["steps_train"], b["steps_val"])
         assert b["train_loss"] == pytest.approx(a["train_loss"], rel=1e-9)
 

@@ -137,7 +137,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
     counts = result.phase_counts()
-    title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase; "
+    title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase, {args.tanh} tanh; "
              f"{result.meta['seconds'] / 60:.1f} min")
     save_figure(plot_phase_grid(result.records, title=title), out / f"{stem}.png", dpi=120)
     print(f"{cells} cells in {result.meta['seconds']:.0f} s: " + ", ".join(f"{k} {v}" for k, v in counts.items())
