@@ -318,7 +318,8 @@ def main() -> None:
                         help="first seed of the clustering-heads runs (to split a long run over processes)")
     parser.add_argument("--jobs", type=_int_at_least(1), default=2)
     parser.add_argument("--dtype", choices=["float64", "float32"], default="float64",
-                        help="survival runs' dtype (float64: the paper's setting)")
+                        help="survival runs' dtype (float64: the paper's setting; float32 survivor sets drift from "
+                             "float64's after ~10 000 steps, docs/training.md)")
     parser.add_argument("--batched", action="store_true",
                         help="train the survival seeds with train_batched, --jobs stacks")
     parser.add_argument("--quick", action="store_true")
