@@ -111,7 +111,8 @@ class GridResult:
             if tuple(rec[k] for k in keys) not in order:
                 raise ValueError(f"a record's cell {[rec[k] for k in keys]} is not in the grid {first['grid']}")
         records.sort(key=lambda rec: (order[tuple(rec[k] for k in keys)], rec["seed"]))
-        meta = {**first, "tanh": first.get("tanh", "exact"), "seeds": sorted(seeds), "seconds": sum(r.meta.get("seconds", 0.0) for r in results),
+        meta = {**first, "tanh": first.get("tanh", "exact"), "seeds": sorted(seeds),
+                "seconds": sum(r.meta.get("seconds", 0.0) for r in results),
                 "cell_steps": sum(r.meta.get("cell_steps", 0) for r in results)}
         return cls(records, meta)
 
@@ -491,8 +492,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                         "train_acc": _num(last[i, 0]), "val_acc": _num(last[i, 1]), "train_loss": _num(last[i, 2]),
                         "diverged": bool(diverged[i])})
     meta = {**identity, "gap": float(gap), "val_without_train": "confusion", "seconds": seconds,
-            "cell_steps": int(cell_steps), "compiled": bool(getattr(update, "is_compiled", False)
-                                                                     and getattr(step_fn, "is_compiled", False)),
+            "cell_steps": int(cell_steps),
+            "compiled": bool(getattr(update, "is_compiled", False) and getattr(step_fn, "is_compiled", False)),
             "torch_version": str(torch.__version__), "threads": torch.get_num_threads()}
     result = GridResult(records, meta)
     if out is not None:
