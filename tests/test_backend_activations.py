@@ -23,7 +23,8 @@ DTYPES = [torch.float32, torch.float64]
 
 def dense_inputs(dtype):
     mag = torch.logspace(-30, 2, 100_001, dtype=torch.float64)
-    x = torch.cat([mag, -mag, torch.linspace(-25, 25, 100_001, dtype=torch.float64), torch.zeros(1, dtype=torch.float64)])
+    line = torch.linspace(-25, 25, 100_001, dtype=torch.float64)
+    x = torch.cat([mag, -mag, line, torch.zeros(1, dtype=torch.float64)])
     return x.to(dtype)
 
 

@@ -30,7 +30,8 @@ def main() -> None:
     stem = f"toy_phases_regression_boundary_seeds{'-'.join(map(str, args.seeds))}"
     result = train_grid(config, grid, args.seeds, out=args.out / f"{stem}.json", checkpoint_every=2000,
                         resume=True, tanh=args.tanh)
-    title = f"regression, fast-decoder corner: seeds {args.seeds}, {args.steps} steps (majority phase), {args.tanh} tanh"
+    title = (f"regression, fast-decoder corner: seeds {args.seeds}, {args.steps} steps (majority phase), "
+             f"{args.tanh} tanh")
     save_figure(plot_phase_grid(result.records, title=title), args.out / f"{stem}.png", dpi=120)
     print(", ".join(f"{k} {v}" for k, v in result.phase_counts().items()) + f" in {result.meta['seconds']:.0f} s")
 
