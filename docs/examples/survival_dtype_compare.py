@@ -51,8 +51,11 @@ def main() -> None:
     args = parser.parse_args()
     out = {}
     for s in args.seeds:
-        a = Trajectory.load(args.float64_dir / f"survival-mlp_seed{s}.npz")
-        b = Trajectory.load(args.float32_dir / f"survival-mlp_seed{s}.npz")
+        try:
+            a = Trajectory.load(args.float64_dir / f"survival-mlp_seed{s}.npz")
+            b = Trajectory.load(args.float32_dir / f"survival-mlp_seed{s}.npz")
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"survival_dtype_compare: {exc}") from None
         if a.meta["config"]["dtype"] != "float64" or b.meta["config"]["dtype"] != "float32":
             raise SystemExit(f"seed {s}: expected a float64 and a float32 run")
         out[s] = compare(a, b)
