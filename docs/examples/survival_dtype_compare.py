@@ -4,7 +4,7 @@ checkpoints along the run and the largest relative signal difference.
     python docs/examples/training_experiments.py survival --steps 30000 --jobs 2 --out F64DIR
     python docs/examples/training_experiments.py survival --steps 30000 --jobs 2 --batched --dtype float32 \\
         --out F32DIR
-    python docs/examples/survival_dtype_compare.py F64DIR/survival_runs F32DIR/survival_runs --seeds 0 1 2 3 \\
+    python docs/examples/survival_dtype_compare.py F64DIR/survival_runs F32DIR/survival_runs --seeds 0 1 2 3 4 5 6 7 \\
         --out docs/figures/training/survival_30k_float32_vs_float64.json
 """
 
