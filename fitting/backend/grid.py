@@ -60,6 +60,11 @@ class GridFormatError(ValueError):
     """A grid result file is malformed; the message names the field."""
 
 
+TANH_BEFORE_OPTION = "exact"
+"""The tanh of results and checkpoints written before ``train_grid`` had a
+``tanh`` option (their meta has no ``tanh`` key)."""
+
+
 # ------------------------------------------------------------------ results
 @dataclass
 class GridResult:
@@ -98,7 +103,7 @@ class GridResult:
             for key in ("config", "grid", "steps", "threshold", "gap", "stop_when", "val_without_train"):
                 if r.meta.get(key) != first.get(key):
                     raise ValueError(f"results differ in meta[{key!r}]: {first.get(key)!r} vs {r.meta.get(key)!r}")
-            tanhs = (first.get("tanh", "exact"), r.meta.get("tanh", "exact"))  # results before the option: exact
+            tanhs = (first.get("tanh", TANH_BEFORE_OPTION), r.meta.get("tanh", TANH_BEFORE_OPTION))
             if tanhs[0] != tanhs[1]:
                 raise ValueError(f"results differ in meta['tanh']: {tanhs[0]!r} vs {tanhs[1]!r}")
         seeds = [s for r in results for s in r.meta.get("seeds", [])]
@@ -111,7 +116,7 @@ class GridResult:
             if tuple(rec[k] for k in keys) not in order:
                 raise ValueError(f"a record's cell {[rec[k] for k in keys]} is not in the grid {first['grid']}")
         records.sort(key=lambda rec: (order[tuple(rec[k] for k in keys)], rec["seed"]))
-        meta = {**first, "tanh": first.get("tanh", "exact"), "seeds": sorted(seeds),
+        meta = {**first, "tanh": first.get("tanh", TANH_BEFORE_OPTION), "seeds": sorted(seeds),
                 "seconds": sum(r.meta.get("seconds", 0.0) for r in results),
                 "cell_steps": sum(r.meta.get("cell_steps", 0) for r in results)}
         return cls(records, meta)
@@ -401,7 +406,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     ckpt = checkpoint_path(Path(out)) if out is not None else None
     if resume and ckpt is not None and ckpt.exists():
         state = torch.load(ckpt, weights_only=True)
-        if {"tanh": "exact", **state["identity"]} != identity:  # checkpoints before the option: exact
+        if {"tanh": TANH_BEFORE_OPTION, **state["identity"]} != identity:
             raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another grid run")
         stack.tensors = state["tensors"]
         steps_train, steps_val, steps_run = (state[k].numpy().copy() for k in ("steps_train", "steps_val",
