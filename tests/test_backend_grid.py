@@ -279,3 +279,20 @@ def test_toy_phases_cli_bad_values_are_one_line(capsys, argv, name):
     assert main(["toy-phases", "regression", *argv]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and name in err
+
+
+@pytest.mark.parametrize("compile_", ["never", pytest.param("auto", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("group,d", [("addition", 1), ("permutation", 2)])
+def test_result_does_not_depend_on_thread_count(group, d, compile_):
+    # wide enough (8 x 20 x 256 activations) that torch splits the work between threads
+    cfg = SMALL.replace(group=group, d=d, n_train=15 if group == "addition" else 20, steps=60, hidden=256)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = train_grid(cfg, GRID, seeds=[0, 1], stop_when="never", compile=compile_)
+        torch.set_num_threads(2)
+        two = train_grid(cfg, GRID, seeds=[0, 1], stop_when="never", compile=compile_)
+    finally:
+        torch.set_num_threads(threads)
+    keys = ("steps_train", "steps_val", "train_loss", "train_acc", "val_acc")
+    assert [[r[k] for k in keys] for r in one.records] == [[r[k] for k in keys] for r in two.records]
