@@ -35,7 +35,7 @@ def full_run():
 
 @pytest.mark.parametrize("tanh", ["exact", "fast"])
 @pytest.mark.parametrize("task,group,d", [("regression", "addition", 1), ("classification", "addition", 1),
-                                          ("regression", "permutation", 2)])
+                                          ("regression", "addition", 2), ("regression", "permutation", 2)])
 def test_grid_matches_single_runs(task, group, d, tanh):
     cfg = SMALL.replace(task=task, group=group, d=d, n_train=15 if group == "addition" else 20)
     result = train_grid(cfg, GRID, seeds=[0, 1], stop_when="never", compile="never", tanh=tanh)

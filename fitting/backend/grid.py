@@ -4,9 +4,11 @@
 Every cell (grid point x seed) keeps its own parameters, data split,
 targets and AdamW state; they are stacked along a leading axis, every layer
 is one batched matrix product (training and validation rows in one
-product), and the decoder's backward is written out per cell (autograd only
-for the decoder input's embedding gather), so each cell receives exactly its
-own gradient. AdamW is applied
+product), and the backward is written out per cell (the embedding's
+gradient of E_a + E_b as one product with the cell's pair incidence;
+autograd only through the matrix products of the S_3 input), so each cell
+receives exactly its own gradient. Accuracies are computed in the same
+compiled step. AdamW is applied
 element-wise with per-cell learning rates and weight decays (the formulas of
 ``torch.optim.AdamW``), fused into one compiled kernel where
 ``torch.compile`` works and in plain torch otherwise. A cell stops once its
@@ -242,7 +244,6 @@ class _Stack:
         return int(self.tensors["index"].shape[0])
 
 
-
 def _incidence(pairs: torch.Tensor, p: int, dtype: torch.dtype) -> torch.Tensor:
     """(C, p, n): how often symbol i occurs in training pair r of each cell
     (pairs (C, n, 2))."""
@@ -432,7 +433,9 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         if {"tanh": TANH_BEFORE_OPTION, **state["identity"]} != identity:
             raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another grid run")
         stack.tensors = state["tensors"]
-        if "incidence" not in stack.tensors:  # a checkpoint written before the stack kept it
+        if "incidence" not in stack.tensors:
+            # a checkpoint written before the stack kept it (and before the embedding gradient and the
+            # distance search moved into the step): resumes, but equals the old code's run only to rounding
             stack.tensors["incidence"] = _incidence(stack.tensors["train_pairs"], config.p,
                                                     stack.tensors["embedding"].dtype)
         steps_train, steps_val, steps_run = (state[k].numpy().copy() for k in ("steps_train", "steps_val",

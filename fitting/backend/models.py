@@ -329,8 +329,8 @@ class ToyTask(_PairTask):
         if self.config.task == "classification":
             return super()._loss(out, labels)
         loss = F.mse_loss(out, self.targets[labels])
-        # direct distances: the matrix-product shortcut (torch's default above 25 rows) rounds differently
-        # and could part from train_grid's directly summed distances at a near tie
+        # direct distances, as train_grid's search: torch's matrix-product shortcut (its default above 25
+        # rows) rounds far more coarsely; the two searches can still part at a tie to rounding
         nearest = torch.cdist(out.detach(), self.targets, compute_mode="donot_use_mm_for_euclid_dist").argmin(dim=1)
         return loss, float((nearest == labels).to(torch.float64).mean())
 
