@@ -47,7 +47,7 @@ from .adamw import adamw_scalars, adamw_update
 from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
-from .models import DTYPES, ToyTask, toy_decoder_input
+from .models import DTYPES, ToyTask, predict_labels, toy_decoder_input
 from .trainer import checkpoint_path
 
 __all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError"]
@@ -263,8 +263,8 @@ def _decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, 
     transposed), ``b_k`` (C, out_k), labels (C, n) and (C, m), ``targets``
     (C, labels, out). Returns the per-cell training loss (C,), the per-cell
     training and validation accuracy (C,) (float64; predictions by
-    :func:`predict`), the gradients of w1, b1, w2, b2, w3, b3 and that of
-    ``x_train``, or, given ``incidence`` (C, p, n) (how often each symbol
+    :func:`~fitting.backend.models.predict_labels`), the gradients of w1,
+    b1, w2, b2, w3, b3 and that of ``x_train``, or, given ``incidence`` (C, p, n) (how often each symbol
     occurs in each training pair), that of the embedding, for decoder inputs
     E_a + E_b.
 
@@ -310,24 +310,12 @@ def _decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, 
     else:
         g_w1 = torch.bmm(x_train.transpose(1, 2), g_a1)
         g_x = torch.bmm(g_a1, w1.transpose(1, 2))
-    correct = predict(out, targets, classification) == torch.cat([train_labels, val_labels], dim=1)
-    train_acc = correct[:, :n].to(torch.float64).mean(dim=1)
-    val_acc = correct[:, n:].to(torch.float64).mean(dim=1)
+    pred = predict_labels(out, targets, classification)
+    train_acc = (pred[:, :n] == train_labels).to(torch.float64).mean(dim=1)
+    val_acc = (pred[:, n:] == val_labels).to(torch.float64).mean(dim=1)
     if incidence is not None:  # x = E_a + E_b: the embedding's gradient sums its rows' gradients
         g_x = torch.bmm(incidence, g_x)
     return loss, train_acc, val_acc, g_w1, g_b1, g_w2, g_b2, g_w3, g_b3, g_x
-
-
-def predict(out: torch.Tensor, targets: torch.Tensor, classification: bool) -> torch.Tensor:
-    """Predicted labels (C, n) of decoder outputs ``out`` (C, n, out): the
-    largest logit, or the nearest of ``targets`` (C, labels, out) by squared
-    Euclidean distances summed directly (``ToyTask`` uses ``torch.cdist``
-    without its matrix-product shortcut, so the two can part only at a tie
-    to rounding). Computed inside the compiled step, it saves the separate
-    distance searches (~4 % of a grid step)."""
-    if classification:
-        return out.argmax(dim=2)
-    return (out[:, :, None, :] - targets[:, None, :, :]).pow(2).sum(dim=3).argmin(dim=2)
 
 
 def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Sequence[int] = (0,), *,

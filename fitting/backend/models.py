@@ -124,6 +124,16 @@ def toy_decoder_input(embedding: torch.Tensor, pairs: torch.Tensor, group: str, 
     return ea + eb
 
 
+def predict_labels(out: torch.Tensor, targets: torch.Tensor, classification: bool) -> torch.Tensor:
+    """Predicted labels (C, n) of toy decoder outputs ``out`` (C, n, out):
+    the largest logit, or the nearest of ``targets`` (C, labels, out) by
+    squared Euclidean distances summed directly (not torch's matrix-product
+    shortcut, which rounds far more coarsely). Single runs and
+    ``train_grid`` (inside its compiled step) both search with it."""
+    if classification:
+        return out.argmax(dim=2)
+    return (out[:, :, None, :] - targets[:, None, :, :]).pow(2).sum(dim=3).argmin(dim=2)
+
 class ConstantAttentionNet(nn.Module):
     """s = E_a + E_b (constant attention), ReLU hidden layer, linear output."""
 
@@ -329,9 +339,7 @@ class ToyTask(_PairTask):
         if self.config.task == "classification":
             return super()._loss(out, labels)
         loss = F.mse_loss(out, self.targets[labels])
-        # direct distances, as train_grid's search: torch's matrix-product shortcut (its default above 25
-        # rows) rounds far more coarsely; the two searches can still part at a tie to rounding
-        nearest = torch.cdist(out.detach(), self.targets, compute_mode="donot_use_mm_for_euclid_dist").argmin(dim=1)
+        nearest = predict_labels(out.detach()[None], self.targets[None], False)[0]  # the search of train_grid
         return loss, float((nearest == labels).to(torch.float64).mean())
 
 
