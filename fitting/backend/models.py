@@ -134,6 +134,7 @@ def predict_labels(out: torch.Tensor, targets: torch.Tensor, classification: boo
         return out.argmax(dim=2)
     return (out[:, :, None, :] - targets[:, None, :, :]).pow(2).sum(dim=3).argmin(dim=2)
 
+
 class ConstantAttentionNet(nn.Module):
     """s = E_a + E_b (constant attention), ReLU hidden layer, linear output."""
 
