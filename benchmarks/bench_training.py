@@ -82,13 +82,12 @@ def grid_section(args, out: dict) -> None:
     for order in (list(runs), list(runs)[::-1]):  # alternated, best of two for every contender: a shared machine
         for key in order:
             best[key] = min(best[key], runs[key]())
-    t_grid, t_train, t_bare = {"fast": best["fast"], "exact": best["exact"]}, best["train"], best["bare"]
-    rate_grid, rate_exact = len(cells) * steps / t_grid["fast"], len(cells) * steps / t_grid["exact"]
-    rate_train, rate_bare = len(sample) * seq_steps / t_train, len(sample) * seq_steps / t_bare
+    rate_grid, rate_exact = len(cells) * steps / best["fast"], len(cells) * steps / best["exact"]
+    rate_train, rate_bare = len(sample) * seq_steps / best["train"], len(sample) * seq_steps / best["bare"]
     print(f"grid trainer, toy regression (p = 10, hidden 200, float32), {len(cells)} cells x {steps} steps")
-    print(f"  stacked grid (default):    {rate_grid:9.0f} cell-steps/s ({1e3 * t_grid['fast'] / steps:.1f} ms a grid "
+    print(f"  stacked grid (default):    {rate_grid:9.0f} cell-steps/s ({1e3 * best['fast'] / steps:.1f} ms a grid "
           f"step)")
-    print(f"  stacked grid, tanh=exact:  {rate_exact:9.0f} cell-steps/s ({1e3 * t_grid['exact'] / steps:.1f} ms a grid "
+    print(f"  stacked grid, tanh=exact:  {rate_exact:9.0f} cell-steps/s ({1e3 * best['exact'] / steps:.1f} ms a grid "
           f"step)")
     print(f"  sequential train():        {rate_train:9.0f} cell-steps/s   ratio {rate_grid / rate_train:6.1f}x "
           f"(exact tanh {rate_exact / rate_train:.1f}x)   (target >= 10x)")
