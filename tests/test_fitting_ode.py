@@ -558,6 +558,30 @@ def test_flow_map_recovers_a_linear_system_and_can_be_made_stable():
         LinearODE(derivative=FlowMap(0)).fit(grow, 0.01)
 
 
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10**6), K=st.integers(2, 6), n_flip=st.integers(1, 2), tau=st.floats(0.01, 10))
+def test_sign_flipping_modes_keep_their_decay_and_the_rest_state(seed, K, n_flip, tau):
+    """A map eigenvalue lambda < 0 (no real flow flips a mode's sign) becomes
+    log|lambda| / tau in A, the other modes are untouched and the rest state
+    of the fitted map, x* = (I - M)^-1 c, is the fitted system's equilibrium."""
+    from fitting.ode.flowmap import map_to_generator
+
+    rng = np.random.default_rng(seed)
+    lam = rng.uniform(0.2, 0.95, K)
+    lam[:n_flip] *= -1
+    V = rng.normal(size=(K, K)) + 2 * np.eye(K)
+    M = V @ np.diag(lam) @ np.linalg.inv(V)
+    c = rng.normal(size=K)
+    coef, info = map_to_generator(np.column_stack([c, M]), tau, stable=False)
+    b, A = coef[:, 0], coef[:, 1:]
+    assert info["sign_flipping_modes"] == n_flip and not info["projected"]
+    np.testing.assert_allclose(np.sort(np.linalg.eigvals(A).real), np.sort(np.log(np.abs(lam)) / tau),
+                               rtol=1e-6, atol=1e-9 / tau)
+    rest = np.linalg.solve(np.eye(K) - M, c)
+    np.testing.assert_allclose(np.linalg.solve(A, -b), rest, rtol=1e-6, atol=1e-8 * np.abs(rest).max())
+
+
 # ------------------------------------------------------- covariance-weighted refit of the weak form
 def test_noise_level_recovers_white_noise_on_a_smooth_signal():
     from fitting.ode.weighted import noise_level

@@ -13,6 +13,12 @@ raw arrays, forward differences). A fit that blows up scores inf.
     embdyn train survival-mlp --seeds 4 --first-seed 300 --steps 2000 --out runs
     python docs/examples/survival_stable_fit.py runs/*.npz --out docs/figures/fitting
     python docs/examples/survival_stable_fit.py --quick --out /tmp/x   # the shipped run only
+
+Other run sets (the command that made them goes into the results):
+
+    embdyn train survival-mlp --seeds 16 --first-seed 600 --steps 2000 --batched --out runs600
+    python docs/examples/survival_stable_fit.py runs600/*.npz --out docs/figures/fitting \
+        --name survival_stable_fit_seeds600.json --runs-made-by "embdyn train survival-mlp --seeds 16 ..."
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ from fitting import Lasso, LinearODE, example_trajectory, trajectory_signals
 from fitting.ode import BlowUpError
 from particles.trajectory import Trajectory
 
+RUNS_MADE_BY = ("embdyn train survival-mlp --seeds 8 --first-seed 200 --steps 2000 --out runs; "
+                "embdyn train survival-mlp --seeds 4 --first-seed 300 --steps 2000 --out runs")
 MODELS = {
     "stable (flow map)": lambda w: LinearODE(stable=True, derivative="flowmap", window=w),
     "stable (weak form)": lambda w: LinearODE(stable=True, window=w),
@@ -64,6 +72,9 @@ def main() -> None:
     parser.add_argument("runs", nargs="*", help="trajectory files of survival-MLP runs (>= 2000 steps)")
     parser.add_argument("--quick", action="store_true", help="the shipped example run only")
     parser.add_argument("--out", default=".", help="folder for survival_stable_fit.json")
+    parser.add_argument("--name", default="survival_stable_fit.json", help="file name of the results")
+    parser.add_argument("--runs-made-by", default=RUNS_MADE_BY,
+                        help="the command that made the runs, stored in the results (default: this page's)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     trajectories = [("example_trajectory()", example_trajectory())] if args.quick or not args.runs else \
@@ -77,9 +88,10 @@ def main() -> None:
             f"{k} {v['relative_error']:.4f}" for k, v in r.items() if k != "persistence"))
     wins = {k: sum(r[k]["relative_error"] < r["persistence"] for r in results.values()) for k in MODELS}
     summary = {"runs": results, "beats_persistence": wins, "n_runs": len(results),
-               "command": "embdyn train survival-mlp --seeds 8 --first-seed 200 --steps 2000 --out runs; "
-                          "embdyn train survival-mlp --seeds 4 --first-seed 300 --steps 2000 --out runs; "
-                          "python docs/examples/survival_stable_fit.py runs/*.npz --out docs/figures/fitting"}
+               "command": (f"python docs/examples/survival_stable_fit.py --quick --out {args.out} --name {args.name}"
+                           if args.quick or not args.runs else
+                           f"{args.runs_made_by}; python docs/examples/survival_stable_fit.py {' '.join(args.runs)} "
+                           f"--out {args.out} --name {args.name}")}
     for k, v in wins.items():
         print(f"{k}: beats persistence on {v} of {len(results)} runs")
     out = Path(args.out)
@@ -87,7 +99,7 @@ def main() -> None:
     fd, tmp = tempfile.mkstemp(dir=out, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
         json.dump(summary, fh, indent=1)
-    os.replace(tmp, out / "survival_stable_fit.json")
+    os.replace(tmp, out / args.name)
 
 
 if __name__ == "__main__":

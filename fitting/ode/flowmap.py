@@ -12,8 +12,11 @@ rather than local slopes, which the fast early part of a run dominates.
 The system is stable exactly when the spectral radius of M is below 1; with
 ``stable=True`` eigenvalues of M outside radius exp(-1e-3) are pulled onto
 it (the continuous decay rate becomes at least 1e-3 / tau). A negative real
-eigenvalue of M (a mode flipping sign every lag) has no real logarithm: the
-lag does not resolve it, and it is taken as decayed within one lag.
+eigenvalue lambda of M (a mode flipping sign every lag) has no real
+logarithm: no real flow flips a mode's sign, the lag does not resolve it.
+Such a mode keeps its fitted decay, |lambda| per lag (A gets log|lambda| /
+tau on it), and the map's rest state x* = (I - M)^-1 c is kept, so b = -A x*:
+only the sign flip is dropped, not where the fitted map settles.
 
 Needs uniformly spaced samples with the same step in every run. Linear
 models only.
@@ -22,9 +25,10 @@ models only.
 from __future__ import annotations
 
 import copy
+import warnings
 
 import numpy as np
-from scipy.linalg import logm
+from scipy.linalg import expm, logm
 
 from ..derivatives import is_uniform
 from .checks import check_int
@@ -35,7 +39,7 @@ from .weak import dominant_period
 __all__ = ["FlowMap", "map_to_generator"]
 
 RADIUS = float(np.exp(-1e-3))
-UNRESOLVED = 1e-3  # what is left after one lag of a mode the lag does not resolve
+LOGM_TOLERANCE = 1e-8  # relative 1-norm error of expm(logm(map)) beyond which fit warns
 
 
 class FlowMap(Formulation):
@@ -96,33 +100,48 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
     Returns the coefficients (K, K + 1) and ``info``: the largest
     |eigenvalue| of M before projection, whether it was projected, how many
     negative real eigenvalues (modes flipping sign every lag, which no real
-    flow gives) were replaced by their modulus, and the largest imaginary
-    part the real logarithm dropped (rounding level when all went well).
+    flow gives) were replaced by their modulus (keeping the map's rest
+    state), the largest imaginary part the real logarithm dropped
+    (rounding level when all went well) and the relative 1-norm error
+    ||expm(L) - map|| / ||map|| of the logarithm L actually used (warns
+    beyond ``LOGM_TOLERANCE``).
     """
     K = C.shape[0]
     M, c = C[:, 1:], C[:, 0]
     lam, V = np.linalg.eig(M)
     radius = float(np.abs(lam).max())
     # a mode that flips sign every lag (negative real eigenvalue) has no real
-    # logarithm: no real flow gives it at this lag, the lag does not resolve it;
-    # it is taken as decayed within one lag (to UNRESOLVED of its size)
+    # logarithm: no real flow gives it at this lag, the lag does not resolve it
     flips = (np.abs(lam.imag) <= 1e-12 * np.abs(lam)) & (lam.real < 0)
-    new = np.where(flips, UNRESOLVED, lam)
+    kept = lam
     projected = False
     if stable and radius >= RADIUS:
-        r = np.abs(new)
-        new = np.where(r >= RADIUS, new / r * RADIUS, new)
+        r = np.abs(lam)
+        kept = np.where(r >= RADIUS, lam / r * RADIUS, lam)
         projected = True
     if projected or flips.any():
-        M = np.real(V @ np.diag(new) @ np.linalg.inv(V))
+        new = np.where(flips, np.abs(kept), kept)
+        Vinv = np.linalg.inv(V)
+        M = np.real(V @ np.diag(new) @ Vinv)
+        # keep the rest state x* = (I - M_kept)^-1 c of the (projected) fitted map:
+        # c -> c - (M_new - M_kept) x*, computed mode by mode (1 - kept > 1 on a flip)
+        shift = np.where(flips, (new - kept) / (1.0 - kept), 0.0)
+        c = c - np.real(V @ (shift * (Vinv @ c)))
     aug = np.eye(K + 1)
     aug[:K, :K] = M
     aug[:K, K] = c
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        # scipy warns from ~1e3 machine epsilons on; the error is measured below instead
+        warnings.filterwarnings("ignore", message="logm result may be inaccurate", category=RuntimeWarning)
         L = logm(aug)
     imag = float(np.abs(np.imag(L)).max()) if np.iscomplexobj(L) else 0.0
-    L = np.real(L) / tau
+    L = np.real(L)
+    error = float(np.linalg.norm(expm(L) - aug, 1) / np.linalg.norm(aug, 1))
+    if not error <= LOGM_TOLERANCE:
+        warnings.warn(f"the flow map's logarithm reproduces the map only to {error:.1e} (relative, 1-norm): the "
+                      f"fitted A, b do not follow the fitted map closely; a shorter lag (FlowMap(horizon)) may help",
+                      RuntimeWarning, stacklevel=3)
+    L = L / tau
     coef = np.column_stack([L[:K, K], L[:K, :K]])
     return coef, {"map_spectral_radius": radius, "projected": projected, "sign_flipping_modes": int(flips.sum()),
-                  "dropped_imaginary": imag}
-
+                  "dropped_imaginary": imag, "logm_error": error}
