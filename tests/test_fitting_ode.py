@@ -565,7 +565,7 @@ def test_sign_flipping_modes_keep_their_decay_and_the_rest_state(seed, K, n_flip
     """A map eigenvalue lambda < 0 (no real flow flips a mode's sign) becomes
     log|lambda| / tau in A, the other modes are untouched and the rest state
     of the fitted map, x* = (I - M)^-1 c, is the fitted system's equilibrium."""
-    from fitting.ode.flowmap import map_to_generator
+    from fitting.ode.flowmap import RADIUS, map_to_generator
 
     rng = np.random.default_rng(seed)
     lam = rng.uniform(0.2, 0.95, K)
@@ -580,6 +580,29 @@ def test_sign_flipping_modes_keep_their_decay_and_the_rest_state(seed, K, n_flip
                                rtol=1e-6, atol=1e-9 / tau)
     rest = np.linalg.solve(np.eye(K) - M, c)
     np.testing.assert_allclose(np.linalg.solve(A, -b), rest, rtol=1e-6, atol=1e-8 * np.abs(rest).max())
+    assert info["logm_error"] < 1e-8 and info["eigen_rebuild_error"] < 1e-8
+    # an unstable mode besides: with stable=True it is pulled onto the radius, and the
+    # rest state kept is that of the projected map
+    lam, kept = np.append(lam, 1.2), np.append(lam, RADIUS)
+    V = rng.normal(size=(K + 1, K + 1)) + 2 * np.eye(K + 1)
+    M, c = V @ np.diag(lam) @ np.linalg.inv(V), rng.normal(size=K + 1)
+    coef, info = map_to_generator(np.column_stack([c, M]), tau, stable=True)
+    b, A = coef[:, 0], coef[:, 1:]
+    assert info["projected"] and info["sign_flipping_modes"] == n_flip
+    assert np.linalg.eigvals(A).real.max() < 0
+    rest = np.linalg.solve(np.eye(K + 1) - V @ np.diag(kept) @ np.linalg.inv(V), c)
+    np.testing.assert_allclose(np.linalg.solve(A, -b), rest, rtol=1e-6, atol=1e-8 * np.abs(rest).max())
+
+
+def test_a_defective_flow_map_with_a_sign_flip_warns():
+    """Modes are changed through the eigenvectors; a Jordan block has too few,
+    so the fit cannot follow the map and says so."""
+    from fitting.ode.flowmap import map_to_generator
+
+    M = np.array([[-0.5, 1.0, 0.0], [0.0, -0.5, 1.0], [0.0, 0.0, -0.5]])
+    with pytest.warns(RuntimeWarning, match="nearly defective"):
+        _, info = map_to_generator(np.column_stack([np.ones(3), M]), 1.0, stable=False)
+    assert info["eigen_rebuild_error"] > 1e-8
 
 
 # ------------------------------------------------------- covariance-weighted refit of the weak form

@@ -18,7 +18,8 @@ Other run sets (the command that made them goes into the results):
 
     embdyn train survival-mlp --seeds 16 --first-seed 600 --steps 2000 --batched --out runs600
     python docs/examples/survival_stable_fit.py runs600/*.npz --out docs/figures/fitting \
-        --name survival_stable_fit_seeds600.json --runs-made-by "embdyn train survival-mlp --seeds 16 ..."
+        --name survival_stable_fit_seeds600.json \
+        --runs-made-by "embdyn train survival-mlp --seeds 16 --first-seed 600 --steps 2000 --batched --out runs600"
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -88,10 +91,8 @@ def main() -> None:
             f"{k} {v['relative_error']:.4f}" for k, v in r.items() if k != "persistence"))
     wins = {k: sum(r[k]["relative_error"] < r["persistence"] for r in results.values()) for k in MODELS}
     summary = {"runs": results, "beats_persistence": wins, "n_runs": len(results),
-               "command": (f"python docs/examples/survival_stable_fit.py --quick --out {args.out} --name {args.name}"
-                           if args.quick or not args.runs else
-                           f"{args.runs_made_by}; python docs/examples/survival_stable_fit.py {' '.join(args.runs)} "
-                           f"--out {args.out} --name {args.name}")}
+               "command": ("" if args.quick or not args.runs else f"{args.runs_made_by}; ")
+                          + shlex.join(["python", "docs/examples/survival_stable_fit.py", *sys.argv[1:]])}
     for k, v in wins.items():
         print(f"{k}: beats persistence on {v} of {len(results)} runs")
     out = Path(args.out)

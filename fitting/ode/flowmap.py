@@ -15,8 +15,9 @@ it (the continuous decay rate becomes at least 1e-3 / tau). A negative real
 eigenvalue lambda of M (a mode flipping sign every lag) has no real
 logarithm: no real flow flips a mode's sign, the lag does not resolve it.
 Such a mode keeps its fitted decay, |lambda| per lag (A gets log|lambda| /
-tau on it), and the map's rest state x* = (I - M)^-1 c is kept, so b = -A x*:
-only the sign flip is dropped, not where the fitted map settles.
+tau on it), and the map's rest state x* = (I - M)^-1 c is kept (of the
+projected map with ``stable=True``), so b = -A x*: only the sign flip is
+dropped, not where the fitted map settles.
 
 Needs uniformly spaced samples with the same step in every run. Linear
 models only.
@@ -102,9 +103,12 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
     negative real eigenvalues (modes flipping sign every lag, which no real
     flow gives) were replaced by their modulus (keeping the map's rest
     state), the largest imaginary part the real logarithm dropped
-    (rounding level when all went well) and the relative 1-norm error
-    ||expm(L) - map|| / ||map|| of the logarithm L actually used (warns
-    beyond ``LOGM_TOLERANCE``).
+    (rounding level when all went well), the relative 1-norm error
+    ||expm(L) - map|| / ||map|| of the logarithm L actually used and, when
+    modes were changed, how well the eigenvectors rebuild the fitted M
+    (``eigen_rebuild_error``; 0 otherwise). ``fit`` warns when either
+    exceeds ``LOGM_TOLERANCE``. With ``stable=True`` the rest state kept is
+    that of the projected map.
     """
     K = C.shape[0]
     M, c = C[:, 1:], C[:, 0]
@@ -119,13 +123,18 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
         r = np.abs(lam)
         kept = np.where(r >= RADIUS, lam / r * RADIUS, lam)
         projected = True
+    rebuild = 0.0
     if projected or flips.any():
         new = np.where(flips, np.abs(kept), kept)
         Vinv = np.linalg.inv(V)
+        # the modes are changed through V: measure how well V rebuilds the fitted map
+        # (a defective or nearly defective map is not rebuilt; fit then warns)
+        rebuild = float(np.linalg.norm(np.real(V @ np.diag(lam) @ Vinv) - M, 1) / max(np.linalg.norm(M, 1), 1e-300))
         M = np.real(V @ np.diag(new) @ Vinv)
         # keep the rest state x* = (I - M_kept)^-1 c of the (projected) fitted map:
         # c -> c - (M_new - M_kept) x*, computed mode by mode (1 - kept > 1 on a flip)
-        shift = np.where(flips, (new - kept) / (1.0 - kept), 0.0)
+        with np.errstate(all="ignore"):
+            shift = np.where(flips, (new - kept) / (1.0 - kept), 0.0)
         c = c - np.real(V @ (shift * (Vinv @ c)))
     aug = np.eye(K + 1)
     aug[:K, :K] = M
@@ -137,11 +146,12 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
     imag = float(np.abs(np.imag(L)).max()) if np.iscomplexobj(L) else 0.0
     L = np.real(L)
     error = float(np.linalg.norm(expm(L) - aug, 1) / np.linalg.norm(aug, 1))
-    if not error <= LOGM_TOLERANCE:
-        warnings.warn(f"the flow map's logarithm reproduces the map only to {error:.1e} (relative, 1-norm): the "
-                      f"fitted A, b do not follow the fitted map closely; a shorter lag (FlowMap(horizon)) may help",
-                      RuntimeWarning, stacklevel=3)
+    if not max(error, rebuild) <= LOGM_TOLERANCE:
+        what = (f"the map's eigenvectors rebuild it only to {rebuild:.1e} (a nearly defective map)"
+                if not rebuild <= LOGM_TOLERANCE else f"its logarithm reproduces the map only to {error:.1e}")
+        warnings.warn(f"flow map: {what} (relative, 1-norm), so the fitted A, b do not follow the fitted map "
+                      f"closely; a shorter lag (FlowMap(horizon)) may help", RuntimeWarning, stacklevel=4)
     L = L / tau
     coef = np.column_stack([L[:K, K], L[:K, :K]])
     return coef, {"map_spectral_radius": radius, "projected": projected, "sign_flipping_modes": int(flips.sum()),
-                  "dropped_imaginary": imag, "logm_error": error}
+                  "dropped_imaginary": imag, "logm_error": error, "eigen_rebuild_error": rebuild}
