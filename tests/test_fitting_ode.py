@@ -558,7 +558,6 @@ def test_flow_map_recovers_a_linear_system_and_can_be_made_stable():
         LinearODE(derivative=FlowMap(0)).fit(grow, 0.01)
 
 
-
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10**6), K=st.integers(2, 6), n_flip=st.integers(1, 2), tau=st.floats(0.01, 10))
 def test_sign_flipping_modes_keep_their_decay_and_the_rest_state(seed, K, n_flip, tau):

@@ -127,10 +127,14 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
     if projected or flips.any():
         new = np.where(flips, np.abs(kept), kept)
         Vinv = np.linalg.inv(V)
+
+        def through_modes(ev):  # the map with eigenvalues ev on M's eigenvectors
+            return np.real((V * ev) @ Vinv)
+
         # the modes are changed through V: measure how well V rebuilds the fitted map
         # (a defective or nearly defective map is not rebuilt; fit then warns)
-        rebuild = float(np.linalg.norm(np.real(V @ np.diag(lam) @ Vinv) - M, 1) / max(np.linalg.norm(M, 1), 1e-300))
-        M = np.real(V @ np.diag(new) @ Vinv)
+        rebuild = float(np.linalg.norm(through_modes(lam) - M, 1) / max(np.linalg.norm(M, 1), 1e-300))
+        M = through_modes(new)
         # keep the rest state x* = (I - M_kept)^-1 c of the (projected) fitted map:
         # c -> c - (M_new - M_kept) x*, computed mode by mode (1 - kept > 1 on a flip)
         with np.errstate(all="ignore"):
