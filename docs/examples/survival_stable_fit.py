@@ -80,15 +80,18 @@ def main() -> None:
                         help="the command that made the runs, stored in the results (default: this page's)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
-    trajectories = [("example_trajectory()", example_trajectory())] if args.quick or not args.runs else \
-        [(Path(p).name, Trajectory.load(p)) for p in args.runs]
-    results = {}
-    for name, traj in trajectories:
-        steps, x = trajectory_signals(traj)
-        results[name] = evaluate(steps, x)
-        r = results[name]
-        print(f"{name}: persistence {r['persistence']:.4f}; " + "; ".join(
-            f"{k} {v['relative_error']:.4f}" for k, v in r.items() if k != "persistence"))
+    try:  # a missing or bad file, or a run too short: one line and exit code 2
+        trajectories = [("example_trajectory()", example_trajectory())] if args.quick or not args.runs else \
+            [(Path(p).name, Trajectory.load(p)) for p in args.runs]
+        results = {}
+        for name, traj in trajectories:
+            steps, x = trajectory_signals(traj)
+            results[name] = evaluate(steps, x)
+            r = results[name]
+            print(f"{name}: persistence {r['persistence']:.4f}; " + "; ".join(
+                f"{k} {v['relative_error']:.4f}" for k, v in r.items() if k != "persistence"))
+    except (OSError, ValueError, TypeError) as exc:
+        parser.exit(2, f"survival_stable_fit.py: {exc}\n")
     wins = {k: sum(r[k]["relative_error"] < r["persistence"] for r in results.values()) for k in MODELS}
     summary = {"runs": results, "beats_persistence": wins, "n_runs": len(results),
                "command": ("" if args.quick or not args.runs else f"{args.runs_made_by}; ")
