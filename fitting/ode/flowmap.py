@@ -34,6 +34,7 @@ from scipy.linalg import expm, logm
 from ..derivatives import is_uniform
 from .checks import check_int
 from .differentiation import Formulation
+from .integrate import augmented
 from .library import Library
 from .weak import dominant_period
 
@@ -140,9 +141,7 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
         with np.errstate(all="ignore"):
             shift = np.where(flips, (new - kept) / (1.0 - kept), 0.0)
         c = c - np.real(V @ (shift * (Vinv @ c)))
-    aug = np.eye(K + 1)
-    aug[:K, :K] = M
-    aug[:K, K] = c
+    aug = augmented(M, c, corner=1.0)
     with np.errstate(all="ignore"), warnings.catch_warnings():
         # scipy warns from ~1e3 machine epsilons on; the error is measured below instead
         warnings.filterwarnings("ignore", message="logm result may be inaccurate", category=RuntimeWarning)

@@ -41,6 +41,16 @@ class BlowUpError(RuntimeError):
         self.partial = partial
 
 
+
+def augmented(A: np.ndarray, b: np.ndarray, corner: float = 0.0) -> np.ndarray:
+    """The (K+1, K+1) matrix [[A, b], [0, corner]] of the affine map or field
+    x -> A x + b (corner 0 for a generator, whose exponential is the flow
+    map; corner 1 for the map itself)."""
+    K = A.shape[0]
+    out = np.zeros((K + 1, K + 1))
+    out[:K, :K], out[:K, K], out[K, K] = A, b, corner
+    return out
+
 def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray, *, check: bool = True
                     ) -> np.ndarray:
     """Exact solution of dx/dt = A x + b from x(t[0]) = x0 at times t.
@@ -80,9 +90,7 @@ def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray,
         raise ValueError(f"b and x0 must have shape ({K},), got {b.shape} and {x0.shape}")
     if t.ndim != 1 or t.size == 0:
         raise ValueError(f"t must be a non-empty 1-D array, got shape {t.shape}")
-    M = np.zeros((K + 1, K + 1))
-    M[:K, :K] = A
-    M[:K, K] = b
+    M = augmented(A, b)
     t = t.astype(float)
     z0 = np.append(x0.astype(float), 1.0)
     with warnings.catch_warnings(), np.errstate(over="ignore", invalid="ignore"):

@@ -29,7 +29,7 @@ from .checks import check_bool, check_int, check_number
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, map_to_generator
-from .integrate import SIMULATION_METHODS, integrate
+from .integrate import SIMULATION_METHODS, augmented, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .names import DERIVATIVE_METHODS
 from .regression import OLS, STLSQ, Regressor, as_regressor
@@ -511,9 +511,7 @@ class LinearODE(ODEModel):
             from scipy.linalg import expm
 
             K = self.n_features_in_
-            aug = np.zeros((K + 1, K + 1))
-            aug[:K, :K], aug[:K, K] = self.A_, self.b_
-            P = expm(formulation.lag * aug)
+            P = expm(formulation.lag * augmented(self.A_, self.b_))
             return Theta @ np.column_stack([P[:K, K], P[:K, :K]]).T
         return super()._predict_rows(Theta, formulation)
 
