@@ -41,7 +41,6 @@ class BlowUpError(RuntimeError):
         self.partial = partial
 
 
-
 def augmented(A: np.ndarray, b: np.ndarray, corner: float = 0.0) -> np.ndarray:
     """The (K+1, K+1) matrix [[A, b], [0, corner]] of the affine map or field
     x -> A x + b (corner 0 for a generator, whose exponential is the flow
@@ -50,6 +49,7 @@ def augmented(A: np.ndarray, b: np.ndarray, corner: float = 0.0) -> np.ndarray:
     out = np.zeros((K + 1, K + 1))
     out[:K, :K], out[:K, K], out[K, K] = A, b, corner
     return out
+
 
 def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray, *, check: bool = True
                     ) -> np.ndarray:
