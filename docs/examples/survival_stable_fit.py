@@ -52,11 +52,21 @@ MODELS = {
 }
 
 
-def evaluate(steps: np.ndarray, x: np.ndarray, fit_steps: int = 1000, held_steps: int = 1000) -> dict:
+FIT_STEPS, HELD_STEPS = 1000, 1000
+
+
+def held_out_rows(steps: np.ndarray, fit_steps: int = FIT_STEPS, held_steps: int = HELD_STEPS) -> tuple[int, int]:
+    """Rows [i0, i1) of the held-out steps; ValueError when the run is too short."""
     t = steps.astype(float)
     i0, i1 = int(np.searchsorted(t, fit_steps)), int(np.searchsorted(t, fit_steps + held_steps))
     if i1 - i0 < 2:
         raise ValueError(f"the run ends at step {int(t[-1])}; it needs steps up to {fit_steps + held_steps}")
+    return i0, i1
+
+
+def evaluate(steps: np.ndarray, x: np.ndarray, fit_steps: int = FIT_STEPS, held_steps: int = HELD_STEPS) -> dict:
+    t = steps.astype(float)
+    i0, i1 = held_out_rows(steps, fit_steps, held_steps)
     obs = x[i0:i1]
     out = {"persistence": float(np.linalg.norm(obs - x[i0]) / np.linalg.norm(obs))}
     for name, make in MODELS.items():
@@ -80,18 +90,20 @@ def main() -> None:
                         help="the command that made the runs, stored in the results (default: this page's)")
     args = parser.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
-    try:  # a missing or bad file, or a run too short: one line and exit code 2
+    try:  # a missing or bad file, or a run too short: one line and exit code 2, before any fit
         trajectories = [("example_trajectory()", example_trajectory())] if args.quick or not args.runs else \
             [(Path(p).name, Trajectory.load(p)) for p in args.runs]
-        results = {}
-        for name, traj in trajectories:
-            steps, x = trajectory_signals(traj)
-            results[name] = evaluate(steps, x)
-            r = results[name]
-            print(f"{name}: persistence {r['persistence']:.4f}; " + "; ".join(
-                f"{k} {v['relative_error']:.4f}" for k, v in r.items() if k != "persistence"))
+        signals = [(name, *trajectory_signals(traj)) for name, traj in trajectories]
+        for _, steps, _ in signals:
+            held_out_rows(steps)
     except (OSError, ValueError, TypeError) as exc:
         parser.exit(2, f"survival_stable_fit.py: {exc}\n")
+    results = {}
+    for name, steps, x in signals:
+        results[name] = evaluate(steps, x)
+        r = results[name]
+        print(f"{name}: persistence {r['persistence']:.4f}; " + "; ".join(
+            f"{k} {v['relative_error']:.4f}" for k, v in r.items() if k != "persistence"))
     wins = {k: sum(r[k]["relative_error"] < r["persistence"] for r in results.values()) for k in MODELS}
     summary = {"runs": results, "beats_persistence": wins, "n_runs": len(results),
                "command": ("" if args.quick or not args.runs else f"{args.runs_made_by}; ")
