@@ -109,6 +109,61 @@ def test_resume_is_bit_identical(tmp_path, full_run):
     assert GridResult.load(out).records == full_run.records
 
 
+def test_processes_give_the_same_records(full_run):
+    """Cells dealt over two worker processes (one thread each) give the
+    one-process records bit for bit, stopped cells included."""
+    calls = []
+    two = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", n_jobs=2,
+                     callback=lambda done, total: calls.append((done, total)))
+    assert two.records == full_run.records
+    assert two.meta["n_jobs"] == 2 and two.meta["threads"] >= 1
+    assert calls[-1] == (200, 200) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+    decided = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="decided", compile="never")
+    assert train_grid(SMALL, GRID, seeds=[0, 1], stop_when="decided", compile="never", n_jobs=2).records \
+        == decided.records
+
+
+@pytest.mark.slow  # worker processes start: kept out of the README's quick run
+def test_processes_resume_bit_identically(tmp_path, full_run):
+    out = tmp_path / "grid.json"
+
+    def interrupt(done, total):
+        if done >= 60:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out, checkpoint_every=20,
+                   callback=interrupt, n_jobs=2)
+    parts = sorted(p.name for p in tmp_path.glob("*.ckpt.pt"))
+    assert parts == ["grid.part1of2.ckpt.pt", "grid.part2of2.ckpt.pt"] and not out.exists()
+    # each part stopped at its last whole step (or had finished), not at its last periodic checkpoint
+    assert all(torch.load(tmp_path / p, weights_only=True)["step"] >= 60 for p in parts)
+    with pytest.raises(ValueError, match=r"n_jobs=\[2\]"):  # resume needs the same split
+        train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out, resume=True, n_jobs=1)
+    calls = []
+    resumed = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", out=out,
+                         checkpoint_every=20, resume=True, n_jobs=2, callback=lambda done, total: calls.append(done))
+    assert resumed.records == full_run.records and calls[-1] == 200
+    assert not list(tmp_path.glob("*.ckpt.pt"))
+
+
+@pytest.mark.slow  # worker processes start: kept out of the README's quick run
+def test_a_fresh_run_replaces_checkpoints_of_another_split(tmp_path):
+    out = tmp_path / "grid.json"
+
+    def interrupt(done, total):
+        if done >= 30:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train_grid(SMALL, GRID, seeds=[0], compile="never", out=out, checkpoint_every=10, callback=interrupt,
+                   n_jobs=2)
+    assert len(list(tmp_path.glob("grid.part*of2.ckpt.pt"))) == 2
+    with pytest.raises(KeyboardInterrupt):
+        train_grid(SMALL, GRID, seeds=[0], compile="never", out=out, checkpoint_every=10, callback=interrupt)
+    assert sorted(p.name for p in tmp_path.glob("*.ckpt.pt")) == ["grid.ckpt.pt"]
+
+
 def test_checkpoint_of_another_grid_is_refused(tmp_path):
     out = tmp_path / "grid.json"
 
@@ -185,7 +240,9 @@ def test_toy_phases_cli_passes_tanh(monkeypatch, capsys):
     monkeypatch.setattr(grid_module, "train_grid", fake_train_grid)
     for argv, want in (([], "fast"), (["--tanh", "exact"], "exact")):
         assert main(["toy-phases", "regression", "--quick", "--quiet", *argv]) == 2
-        assert seen["tanh"] == want
+        assert seen["tanh"] == want and seen["n_jobs"] == 1
+    assert main(["toy-phases", "regression", "--quick", "--quiet", "--jobs", "2"]) == 2
+    assert seen["n_jobs"] == 2
     assert "stopped by the test" in capsys.readouterr().err
 
 
@@ -200,7 +257,8 @@ def test_numpy_grid_values_and_seeds_are_accepted():
     (dict(seeds="5"), "seeds"), (dict(seeds=[0, 0]), "seeds"), (dict(steps=0), "steps"),
     (dict(threshold=1.5), "threshold"), (dict(gap=-1), "gap"), (dict(stop_when="soon"), "stop_when"),
     (dict(compile="yes"), "compile"), (dict(out="x.npz"), "out"), (dict(checkpoint_every=5), "out"),
-    (dict(tanh="approx"), "tanh"),
+    (dict(tanh="approx"), "tanh"), (dict(n_jobs=0), "n_jobs"), (dict(n_jobs=9), "n_jobs"),
+    (dict(n_jobs=True), "n_jobs"), (dict(n_jobs=1.5), "n_jobs"),
 ])
 def test_bad_arguments_name_the_parameter(kwargs, name):
     args = {"grid": GRID, **kwargs}
@@ -261,6 +319,17 @@ def test_permutation_group_is_s3():
 
 
 @pytest.mark.slow
+def test_processes_give_the_same_records_compiled_float32():
+    """The default path (compiled, float32, fast tanh) at the paper's width:
+    two one-thread processes and one two-thread process agree bit for bit."""
+    cfg, grid = toy_phase_setting("regression", steps=150)
+    grid = {k: v[::5] for k, v in grid.items()}
+    one = train_grid(cfg, grid, stop_when="never")
+    two = train_grid(cfg, grid, stop_when="never", n_jobs=2)
+    assert two.records == one.records and two.meta["compiled"] == one.meta["compiled"]
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("tanh", ["fast", "exact"])
 def test_compiled_grid_agrees_with_plain(tanh):
     plain = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="never", compile="never", tanh=tanh)
@@ -272,7 +341,8 @@ def test_compiled_grid_agrees_with_plain(tanh):
 
 
 @pytest.mark.parametrize("argv,name", [(["--seeds", "0"], "--seeds"), (["--checkpoint-every", "0"], "--checkpoint-every"),
-                                       (["--steps", "0"], "steps")])
+                                       (["--steps", "0"], "steps"), (["--jobs", "0"], "--jobs"),
+                                       (["--jobs", "999"], "--jobs")])
 def test_toy_phases_cli_bad_values_are_one_line(capsys, argv, name):
     from particles.cli import main
 

@@ -119,6 +119,11 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
         if args.quick:
             grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
         seeds = _seeds_of(args)
+        cells = len(seeds) * math.prod(len(v) for v in grid.values())
+        from .grid import max_jobs
+        if not 1 <= args.jobs <= max_jobs(cells):
+            raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
+                             f"got {args.jobs}")
     except (ValueError, TypeError) as exc:
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
@@ -128,11 +133,10 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     out = Path(args.out)
     stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
             + ("" if seeds == [0] else f"_seeds{seeds[0]}-{seeds[-1]}"))
-    cells = len(seeds) * math.prod(len(v) for v in grid.values())
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
     try:
         result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
-                            resume=args.resume, callback=bar, tanh=args.tanh)
+                            resume=args.resume, callback=bar, tanh=args.tanh, n_jobs=args.jobs)
     except ValueError as exc:  # e.g. a checkpoint of another grid in --out
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
@@ -163,6 +167,9 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="every 4th learning rate and every 2nd weight decay (4 x 6)")
     p.add_argument("--tanh", choices=["fast", "exact"], default="fast",
                    help="decoder activation: fast (default, within 2 machine epsilons of tanh) or exact (torch.tanh)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="processes, each training its share of the cells with threads // jobs torch threads "
+                        "(default 1; 2 on 2 cores is ~1.2x faster; --resume needs the same --jobs)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")
