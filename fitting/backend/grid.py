@@ -379,8 +379,9 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         its own stack in its own process with ``torch threads // n_jobs``
         threads; the records are the same, bit for bit, as with one
         process (cells are independent and the result does not depend on
-        the thread count; tested plain in float64 and compiled in float32). On 2 cores two one-thread processes run the
-        paper's grid about 1.2x faster than one two-thread process (see
+        the thread count; tested plain in float64 and compiled in
+        float32). On 2 cores two one-thread processes run the paper's grid
+        about 1.2x faster than one two-thread process (see
         docs/training.md, "Speed"). Checkpoints are then one file per part
         (``<out stem>.part<k>of<n>.ckpt.pt``), ``resume=True`` needs the
         same ``n_jobs``, and ``callback`` reports the slowest part's step
@@ -441,7 +442,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     run_args = dict(steps=steps, threshold=threshold, stop_when=stop_when, checkpoint_every=checkpoint_every,
                     resume=resume, compile=compile, tanh=tanh)
     if n_jobs == 1:
-        ckpt = checkpoint_path(Path(out)) if out is not None else None
+        ckpt = _checkpoints(out, 1)[0] if out is not None else None
         run = _train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=callback, **run_args)
     else:
         run = _train_parts(config, cells, cell_seeds, identity, n_jobs=n_jobs, out=out, callback=callback,
