@@ -118,6 +118,9 @@ def test_processes_give_the_same_records(full_run):
     assert two.records == full_run.records
     assert two.meta["n_jobs"] == 2 and two.meta["threads"] >= 1
     assert calls[-1] == (200, 200) and [d for d, _ in calls] == sorted(d for d, _ in calls)
+    from joblib import Parallel, delayed  # joblib's own process pool still works afterwards
+
+    assert Parallel(n_jobs=2)(delayed(abs)(-i) for i in range(3)) == [0, 1, 2]
     decided = train_grid(SMALL, GRID, seeds=[0, 1], stop_when="decided", compile="never")
     assert train_grid(SMALL, GRID, seeds=[0, 1], stop_when="decided", compile="never", n_jobs=2).records \
         == decided.records

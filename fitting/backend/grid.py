@@ -646,7 +646,7 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
     killed."""
     from concurrent.futures import wait
 
-    from joblib.externals.loky import get_reusable_executor
+    from joblib.executor import get_memmapping_executor
     from joblib.externals.loky.backend.context import get_context
 
     parts = [list(range(k, len(cells), n_jobs)) for k in range(n_jobs)]
@@ -657,7 +657,9 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
     try:
         manager = get_context("loky").Manager()  # loky's context: no re-run of the caller's __main__
         progress, stop = manager.Queue(), manager.Event()
-        executor = get_reusable_executor(max_workers=n_jobs, timeout=300)  # idle workers stay 5 min, as joblib's
+        # joblib's own reusable executor (the one joblib.Parallel(backend="loky") uses and may take over);
+        # idle workers stay 5 minutes, as joblib's
+        executor = get_memmapping_executor(n_jobs, timeout=300)
         futures = [executor.submit(_part_worker, threads, progress, stop, k, config, [cells[i] for i in idx],
                                    [cell_seeds[i] for i in idx], {**identity, "part": k + 1, "parts": n_jobs},
                                    ckpts[k], run_args) for k, idx in enumerate(parts)]
