@@ -169,7 +169,8 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
                    help="decoder activation: fast (default, within 2 machine epsilons of tanh) or exact (torch.tanh)")
     p.add_argument("--jobs", type=int, default=1,
                    help="processes, each training its share of the cells with threads // jobs torch threads "
-                        "(default 1; 2 on 2 cores is ~1.2x faster; --resume needs the same --jobs)")
+                        "(default 1; 2 on 2 cores ran ~1.1x faster, more with other work on the machine; "
+                        "--resume needs the same --jobs)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")

@@ -380,9 +380,9 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         threads; the records are the same, bit for bit, as with one
         process (cells are independent and the result does not depend on
         the thread count; tested plain in float64 and compiled in
-        float32). On 2 cores two one-thread processes run the paper's grid
-        about 1.2x faster than one two-thread process (see
-        docs/training.md, "Speed"). Checkpoints are then one file per part
+        float32). On 2 cores two one-thread processes ran the paper's grid
+        0.97-1.24x as fast as one two-thread process (median 1.1x; 2.3-2.8x
+        with a busy neighbour; docs/training.md, "Speed"). Checkpoints are then one file per part
         (``<out stem>.part<k>of<n>.ckpt.pt``), ``resume=True`` needs the
         same ``n_jobs``, and ``callback`` reports the slowest part's step
         (at most twice a second).
@@ -683,7 +683,10 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
             callback(steps, steps)
     except BaseException:
         if manager is not None and futures:
-            stop.set()
+            try:
+                stop.set()
+            except Exception:  # a Ctrl-C inside a queue read leaves the manager connection out of step;
+                pass  # the workers got the same SIGINT and stop by themselves
             wait(futures, timeout=60)  # the parts write their checkpoints at their last whole step
         if executor is not None:
             executor.shutdown(wait=True, kill_workers=True)  # no part keeps training after an interruption
