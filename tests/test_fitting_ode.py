@@ -642,6 +642,76 @@ def test_weighted_refit_keeps_the_support_and_reports_what_it_did():
         LotkaVolterra(derivative=WeakForm(weighting="gls")).fit(noisy, 0.01)
 
 
+def lorenz(t, z):
+    x, y, w = z
+    return [10.0 * (y - x), x * (28.0 - w) - y, x * y - 8.0 / 3.0 * w]
+
+
+LORENZ_TERMS = {(0, 1): -10.0, (0, 2): 10.0, (1, 1): 28.0, (1, 2): -1.0, (1, 6): -1.0, (2, 3): -8.0 / 3.0,
+                (2, 5): 1.0}  # (equation, column of PolynomialLibrary(2): 1 x y w x^2 xy xw y^2 yw w^2)
+
+
+def noisy_lorenz(seed, noise=0.05):
+    rng = np.random.default_rng(seed)
+    t = np.arange(0, 5, 0.002)
+    runs = [integrate(lorenz, rng.uniform([-15, -15, 10], [15, 15, 40]), t) for _ in range(5)]
+    return [r + noise * np.sqrt(np.mean(r**2, axis=0)) * rng.normal(size=r.shape) for r in runs], t
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_a_misfit_readmits_the_pruned_true_term_and_nothing_else(seed):
+    """Lorenz at 5 % noise with the small -y term of dy/dt pruned (what
+    STLSQ did on one benchmark seed): the whitened residual says misfit, the
+    search returns exactly that term, and the refit converges near the truth."""
+    from fitting.ode.regression import standardised_scale
+    from fitting.ode.weighted import covariance_refit
+
+    runs, t = noisy_lorenz(700 + seed)
+    library, weak = PolynomialLibrary(2), WeakForm().bind(runs, [t] * len(runs))
+    rows = [weak.rows(r, t, library) for r in runs]
+    Theta, Y = np.vstack([r[0] for r in rows]), np.vstack([r[1] for r in rows])
+    truth = np.zeros((3, 10))
+    for (i, f), value in LORENZ_TERMS.items():
+        truth[i, f] = value
+    pruned = truth.copy()
+    pruned[1, 2] = 0.0
+    start = pruned.copy()
+    start[1, 1] = 25.0  # what least squares gives x when y is missing
+    mask = np.ones((3, 10), dtype=bool)
+    kept, info = covariance_refit(start, runs, [t] * 5, library, weak)
+    assert info["status"] == "misfit" and info["chi2_per_dof"] > 2 and kept is start
+    grown, info = covariance_refit(start, runs, [t] * 5, library, weak, mask=mask, threshold=0.1,
+                                   term_scale=standardised_scale(Theta, Y))
+    assert info["status"] == "converged" and info["readmitted"] == [(1, 2)]
+    np.testing.assert_array_equal(grown != 0, truth != 0)
+    np.testing.assert_allclose(grown[truth != 0], truth[truth != 0], rtol=0.02)
+    # the regressor's bar stays: above the term's standardised size, nothing returns
+    _, info = covariance_refit(start, runs, [t] * 5, library, weak, mask=mask, threshold=0.5,
+                               term_scale=standardised_scale(Theta, Y))
+    assert info["status"] == "misfit" and "reaches the threshold" in info["readmission"]
+    # and too many allowed terms skip the search
+    from fitting.ode import weighted
+    monkey = weighted.READMIT_MAX_TERMS
+    try:
+        weighted.READMIT_MAX_TERMS = 29
+        _, info = covariance_refit(start, runs, [t] * 5, library, weak, mask=mask, threshold=0.1)
+        assert info["status"] == "misfit" and info["readmission"].startswith("skipped: 30 allowed terms")
+    finally:
+        weighted.READMIT_MAX_TERMS = monkey
+
+
+@pytest.mark.parametrize("scale", [1.0, 100.0])
+def test_noise_free_data_readmit_no_spurious_term(scale):
+    """Without noise the weak form's quadrature error is the whole residual
+    (a misfit at next to no noise); terms it would readmit have coefficients
+    of 1e-8 and stay out under the regressor's bar."""
+    t = np.arange(0, 30, 0.02)
+    runs = [scale * integrate(predator_prey, x0, t) for x0 in ([2.0, 1.0], [3.0, 2.0], [1.5, 0.7])]
+    model = LotkaVolterra().fit(runs, 0.02)
+    assert np.count_nonzero(model.coef_) == 4
+    assert "readmitted" not in model.fit_info_.get("weighting", {})
+
+
 @pytest.mark.slow
 def test_weighted_refit_beats_ordinary_least_squares_on_noisy_predator_prey():
     """Over 8 seeds of 1 % noise the covariance-weighted coefficients are

@@ -32,7 +32,7 @@ from .flowmap import FlowMap, map_to_generator
 from .integrate import SIMULATION_METHODS, augmented, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .names import DERIVATIVE_METHODS
-from .regression import OLS, STLSQ, Regressor, as_regressor
+from .regression import OLS, STLSQ, Regressor, as_regressor, standardised_scale
 from .relations import LinearRelationWarning, degenerates, linear_relation, _warning_text
 from .stable import stable_least_squares
 from .weak import WeakForm
@@ -254,8 +254,13 @@ class ODEModel(BaseEstimator):
             warnings.warn(_warning_text(relation), LinearRelationWarning, stacklevel=2)
         self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
         if self._weighted(regressor, formulation):
+            # after a misfit, terms STLSQ pruned may return if they clear its bar on the refitted scale
+            readmit = {}
+            if isinstance(regressor, STLSQ):
+                readmit = {"mask": mask, "threshold": regressor.threshold,
+                           "term_scale": standardised_scale(Theta, Y) if regressor.standardize else None}
             self.coef_, weighting = covariance_refit(self.coef_, [s[0] for s in samples], [s[1] for s in samples],
-                                                     library, formulation, sigma=sigma)
+                                                     library, formulation, sigma=sigma, **readmit)
             info = {**info, "weighting": weighting}
         if relation is not None:
             info = {**info, "linear_relation": relation}

@@ -40,6 +40,14 @@ def _rms(a: np.ndarray) -> np.ndarray:
     return np.sqrt(np.mean(a * a, axis=0))
 
 
+def standardised_scale(Theta: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """(m, F) factors that put coefficients on the standardised scale of
+    :class:`STLSQ` (feature RMS / target RMS; 0 where the target is 0)."""
+    sy = _rms(Y)
+    return np.divide(_rms(Theta)[None, :], sy[:, None], out=np.zeros((Y.shape[1], Theta.shape[1])),
+                     where=sy[:, None] > 0)
+
+
 #: largest ``max_iter`` accepted (an iteration cap, not a budget: solvers
 #: stop at convergence; scikit-learn stores it as a 32-bit unsigned int)
 MAX_ITER = 10**9

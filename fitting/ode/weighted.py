@@ -27,6 +27,7 @@ matrix, solved in time linear in its number of windows.
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 from scipy.linalg import LinAlgError, solveh_banded
 
 from ..derivatives import is_uniform
@@ -47,6 +48,10 @@ FLOOR = 1e-8
 #: weighting is not trusted (about 1 when the terms and the noise model are
 #: right: 0.9-1.2 measured on the benchmark systems; 5.1 with a spurious term)
 MISFIT = 2.0
+#: level of the likelihood-ratio test a pruned term must pass to be readmitted after a misfit
+READMIT_LEVEL = 1e-3
+#: most allowed terms (equations x features) for which a misfit triggers the readmission search
+READMIT_MAX_TERMS = 400
 
 
 def noise_level(runs: list[np.ndarray], times: list[np.ndarray] | None = None) -> np.ndarray:
@@ -168,7 +173,8 @@ class _Run:
 
 
 def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.ndarray], library: Library,
-                     formulation, sigma: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                     formulation, sigma: np.ndarray | None = None, mask: np.ndarray | None = None,
+                     threshold: float = 0.0, term_scale: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
     """Refit the non-zero coefficients of ``coef`` (K, F) by iterated
     generalised least squares on the weak-form rows of ``runs``.
 
@@ -183,6 +189,22 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
     sigma : ndarray (K,), optional
         Noise standard deviation per column; estimated by
         :func:`noise_level` when None.
+    mask : ndarray (K, F) of bool, optional
+        The terms the model allows. Given, a misfit (see below) is followed
+        by a search for terms the regressor pruned (``_readmit_terms``):
+        the pruned term whose return lowers the whitened residual most,
+        while that drop passes a likelihood-ratio test at level
+        ``READMIT_LEVEL``, one at a time; the grown support is kept only if
+        its refit converges with a noise-like residual (status
+        ``"converged"``, ``info["readmitted"]`` lists the (equation, term
+        index) pairs), otherwise ``coef`` is returned with status ``"misfit"``.
+    threshold : float >= 0, term_scale : ndarray (K, F), optional
+        The regressor's bar, kept for readmission: a pruned term is a
+        candidate only if its refitted coefficient times ``term_scale``
+        (e.g. feature RMS / target RMS, STLSQ's standardised scale; ones
+        when None) has magnitude at least ``threshold``. Without it, data
+        with next to no noise (where the weak form's own quadrature error
+        makes the misfit) would readmit terms with coefficients of 1e-8.
 
     Returns
     -------
@@ -210,6 +232,17 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         return coef, {**info, "status": f"library not differentiable at the data ({exc})"}
     if not all(np.all(np.isfinite(p.jac)) for p in pieces):
         return coef, {**info, "status": "library derivative not finite at the data"}
+    refit, out = _iterate(pieces, coef, support, sigma, info)
+    if out["status"] != "misfit" or mask is None:
+        return refit, out
+    scale = np.ones(coef.shape) if term_scale is None else np.asarray(term_scale, dtype=float)
+    grown, grown_info = _readmit_terms(pieces, coef, mask, sigma, info, float(threshold), scale)
+    return (grown, grown_info) if grown is not None else (refit, {**out, **grown_info})
+
+
+def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: np.ndarray, info: dict
+             ) -> tuple[np.ndarray, dict]:
+    """Iterated GLS of the ``support`` terms, starting from ``coef``."""
     current, previous = coef, np.inf
     for it in range(1, MAX_ITERATIONS + 1):
         try:
@@ -217,18 +250,14 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         except (LinAlgError, ValueError):
             return coef, {**info, "iterations": it, "status": "covariance not positive definite"}
         # generalised least squares: (D' C^-1 D) xi = D' C^-1 b, columns scaled for conditioning
-        M = sum(D.T @ CD for D, _, CD, _ in parts)
-        v = sum(D.T @ Cb for D, _, _, Cb in parts)
-        scale = np.sqrt(np.abs(np.diag(M)))
-        scale[scale == 0] = 1.0
-        xi = np.linalg.lstsq(M / np.outer(scale, scale), v / scale, rcond=None)[0] / scale
+        M, v, bb, rows = _normal_equations(parts)
+        xi = _solve_scaled(M, v)
         new = np.zeros_like(coef)
         new[support] = xi  # row-major order of the support = the column order of D
         if not np.all(np.isfinite(new)):
             return coef, {**info, "iterations": it, "status": "not finite"}
         change = np.linalg.norm(new - current) / max(np.linalg.norm(current), 1e-300)
         current = new
-        rows = sum(len(b) for _, b, _, _ in parts)
         # r' C^-1 r of the residual r = D xi - b, run by run
         chi2 = sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts) / max(rows - len(xi), 1)
         info = {**info, "iterations": it, "chi2_per_dof": chi2}
@@ -240,3 +269,85 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
             return coef, {**info, "status": "not converged"}
         previous = change
     return coef, {**info, "iterations": MAX_ITERATIONS, "status": "not converged"}
+
+
+def _normal_equations(parts) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """D' C^-1 D, D' C^-1 b, b' C^-1 b and the number of rows, summed over runs."""
+    M = sum(D.T @ CD for D, _, CD, _ in parts)
+    v = sum(D.T @ Cb for D, _, _, Cb in parts)
+    bb = sum(float(b @ Cb) for _, b, _, Cb in parts)
+    return M, v, bb, sum(len(b) for _, b, _, _ in parts)
+
+
+def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """M xi = v with the columns scaled to unit diagonal (conditioning)."""
+    scale = np.sqrt(np.abs(np.diag(M)))
+    scale[scale == 0] = 1.0
+    return np.linalg.lstsq(M / np.outer(scale, scale), v / scale, rcond=None)[0] / scale
+
+
+def _chi2(M: np.ndarray, v: np.ndarray, bb: float, xi: np.ndarray) -> float:
+    """r' C^-1 r of the residual r = D xi - b, from the normal equations
+    (loses precision when r is tiny next to b: used to rank terms only)."""
+    return float(xi @ M @ xi - 2 * xi @ v + bb)
+
+
+def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma: np.ndarray, info: dict,
+                   threshold: float, term_scale: np.ndarray) -> tuple[np.ndarray | None, dict]:
+    """Grow the support of ``coef`` by pruned terms of ``mask`` until its
+    refit converges (see :func:`covariance_refit`); ``(None, info)`` when
+    no grown support does.
+
+    Each round builds the GLS normal equations of every allowed term once,
+    with the covariance at the current coefficients, and scores each pruned
+    term by the whitened residual of the support with it added (among the
+    terms whose refitted coefficient times ``term_scale`` reaches
+    ``threshold``). The best term is added when the drop of the whitened residual, in units of the
+    new fit's residual per degree of freedom, exceeds the chi-square(1)
+    quantile at ``1 - READMIT_LEVEL`` (a likelihood-ratio test that
+    tolerates the misfit's inflated scale); then the support is refitted.
+    Skipped (status note) above ``READMIT_MAX_TERMS`` allowed terms."""
+    mask = np.asarray(mask, dtype=bool)
+    if int(mask.sum()) > READMIT_MAX_TERMS:
+        return None, {"readmission": f"skipped: {int(mask.sum())} allowed terms > {READMIT_MAX_TERMS}"}
+    support = (coef != 0) & mask
+    current = coef
+    critical = float(stats.chi2.ppf(1 - READMIT_LEVEL, 1))
+    added: list[tuple[int, int]] = []
+    order = np.flatnonzero(mask.ravel())  # column order of D with support=mask
+    while True:
+        try:
+            parts = [p.solve_parts(current, mask, sigma) for p in pieces]
+        except (LinAlgError, ValueError):
+            return None, {"readmission": "covariance not positive definite"}
+        M, v, bb, rows = _normal_equations(parts)
+        inside = support.ravel()[order]
+        base = np.flatnonzero(inside)
+        chi2_base = _chi2(M[np.ix_(base, base)], v[base], bb, _solve_scaled(M[np.ix_(base, base)], v[base]))
+        best = None
+        scale = term_scale.ravel()[order]
+        for j in np.flatnonzero(~inside):
+            sel = np.append(base, j)
+            xi = _solve_scaled(M[np.ix_(sel, sel)], v[sel])
+            if not abs(xi[-1]) * scale[j] >= threshold:
+                continue
+            chi2 = _chi2(M[np.ix_(sel, sel)], v[sel], bb, xi)
+            if best is None or chi2 < best[1]:
+                best = (j, chi2, sel, xi)
+        if best is None:
+            return None, {"readmission": f"no pruned term reaches the threshold (added {len(added)})"}
+        j, chi2, sel, xi = best
+        dof = max(rows - len(sel), 1)
+        if not (chi2_base - chi2) / max(chi2 / dof, 1e-300) > critical:
+            return None, {"readmission": f"no pruned term passes the test (added {len(added)})"}
+        flat = int(order[j])
+        support.ravel()[flat] = True
+        added.append(divmod(flat, mask.shape[1]))
+        start = np.zeros_like(coef)
+        start.ravel()[order[sel]] = xi
+        refit, out = _iterate(pieces, start, support, sigma, info)
+        if out["status"] == "converged":
+            return refit, {**out, "readmitted": [(int(i), int(f)) for i, f in added]}
+        if out["status"] != "misfit":
+            return None, {"readmission": f"refit with {len(added)} readmitted term(s): {out['status']}"}
+        current = start
