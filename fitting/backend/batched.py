@@ -28,6 +28,7 @@ from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
 from .models import survival_initial_parameters
+from .threads import threads_per_job
 from .trainer import TrainingDivergedError, _Recorder
 
 __all__ = ["train_batched", "batched_checkpoint_path"]
@@ -70,7 +71,7 @@ def _train_in_groups(config: SurvivalMLPConfig, seeds: list[int], out_dir, *, ca
     from joblib import Parallel, delayed
 
     groups = [list(g) for g in np.array_split(np.array(seeds), n_jobs)]
-    threads = max(1, torch.get_num_threads() // n_jobs)
+    threads = threads_per_job(n_jobs)
     jobs = (delayed(_group_worker)(threads, config, [int(s) for s in g], out_dir, compile=compile,
                                    checkpoint_every=checkpoint_every, resume=resume) for g in groups)
     out: list[Trajectory] = []

@@ -51,6 +51,7 @@ from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .models import DTYPES, ToyTask, predict_labels, toy_decoder_input
+from .threads import threads_per_job
 from .trainer import checkpoint_path
 
 __all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError"]
@@ -651,7 +652,7 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
 
     parts = [list(range(k, len(cells), n_jobs)) for k in range(n_jobs)]
     ckpts = _checkpoints(out, n_jobs) if out is not None else [None] * n_jobs
-    threads = max(1, torch.get_num_threads() // n_jobs)
+    threads = threads_per_job(n_jobs)
     steps = run_args["steps"]
     manager, futures, executor = None, [], None
     try:
