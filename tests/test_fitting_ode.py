@@ -689,6 +689,15 @@ def test_a_misfit_readmits_the_pruned_true_term_and_nothing_else(seed):
     _, info = covariance_refit(start, runs, [t] * 5, library, weak, mask=mask, threshold=0.5,
                                term_scale=standardised_scale(Theta, Y))
     assert info["status"] == "misfit" and "reaches the threshold" in info["readmission"]
+    # memory order does not matter, and a supported term the mask leaves out still counts as allowed
+    fortran = covariance_refit(np.asfortranarray(start), runs, [t] * 5, library, weak, mask=np.asfortranarray(mask),
+                               threshold=0.1, term_scale=np.asfortranarray(standardised_scale(Theta, Y)))
+    np.testing.assert_array_equal(fortran[0], grown)
+    partial = mask.copy()
+    partial[2, 3] = False
+    _, info = covariance_refit(start, runs, [t] * 5, library, weak, mask=partial, threshold=0.1,
+                               term_scale=standardised_scale(Theta, Y))
+    assert info["readmitted"] == [(1, 2)]
     # and too many allowed terms skip the search
     from fitting.ode import weighted
     monkey = weighted.READMIT_MAX_TERMS
@@ -710,6 +719,15 @@ def test_noise_free_data_readmit_no_spurious_term(scale):
     model = LotkaVolterra().fit(runs, 0.02)
     assert np.count_nonzero(model.coef_) == 4
     assert "readmitted" not in model.fit_info_.get("weighting", {})
+    # even without the bar: the candidates are scored from the residual itself (no cancellation against
+    # b' C^-1 b, which is 1e15 times larger here), and the best-of-many test is corrected for their number
+    from fitting.ode.weighted import covariance_refit
+
+    t_list = [t] * len(runs)
+    coef, info = covariance_refit(model.coef_, runs, t_list, model.library_, model.formulation_,
+                                  mask=np.ones_like(model.coef_, dtype=bool), threshold=0.0)
+    assert info["status"] == "misfit" and "passes the test" in info["readmission"]
+    assert np.count_nonzero(coef) == 4
 
 
 @pytest.mark.slow

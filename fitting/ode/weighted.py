@@ -194,15 +194,19 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         by a search for terms the regressor pruned (``_readmit_terms``):
         the pruned term whose return lowers the whitened residual most,
         while that drop passes a likelihood-ratio test at level
-        ``READMIT_LEVEL``, one at a time; the grown support is kept only if
-        its refit converges with a noise-like residual (status
-        ``"converged"``, ``info["readmitted"]`` lists the (equation, term
-        index) pairs), otherwise ``coef`` is returned with status ``"misfit"``.
+        ``READMIT_LEVEL`` (divided by the number of candidates), one at a
+        time; the grown support is kept only if its refit converges with a
+        noise-like residual and every returned term still clears the bar
+        below (status ``"converged"``, ``info["readmitted"]`` lists the
+        (equation, term index) pairs), otherwise ``coef`` is returned with
+        status ``"misfit"``. Non-zero terms of ``coef`` outside ``mask``
+        count as allowed.
     threshold : float >= 0, term_scale : ndarray (K, F), optional
         The regressor's bar, kept for readmission: a pruned term is a
         candidate only if its refitted coefficient times ``term_scale``
         (e.g. feature RMS / target RMS, STLSQ's standardised scale; ones
-        when None) has magnitude at least ``threshold``. Without it, data
+        when None; terms with scale 0 never return) has magnitude at least
+        ``threshold``. Without it, data
         with next to no noise (where the weak form's own quadrature error
         makes the misfit) would readmit terms with coefficients of 1e-8.
 
@@ -217,7 +221,10 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         ``info["status"]`` says which.
     info : dict
         ``status`` ("converged", "misfit", "no noise", "empty support",
-        "not converged", ...), ``iterations``, ``noise_sd``, ``chi2_per_dof``.
+        "not converged", ...), ``iterations``, ``noise_sd``, ``chi2_per_dof``;
+        after a readmission search, ``readmitted`` and
+        ``misfit_chi2_per_dof`` (the misfit that started it) when it
+        succeeded, ``readmission`` (why not) when it did not.
     """
     sigma = noise_level(runs, times) if sigma is None else np.asarray(sigma, dtype=float)
     info = {"noise_sd": sigma.tolist(), "iterations": 0}
@@ -237,7 +244,9 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         return refit, out
     scale = np.ones(coef.shape) if term_scale is None else np.asarray(term_scale, dtype=float)
     grown, grown_info = _readmit_terms(pieces, coef, mask, sigma, info, float(threshold), scale)
-    return (grown, grown_info) if grown is not None else (refit, {**out, **grown_info})
+    if grown is None:
+        return refit, {**out, **grown_info}
+    return grown, {**grown_info, "misfit_chi2_per_dof": out["chi2_per_dof"]}
 
 
 def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: np.ndarray, info: dict
@@ -250,7 +259,7 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
         except (LinAlgError, ValueError):
             return coef, {**info, "iterations": it, "status": "covariance not positive definite"}
         # generalised least squares: (D' C^-1 D) xi = D' C^-1 b, columns scaled for conditioning
-        M, v, bb, rows = _normal_equations(parts)
+        M, v, rows = _normal_equations(parts)
         xi = _solve_scaled(M, v)
         new = np.zeros_like(coef)
         new[support] = xi  # row-major order of the support = the column order of D
@@ -271,12 +280,11 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
     return coef, {**info, "iterations": MAX_ITERATIONS, "status": "not converged"}
 
 
-def _normal_equations(parts) -> tuple[np.ndarray, np.ndarray, float, int]:
-    """D' C^-1 D, D' C^-1 b, b' C^-1 b and the number of rows, summed over runs."""
+def _normal_equations(parts) -> tuple[np.ndarray, np.ndarray, int]:
+    """D' C^-1 D, D' C^-1 b and the number of rows, summed over runs."""
     M = sum(D.T @ CD for D, _, CD, _ in parts)
     v = sum(D.T @ Cb for D, _, _, Cb in parts)
-    bb = sum(float(b @ Cb) for _, b, _, Cb in parts)
-    return M, v, bb, sum(len(b) for _, b, _, _ in parts)
+    return M, v, sum(len(b) for _, b, _, _ in parts)
 
 
 def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -286,12 +294,6 @@ def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(M / np.outer(scale, scale), v / scale, rcond=None)[0] / scale
 
 
-def _chi2(M: np.ndarray, v: np.ndarray, bb: float, xi: np.ndarray) -> float:
-    """r' C^-1 r of the residual r = D xi - b, from the normal equations
-    (loses precision when r is tiny next to b: used to rank terms only)."""
-    return float(xi @ M @ xi - 2 * xi @ v + bb)
-
-
 def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma: np.ndarray, info: dict,
                    threshold: float, term_scale: np.ndarray) -> tuple[np.ndarray | None, dict]:
     """Grow the support of ``coef`` by pruned terms of ``mask`` until its
@@ -299,55 +301,73 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
     no grown support does.
 
     Each round builds the GLS normal equations of every allowed term once,
-    with the covariance at the current coefficients, and scores each pruned
-    term by the whitened residual of the support with it added (among the
-    terms whose refitted coefficient times ``term_scale`` reaches
-    ``threshold``). The best term is added when the drop of the whitened residual, in units of the
-    new fit's residual per degree of freedom, exceeds the chi-square(1)
-    quantile at ``1 - READMIT_LEVEL`` (a likelihood-ratio test that
-    tolerates the misfit's inflated scale); then the support is refitted.
-    Skipped (status note) above ``READMIT_MAX_TERMS`` allowed terms."""
-    mask = np.asarray(mask, dtype=bool)
+    with the covariance at the current coefficients (M = D' C^-1 D), and
+    scores each pruned term j by the drop of the whitened residual its
+    addition gives, computed without cancellation from the residual r of
+    the current support S: drop_j = g_j^2 / s_j with g_j = d_j' C^-1 r and
+    s_j = M_jj - M_jS M_SS^-1 M_Sj (its coefficient is -g_j / s_j). Only
+    terms whose coefficient times ``term_scale`` reaches ``threshold`` (and
+    whose scale is non-zero) compete. The best is added when its drop, in
+    units of the new residual per degree of freedom, exceeds the
+    chi-square(1) quantile at ``1 - READMIT_LEVEL / candidates`` (a
+    likelihood-ratio test for the best of several, Bonferroni-corrected,
+    that tolerates the misfit's inflated scale); then the support is
+    refitted. The grown support is accepted when the refit converges and
+    every readmitted term still clears the bar. Skipped (status note) above
+    ``READMIT_MAX_TERMS`` allowed terms."""
+    coef = np.ascontiguousarray(coef, dtype=float)
+    support = np.ascontiguousarray(coef != 0)
+    mask = np.ascontiguousarray(mask, dtype=bool) | support  # the regressor's terms are always allowed
     if int(mask.sum()) > READMIT_MAX_TERMS:
         return None, {"readmission": f"skipped: {int(mask.sum())} allowed terms > {READMIT_MAX_TERMS}"}
-    support = (coef != 0) & mask
+    order = np.flatnonzero(mask.ravel())  # column order of D with support=mask (row-major, as solve_parts)
+    scale = np.ascontiguousarray(term_scale, dtype=float).ravel()[order]
     current = coef
-    critical = float(stats.chi2.ppf(1 - READMIT_LEVEL, 1))
-    added: list[tuple[int, int]] = []
-    order = np.flatnonzero(mask.ravel())  # column order of D with support=mask
-    while True:
+    added: list[int] = []
+    for _ in range(len(order)):
         try:
             parts = [p.solve_parts(current, mask, sigma) for p in pieces]
         except (LinAlgError, ValueError):
             return None, {"readmission": "covariance not positive definite"}
-        M, v, bb, rows = _normal_equations(parts)
+        M, v, rows = _normal_equations(parts)
         inside = support.ravel()[order]
-        base = np.flatnonzero(inside)
-        chi2_base = _chi2(M[np.ix_(base, base)], v[base], bb, _solve_scaled(M[np.ix_(base, base)], v[base]))
-        best = None
-        scale = term_scale.ravel()[order]
-        for j in np.flatnonzero(~inside):
-            sel = np.append(base, j)
-            xi = _solve_scaled(M[np.ix_(sel, sel)], v[sel])
-            if not abs(xi[-1]) * scale[j] >= threshold:
-                continue
-            chi2 = _chi2(M[np.ix_(sel, sel)], v[sel], bb, xi)
-            if best is None or chi2 < best[1]:
-                best = (j, chi2, sel, xi)
-        if best is None:
+        base, cand = np.flatnonzero(inside), np.flatnonzero(~inside)
+        if cand.size == 0:
+            return None, {"readmission": f"no pruned term left (added {len(added)})"}
+        xi_b = _solve_scaled(M[np.ix_(base, base)], v[base])
+        resid = [D[:, base] @ xi_b - b for D, b, _, _ in parts]  # r = D_S xi_S - b, run by run
+        chi2_base = sum(float(r @ (CD[:, base] @ xi_b - Cb)) for r, (_, _, CD, Cb) in zip(resid, parts))
+        g = sum(CD[:, cand].T @ r for r, (_, _, CD, _) in zip(resid, parts))
+        proj = np.linalg.lstsq(M[np.ix_(base, base)], M[np.ix_(base, cand)], rcond=None)[0]
+        s_j = np.diag(M)[cand] - np.einsum("bc,bc->c", M[np.ix_(base, cand)], proj)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            value = -g / s_j
+            drop = np.where(s_j > 0, g * g / s_j, 0.0)
+        eligible = (s_j > 0) & (scale[cand] > 0) & (np.abs(value) * scale[cand] >= threshold)
+        if not eligible.any():
             return None, {"readmission": f"no pruned term reaches the threshold (added {len(added)})"}
-        j, chi2, sel, xi = best
-        dof = max(rows - len(sel), 1)
-        if not (chi2_base - chi2) / max(chi2 / dof, 1e-300) > critical:
+        k = int(np.argmax(np.where(eligible, drop, -np.inf)))
+        j = int(cand[k])
+        dof = max(rows - len(base) - 1, 1)
+        chi2_new = max(chi2_base - float(drop[k]), 1e-300)
+        critical = float(stats.chi2.ppf(1 - READMIT_LEVEL / len(cand), 1))
+        if not float(drop[k]) / (chi2_new / dof) > critical:
             return None, {"readmission": f"no pruned term passes the test (added {len(added)})"}
         flat = int(order[j])
-        support.ravel()[flat] = True
-        added.append(divmod(flat, mask.shape[1]))
+        support[np.unravel_index(flat, support.shape)] = True
+        added.append(flat)
+        sel = np.append(base, j)
         start = np.zeros_like(coef)
-        start.ravel()[order[sel]] = xi
+        start[np.unravel_index(order[sel], start.shape)] = _solve_scaled(M[np.ix_(sel, sel)], v[sel])
         refit, out = _iterate(pieces, start, support, sigma, info)
         if out["status"] == "converged":
-            return refit, {**out, "readmitted": [(int(i), int(f)) for i, f in added]}
+            back = [np.unravel_index(f, coef.shape) for f in added]
+            term_bar = np.ascontiguousarray(term_scale, dtype=float)
+            if all(abs(refit[i]) * term_bar[i] >= threshold for i in back):
+                return refit, {**out, "readmitted": [(int(i), int(f)) for i, f in back]}
+            return None, {"readmission": f"a readmitted term fell below the threshold in the refit "
+                                         f"(added {len(added)})"}
         if out["status"] != "misfit":
             return None, {"readmission": f"refit with {len(added)} readmitted term(s): {out['status']}"}
         current = start
+    return None, {"readmission": f"no pruned term left (added {len(added)})"}
