@@ -698,6 +698,11 @@ def test_a_misfit_readmits_the_pruned_true_term_and_nothing_else(seed):
     _, info = covariance_refit(start, runs, [t] * 5, library, weak, mask=partial, threshold=0.1,
                                term_scale=standardised_scale(Theta, Y))
     assert info["readmitted"] == [(1, 2)]
+    # bad settings are refused by name before any work
+    for bad, match in ((dict(threshold=-0.1), "threshold must be"), (dict(mask=mask[:2]), "mask must have shape"),
+                       (dict(term_scale=-np.ones((3, 10))), "term_scale must be >= 0")):
+        with pytest.raises(ValueError, match=match):
+            covariance_refit(start, runs, [t] * 5, library, weak, **bad)
     # and too many allowed terms skip the search
     from fitting.ode import weighted
     monkey = weighted.READMIT_MAX_TERMS

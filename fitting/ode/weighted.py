@@ -30,7 +30,10 @@ import numpy as np
 from scipy import stats
 from scipy.linalg import LinAlgError, solveh_banded
 
+from particles.validation import check_array
+
 from ..derivatives import is_uniform
+from .checks import check_number
 from .library import Library
 
 __all__ = ["noise_level", "covariance_refit"]
@@ -226,6 +229,11 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         ``misfit_chi2_per_dof`` (the misfit that started it) when it
         succeeded, ``readmission`` (why not) when it did not.
     """
+    threshold = check_number(threshold, "threshold", 0.0)
+    if mask is not None:
+        mask = check_array(mask, "mask", dtype="bool", shape=coef.shape)
+    if term_scale is not None:
+        term_scale = check_array(term_scale, "term_scale", shape=coef.shape, low=0.0)
     sigma = noise_level(runs, times) if sigma is None else np.asarray(sigma, dtype=float)
     info = {"noise_sd": sigma.tolist(), "iterations": 0}
     support = coef != 0
