@@ -152,11 +152,26 @@ class PySINDyFit:
 
 
 # ----------------------------------------------------------------- metrics
-def evaluate(model, system, scale, test_t, test_x, kind):
+def derivative_error(model, system, scale, test_x):
+    """||f_fit(x) - f(x)|| / ||f(x)|| on 500 states of a held-out run."""
     f_true = scale * system.f(test_x / scale)
     idx = np.linspace(0, len(test_x) - 1, 500).astype(int)
     pred = model.predict(test_x[idx])
-    err = float(np.linalg.norm(pred - f_true[idx]) / np.linalg.norm(f_true[idx]))
+    return float(np.linalg.norm(pred - f_true[idx]) / np.linalg.norm(f_true[idx]))
+
+
+def support_scores(model, system):
+    """Precision, recall and F1 of the fitted terms against the true ones."""
+    true = system.coef != 0
+    found = np.asarray(model.coef_) != 0
+    tp = int(np.sum(true & found))
+    prec = tp / max(int(found.sum()), 1)
+    rec = tp / int(true.sum())
+    return prec, rec, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+
+
+def evaluate(model, system, scale, test_t, test_x, kind):
+    err = derivative_error(model, system, scale, test_x)
     horizon = system.horizon or test_t[-1]
     keep = test_t <= horizon + 1e-12
     try:
@@ -170,12 +185,7 @@ def evaluate(model, system, scale, test_t, test_x, kind):
     except (BlowUpError, ValueError, FloatingPointError):
         traj = float("-inf")
     traj = max(traj, -10.0)  # report blow-ups and nonsense as -10 (a floor for the table)
-    true = system.coef != 0
-    found = np.asarray(model.coef_) != 0
-    tp = int(np.sum(true & found))
-    prec = tp / max(int(found.sum()), 1)
-    rec = tp / int(true.sum())
-    f1 = 2 * prec * rec / (prec + rec) if prec + rec else 0.0
+    prec, rec, f1 = support_scores(model, system)
     return {"derivative_error": err, "trajectory_r2": traj, "precision": prec, "recall": rec, "f1": f1}
 
 

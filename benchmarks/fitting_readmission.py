@@ -29,12 +29,7 @@ S = {s.name: s for s in bf.systems()}[name]
 
 
 def deriv_f1(model, test_x):
-    f_true = scale * S.f(test_x / scale)
-    idx = np.linspace(0, len(test_x) - 1, 500).astype(int)
-    err = float(np.linalg.norm(model.predict(test_x[idx]) - f_true[idx]) / np.linalg.norm(f_true[idx]))
-    true = S.coef != 0; found = np.asarray(model.coef_) != 0
-    tp = int(np.sum(true & found)); prec = tp / max(int(found.sum()), 1); rec = tp / int(true.sum())
-    return err, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+    return bf.derivative_error(model, S, scale, test_x), bf.support_scores(model, S)[2]
 
 
 rows = []

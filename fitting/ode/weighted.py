@@ -250,7 +250,7 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
     refit, out = _iterate(pieces, coef, support, sigma, info)
     if out["status"] != "misfit" or mask is None:
         return refit, out
-    scale = np.ones(coef.shape) if term_scale is None else np.asarray(term_scale, dtype=float)
+    scale = np.ones(coef.shape) if term_scale is None else term_scale
     grown, grown_info = _readmit_terms(pieces, coef, mask, sigma, info, float(threshold), scale)
     if grown is None:
         return refit, {**out, **grown_info}
@@ -275,8 +275,7 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
             return coef, {**info, "iterations": it, "status": "not finite"}
         change = np.linalg.norm(new - current) / max(np.linalg.norm(current), 1e-300)
         current = new
-        # r' C^-1 r of the residual r = D xi - b, run by run
-        chi2 = sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts) / max(rows - len(xi), 1)
+        chi2 = _whitened_rss(parts, xi) / max(rows - len(xi), 1)
         info = {**info, "iterations": it, "chi2_per_dof": chi2}
         if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
             return coef, {**info, "status": "misfit"}
@@ -293,6 +292,14 @@ def _normal_equations(parts) -> tuple[np.ndarray, np.ndarray, int]:
     M = sum(D.T @ CD for D, _, CD, _ in parts)
     v = sum(D.T @ Cb for D, _, _, Cb in parts)
     return M, v, sum(len(b) for _, b, _, _ in parts)
+
+
+def _whitened_rss(parts, xi: np.ndarray, cols: np.ndarray | None = None) -> float:
+    """r' C^-1 r of the residual r = D xi - b (D's columns ``cols``, all by
+    default), run by run: no cancellation against b' C^-1 b."""
+    if cols is None:
+        return sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts)
+    return sum(float((D[:, cols] @ xi - b).dot(CD[:, cols] @ xi - Cb)) for D, b, CD, Cb in parts)
 
 
 def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -329,7 +336,8 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
     if int(mask.sum()) > READMIT_MAX_TERMS:
         return None, {"readmission": f"skipped: {int(mask.sum())} allowed terms > {READMIT_MAX_TERMS}"}
     order = np.flatnonzero(mask.ravel())  # column order of D with support=mask (row-major, as solve_parts)
-    scale = np.ascontiguousarray(term_scale, dtype=float).ravel()[order]
+    term_scale = np.ascontiguousarray(term_scale, dtype=float)
+    scale = term_scale.ravel()[order]
     current = coef
     added: list[int] = []
     for _ in range(len(order)):
@@ -344,7 +352,7 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
             return None, {"readmission": f"no pruned term left (added {len(added)})"}
         xi_b = _solve_scaled(M[np.ix_(base, base)], v[base])
         resid = [D[:, base] @ xi_b - b for D, b, _, _ in parts]  # r = D_S xi_S - b, run by run
-        chi2_base = sum(float(r @ (CD[:, base] @ xi_b - Cb)) for r, (_, _, CD, Cb) in zip(resid, parts))
+        chi2_base = _whitened_rss(parts, xi_b, base)
         g = sum(CD[:, cand].T @ r for r, (_, _, CD, _) in zip(resid, parts))
         proj = np.linalg.lstsq(M[np.ix_(base, base)], M[np.ix_(base, cand)], rcond=None)[0]
         s_j = np.diag(M)[cand] - np.einsum("bc,bc->c", M[np.ix_(base, cand)], proj)
@@ -370,8 +378,7 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
         refit, out = _iterate(pieces, start, support, sigma, info)
         if out["status"] == "converged":
             back = [np.unravel_index(f, coef.shape) for f in added]
-            term_bar = np.ascontiguousarray(term_scale, dtype=float)
-            if all(abs(refit[i]) * term_bar[i] >= threshold for i in back):
+            if all(abs(refit[i]) * term_scale[i] >= threshold for i in back):
                 return refit, {**out, "readmitted": [(int(i), int(f)) for i, f in back]}
             return None, {"readmission": f"a readmitted term fell below the threshold in the refit "
                                          f"(added {len(added)})"}
