@@ -8,8 +8,12 @@ this run, next to its baseline, and printed as a ratio.
    backward, two AdamW steps, accuracies; nothing else). Target >= 10x.
    The grid runs at its default (``tanh="fast"``, one process), with
    ``tanh="exact"`` and with ``n_jobs=2`` (two warm worker processes of one
-   thread); the five contenders run in turn, then in reverse order, best of
-   two each, every one timed from call to return (setup included).
+   thread); the five contenders run in turn, then in reverse order, and so
+   on for ``--rounds`` rounds, every one timed from call to return (setup
+   included). Rates are the best of the rounds; ratios are also paired
+   within each round (a grid and the loop it is compared with, minutes
+   apart at most) and summarised over rounds: median, geometric mean with a
+   95 % t-interval, range, rounds at or above 10x.
 2. Survival MLP (p = 59, d = 128, full batch): B seeds one after another
    against the same B seeds in ``train_batched`` (one stack, compiled, two
    processes of one thread), float64 and float32; ratios to the sequential
@@ -41,6 +45,21 @@ def timed(fn) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def ratio_summary(ratios: np.ndarray) -> dict:
+    """Median, range, rounds at or above 10x, and the geometric mean with a
+    95 % t-interval on the log ratios (rounds as independent repeats)."""
+    from scipy import stats
+
+    logs = np.log(ratios)
+    if len(logs) > 1:
+        half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
+    else:
+        half = np.nan
+    return {"ratios": ratios.tolist(), "median": float(np.median(ratios)), "geomean": float(np.exp(logs.mean())),
+            "ci95": [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))],
+            "min": float(ratios.min()), "max": float(ratios.max()), "at_least_10x": int((ratios >= 10).sum())}
 
 
 def _spin(stop) -> None:  # pragma: no cover - a busy neighbour
@@ -83,9 +102,13 @@ def grid_section(args, out: dict) -> None:
     train_grid(cfg, grid, steps=2, n_jobs=2)  # start the two workers and compile there
     train(cfg.replace(steps=2), 0)
     best = dict.fromkeys(runs, np.inf)
-    for order in (list(runs), list(runs)[::-1]):  # alternated, best of two for every contender: a shared machine
-        for key in order:
-            best[key] = min(best[key], runs[key]())
+    rounds = []  # every contender's time in each round: ratios paired within a round see the same machine
+    for r in range(args.rounds):  # alternated order (forward, reverse, ...): a shared machine drifts
+        order = list(runs) if r % 2 == 0 else list(runs)[::-1]
+        times = {key: runs[key]() for key in order}
+        rounds.append(times)
+        for key, t in times.items():
+            best[key] = min(best[key], t)
     rate_grid, rate_exact = len(cells) * steps / best["fast"], len(cells) * steps / best["exact"]
     rate_jobs2 = len(cells) * steps / best["jobs2"]
     rate_train, rate_bare = len(sample) * seq_steps / best["train"], len(sample) * seq_steps / best["bare"]
@@ -100,6 +123,19 @@ def grid_section(args, out: dict) -> None:
           f"(exact tanh {rate_exact / rate_train:.1f}x, n_jobs=2 {rate_jobs2 / rate_train:.1f}x)   (target >= 10x)")
     print(f"  sequential bare loop:      {rate_bare:9.0f} cell-steps/s   ratio {rate_grid / rate_bare:6.1f}x "
           f"(exact tanh {rate_exact / rate_bare:.1f}x, n_jobs=2 {rate_jobs2 / rate_bare:.1f}x)   (target >= 10x)")
+    paired = {}
+    for grid_key, label in (("fast", "default"), ("exact", "tanh=exact"), ("jobs2", "n_jobs=2")):
+        for base in ("train", "bare"):
+            ratios = np.array([(len(cells) * steps / t[grid_key]) / (len(sample) * seq_steps / t[base]) for t in rounds])
+            paired[f"{grid_key}_vs_{base}"] = ratio_summary(ratios)
+    print(f"  ratios paired within each of {args.rounds} rounds (median; geometric mean with its 95 % t-interval; "
+          f"range; rounds >= 10x):")
+    for key, summary in paired.items():
+        print(f"    {key:16s} {summary['median']:5.1f}x; {summary['geomean']:5.1f}x "
+              f"[{summary['ci95'][0]:.1f}, {summary['ci95'][1]:.1f}]; {summary['min']:.1f}-{summary['max']:.1f}x; "
+              f"{summary['at_least_10x']}/{len(rounds)}")
+    out["grid_rounds"] = {"times": rounds, "paired_ratios": paired, "sequential_cells": len(sample),
+                          "sequential_steps": seq_steps}
     out["grid"] = {"cells": len(cells), "steps": steps, "rate_grid": rate_grid, "rate_grid_exact_tanh": rate_exact,
                    "rate_train": rate_train, "rate_bare": rate_bare, "ratio_train": rate_grid / rate_train,
                    "ratio_bare": rate_grid / rate_bare, "ratio_train_exact_tanh": rate_exact / rate_train,
@@ -148,10 +184,16 @@ def main() -> None:
     parser.add_argument("--grid-steps", type=int, default=300, help="grid steps (default 300)")
     parser.add_argument("--sequential-steps", type=int, default=300, help="steps of each sequential cell")
     parser.add_argument("--sample", type=int, default=12, help="cells timed sequentially (default 12)")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="grid section: rounds of all contenders, order alternated (default 6; 2 with --quick)")
     parser.add_argument("--busy", action="store_true", help="keep one other process spinning meanwhile")
     parser.add_argument("--only", choices=["grid", "survival", "models"], default=None)
     parser.add_argument("--json", default=None, help="write the rates to this file")
     args = parser.parse_args()
+    if args.rounds is None:
+        args.rounds = 2 if args.quick else 6
+    if args.rounds < 1:
+        parser.error(f"--rounds must be >= 1, got {args.rounds}")
     stop = mp.Event()
     neighbour = None
     if args.busy:

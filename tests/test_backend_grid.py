@@ -150,6 +150,59 @@ def test_processes_resume_bit_identically(tmp_path, full_run):
     assert not list(tmp_path.glob("*.ckpt.pt"))
 
 
+INTERRUPTED_GRID = """
+import sys
+from pathlib import Path
+from fitting.backend import ToyConfig, train_grid
+cfg = ToyConfig(**{{k: v for k, v in {cfg!r}.items() if k != "model"}})
+progress = Path(sys.argv[1])
+train_grid(cfg, {grid!r}, seeds=[0, 1], steps={steps}, stop_when="never", compile="never", out=sys.argv[2],
+           checkpoint_every=10**6, n_jobs=2, callback=lambda done, total: progress.write_text(str(done)))
+"""
+
+
+@pytest.mark.slow  # worker processes start: kept out of the README's quick run
+def test_a_terminal_ctrl_c_stops_every_part_at_a_whole_step(tmp_path):
+    """A Ctrl-C reaches the whole process group: the parts ignore it, the
+    caller asks them to stop, and each checkpoints at its last whole step
+    (the only checkpoints are those written at the stop); resuming gives
+    the full run."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "grid_script.py"
+    steps = 6000
+    script.write_text(INTERRUPTED_GRID.format(cfg=SMALL.to_dict(), grid=GRID, steps=steps))
+    progress, out = tmp_path / "progress.txt", tmp_path / "grid.json"
+    proc = subprocess.Popen([sys.executable, str(script), str(progress), str(out)], start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    def done() -> int:
+        text = progress.read_text() if progress.exists() else ""
+        return int(text) if text.isdigit() else 0
+
+    try:
+        deadline = time.monotonic() + 240
+        while done() < 300:
+            assert proc.poll() is None and time.monotonic() < deadline, "the grid did not start"
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode != 0 and not out.exists()
+    parts = sorted(tmp_path.glob("grid.part*of2.ckpt.pt"))
+    assert len(parts) == 2
+    assert all(300 <= torch.load(p, weights_only=True)["step"] < steps for p in parts)
+    resumed = train_grid(SMALL, GRID, seeds=[0, 1], steps=steps, stop_when="never", compile="never", out=out,
+                         resume=True, n_jobs=2, checkpoint_every=10**6)
+    assert resumed.records == train_grid(SMALL, GRID, seeds=[0, 1], steps=steps, stop_when="never",
+                                         compile="never").records
+
+
 @pytest.mark.slow  # worker processes start: kept out of the README's quick run
 def test_a_fresh_run_replaces_checkpoints_of_another_split(tmp_path):
     out = tmp_path / "grid.json"

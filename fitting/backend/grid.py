@@ -612,13 +612,21 @@ def _checkpoints_found(out: str | os.PathLike) -> dict[Path, int]:
     return found
 
 
-def _part_worker(threads: int, queue: Any, stop: Any, part: int, config: ToyConfig, cells: list[dict[str, float]],
+def _part_worker(threads: int, queue: Any, stop: str, part: int, config: ToyConfig, cells: list[dict[str, float]],
                  cell_seeds: list[int], identity: dict, ckpt: Path | None, run_args: dict) -> dict[str, Any]:
     """One part of a grid in a worker process. Reports its step to ``queue``
     (at most twice a second, and at its end) and stops like an interrupted
-    run (checkpoint at the last whole step, if checkpointing) once ``stop``
-    is set, checked every 0.2 s."""
+    run (checkpoint at the last whole step, if checkpointing) once the file
+    ``stop`` exists or the calling process is gone, checked every 0.2 s.
+
+    A Ctrl-C in a terminal reaches the whole process group; the part ignores
+    it while it trains (the caller receives it and creates ``stop``), so it
+    always stops between two steps, where its checkpoint is consistent."""
+    import signal
+    import threading
+
     torch.set_num_threads(threads)
+    caller = os.getppid()
     sent, checked = [-math.inf], [time.monotonic()]
 
     def report(done: int, total: int) -> None:
@@ -628,9 +636,15 @@ def _part_worker(threads: int, queue: Any, stop: Any, part: int, config: ToyConf
             queue.put((part, done))
         if now - checked[0] >= 0.2:
             checked[0] = now
-            if stop.is_set():
+            if os.path.exists(stop) or os.getppid() != caller:
                 raise KeyboardInterrupt("the grid was interrupted")
-    result = _train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=report, **run_args)
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+    try:
+        result = _train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=report, **run_args)
+    finally:
+        if main_thread:
+            signal.signal(signal.SIGINT, previous)  # the worker is reused by later jobs
     queue.put((part, run_args["steps"]))  # also when the part had finished before a resume
     return result
 
@@ -644,7 +658,11 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
     On an exception in this process (an interruption, or an error raised by
     ``callback``) or in one part, the other parts are asked to stop and get
     a grace period to write their checkpoints before their workers are
-    killed."""
+    killed. The stop signal is a file, not the manager's: a Ctrl-C during a
+    read of the progress queue can leave the manager's connection unusable,
+    and creating a file does not depend on it."""
+    import shutil
+    import tempfile
     from concurrent.futures import wait
 
     from joblib.executor import get_memmapping_executor
@@ -655,9 +673,11 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
     threads = threads_per_job(n_jobs)
     steps = run_args["steps"]
     manager, futures, executor = None, [], None
+    stop_dir = tempfile.mkdtemp(prefix="embdyn-grid-")
+    stop = os.path.join(stop_dir, "stop")  # created to ask every part to stop
     try:
         manager = get_context("loky").Manager()  # loky's context: no re-run of the caller's __main__
-        progress, stop = manager.Queue(), manager.Event()
+        progress = manager.Queue()
         # joblib's own reusable executor (the one joblib.Parallel(backend="loky") uses and may take over);
         # idle workers stay 5 minutes, as joblib's
         executor = get_memmapping_executor(n_jobs, timeout=300)
@@ -683,11 +703,8 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
         if callback is not None and reported < steps:
             callback(steps, steps)
     except BaseException:
-        if manager is not None and futures:
-            try:
-                stop.set()
-            except Exception:  # a Ctrl-C inside a queue read leaves the manager connection out of step;
-                pass  # the workers got the same SIGINT and stop by themselves
+        if futures:
+            Path(stop).touch()
             wait(futures, timeout=60)  # the parts write their checkpoints at their last whole step
         if executor is not None:
             executor.shutdown(wait=True, kill_workers=True)  # no part keeps training after an interruption
@@ -695,6 +712,7 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
     finally:
         if manager is not None:
             manager.shutdown()
+        shutil.rmtree(stop_dir, ignore_errors=True)
     n = len(cells)
     merged: dict[str, Any] = {"steps_train": np.empty(n, dtype=np.int64), "steps_val": np.empty(n, dtype=np.int64),
                               "steps_run": np.empty(n, dtype=np.int64), "last": np.empty((n, 3)),
