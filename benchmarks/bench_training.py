@@ -56,9 +56,10 @@ def ratio_summary(ratios: np.ndarray) -> dict:
     if len(logs) > 1:
         half = stats.t.ppf(0.975, len(logs) - 1) * logs.std(ddof=1) / np.sqrt(len(logs))
     else:
-        half = np.nan
+        half = None
+    ci95 = [None, None] if half is None else [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))]
     return {"ratios": ratios.tolist(), "median": float(np.median(ratios)), "geomean": float(np.exp(logs.mean())),
-            "ci95": [float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))],
+            "ci95": ci95,
             "min": float(ratios.min()), "max": float(ratios.max()), "at_least_10x": int((ratios >= 10).sum())}
 
 
@@ -131,8 +132,10 @@ def grid_section(args, out: dict) -> None:
     print(f"  ratios paired within each of {args.rounds} rounds (median; geometric mean with its 95 % t-interval; "
           f"range; rounds >= 10x):")
     for key, summary in paired.items():
+        low, high = summary["ci95"]
+        interval = "[-]" if low is None else f"[{low:.1f}, {high:.1f}]"
         print(f"    {key:16s} {summary['median']:5.1f}x; {summary['geomean']:5.1f}x "
-              f"[{summary['ci95'][0]:.1f}, {summary['ci95'][1]:.1f}]; {summary['min']:.1f}-{summary['max']:.1f}x; "
+              f"{interval}; {summary['min']:.1f}-{summary['max']:.1f}x; "
               f"{summary['at_least_10x']}/{len(rounds)}")
     out["grid_rounds"] = {"times": rounds, "paired_ratios": paired, "sequential_cells": len(sample),
                           "sequential_steps": seq_steps}

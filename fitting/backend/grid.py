@@ -619,9 +619,13 @@ def _part_worker(threads: int, queue: Any, stop: str, part: int, config: ToyConf
     run (checkpoint at the last whole step, if checkpointing) once the file
     ``stop`` exists or the calling process is gone, checked every 0.2 s.
 
-    A Ctrl-C in a terminal reaches the whole process group; the part ignores
-    it while it trains (the caller receives it and creates ``stop``), so it
-    always stops between two steps, where its checkpoint is consistent."""
+    A Ctrl-C in a terminal reaches the whole process group; the worker
+    ignores it from now on (the caller receives it and creates ``stop``), so
+    a part always stops between two steps, where its checkpoint is
+    consistent. It stays ignored after the part, while the worker idles: a
+    Ctrl-C there would end the worker, and loky then kills the whole pool,
+    parts still checkpointing included (an interrupted joblib caller kills
+    its workers anyway)."""
     import signal
     import threading
 
@@ -638,13 +642,9 @@ def _part_worker(threads: int, queue: Any, stop: str, part: int, config: ToyConf
             checked[0] = now
             if os.path.exists(stop) or os.getppid() != caller:
                 raise KeyboardInterrupt("the grid was interrupted")
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
-    try:
-        result = _train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=report, **run_args)
-    finally:
-        if main_thread:
-            signal.signal(signal.SIGINT, previous)  # the worker is reused by later jobs
+    if threading.current_thread() is threading.main_thread():  # loky runs jobs there; signal needs it
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    result = _train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=report, **run_args)
     queue.put((part, run_args["steps"]))  # also when the part had finished before a resume
     return result
 
@@ -703,11 +703,15 @@ def _train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
         if callback is not None and reported < steps:
             callback(steps, steps)
     except BaseException:
-        if futures:
-            Path(stop).touch()
-            wait(futures, timeout=60)  # the parts write their checkpoints at their last whole step
-        if executor is not None:
-            executor.shutdown(wait=True, kill_workers=True)  # no part keeps training after an interruption
+        try:
+            if futures:
+                Path(stop).touch()
+                wait(futures, timeout=60)  # the parts write their checkpoints at their last whole step
+        except OSError:  # the stop file could not be made: the parts are killed below without a checkpoint
+            pass
+        finally:  # also after a second Ctrl-C during the wait
+            if executor is not None:
+                executor.shutdown(wait=True, kill_workers=True)  # no part keeps training after an interruption
         raise
     finally:
         if manager is not None:
