@@ -28,7 +28,7 @@ from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
 from .models import survival_initial_parameters
-from .threads import threads_per_job
+from .threads import threads_per_job, worker_sigint
 from .trainer import TrainingDivergedError, _Recorder
 
 __all__ = ["train_batched", "batched_checkpoint_path"]
@@ -63,6 +63,8 @@ def _forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tens
 
 def _group_worker(threads: int, *args, **kwargs) -> list[Trajectory]:
     torch.set_num_threads(threads)
+    worker_sigint(ignore=False)  # a Ctrl-C writes the group's files as interrupted (a grid part may have
+    # left this reused worker ignoring it)
     return train_batched(*args, **kwargs)
 
 

@@ -51,7 +51,7 @@ from .checks import check_seeds
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .models import DTYPES, ToyTask, predict_labels, toy_decoder_input
-from .threads import threads_per_job
+from .threads import threads_per_job, worker_sigint
 from .trainer import checkpoint_path
 
 __all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError"]
@@ -626,9 +626,6 @@ def _part_worker(threads: int, queue: Any, stop: str, part: int, config: ToyConf
     Ctrl-C there would end the worker, and loky then kills the whole pool,
     parts still checkpointing included (an interrupted joblib caller kills
     its workers anyway)."""
-    import signal
-    import threading
-
     torch.set_num_threads(threads)
     caller = os.getppid()
     sent, checked = [-math.inf], [time.monotonic()]
@@ -642,8 +639,7 @@ def _part_worker(threads: int, queue: Any, stop: str, part: int, config: ToyConf
             checked[0] = now
             if os.path.exists(stop) or os.getppid() != caller:
                 raise KeyboardInterrupt("the grid was interrupted")
-    if threading.current_thread() is threading.main_thread():  # loky runs jobs there; signal needs it
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    worker_sigint(ignore=True)
     result = _train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=report, **run_args)
     queue.put((part, run_args["steps"]))  # also when the part had finished before a resume
     return result
