@@ -46,8 +46,15 @@ napoleon_type_aliases = {
 
 # ---------------------------------------------------------------- API pages
 # One page per module (docs/api/<module>.rst) and the index docs/api.rst,
-# written at build time from this table: module -> members (None: the
-# module's __all__). The generated files are not in git.
+# written at build time from these tables: module -> members (None: the
+# module's __all__). The generated files are not in git. API holds the
+# modules users call; INTERNALS, on its own page (api/internals.rst), the few
+# engine modules the user docs name (status codes, the cut-off bounds, the
+# kernel chooser, the input checks). The other compiled kernels
+# (particles.kernels.fastmath, pair_sums, clustering, alignment, forces,
+# record, rebind), the stacked trainer's AdamW and the private modules
+# (_warmup; their public names are particles.warmup, effective_theory.warmup)
+# have no page.
 API = {
     "particles": {
         "particles.datasets": None, "particles.params": None, "particles.energy": None,
@@ -55,16 +62,7 @@ API = {
         "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
         "particles.effective": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
         "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,
-        "particles.threads": None, "particles.validation": None, "particles.reference": None,
-        "particles.testing.checks": None, "particles.testing.strategies": None,
-    },
-    "particles.kernels (compiled, one job per module)": {
-        "particles.kernels": "", "particles.kernels.record": None, "particles.kernels.status": None,
-        "particles.kernels.fastmath": "exp_nonpositive_reference",
-        "particles.kernels.pair_sums": "pair_sums_reference, scatter_reference",
-        "particles.kernels.clustering": "clustering_reference", "particles.kernels.alignment": "alignment_reference",
-        "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
-        "particles.kernels.forces": "blocks_for, block_rows, PairSystem, Workspace",
+        "particles.reference": None, "particles.testing.checks": None, "particles.testing.strategies": None,
     },
     "effective_theory": {
         "effective_theory.linalg": None, "effective_theory.montecarlo": None, "effective_theory.metrics": None,
@@ -86,7 +84,15 @@ API = {
         "fitting.backend.grid": "train_grid, GridResult, GridFormatError, GRID_FIELDS",
         "fitting.backend.network_sweep": "train_network_sweep, NetworkSweep, NetworkSweepFormatError",
         "fitting.backend.compare": "compare_network, NetworkComparison, structure_summary, total_variation",
-        "fitting.backend.adamw": None, "fitting.backend.activations": None,
+    },
+}
+INTERNALS = {
+    "particles.kernels (compiled)": {
+        "particles.kernels": "", "particles.kernels.status": None,
+        "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
+    },
+    "engine helpers": {
+        "particles.threads": None, "particles.validation": None, "fitting.backend.activations": None,
     },
 }
 # sklearn's request-routing helpers are not ours to document
@@ -103,21 +109,44 @@ def _write_api_pages(app):
 
     src = Path(app.srcdir)
     (src / "api").mkdir(exist_ok=True)
+    written = set()
+
+    def sections(table, prefix):
+        lines = []
+        for section, modules in table.items():
+            lines += [section, "-" * len(section), "", ".. toctree::", "   :maxdepth: 1", ""]
+            for module, members in modules.items():
+                lines.append(f"   {prefix}{module}")
+                page = [module, "=" * len(module), "", f".. automodule:: {module}"]
+                if members is None:
+                    page.append("   :members:")
+                elif members:
+                    page.append(f"   :members: {members}")
+                if module in _EXCLUDE:
+                    page.append(f"   :exclude-members: {_EXCLUDE[module]}")
+                _write_if_changed(src / "api" / f"{module}.rst", "\n".join(page) + "\n")
+                written.add(f"{module}.rst")
+            lines.append("")
+        return lines
+
     index = ["API reference", "=============", "",
              "Generated from the numpydoc docstrings, one page per module.", ""]
-    for section, modules in API.items():
-        index += [section, "-" * len(section), "", ".. toctree::", "   :maxdepth: 1", ""]
-        for module, members in modules.items():
-            index.append(f"   api/{module}")
-            page = [module, "=" * len(module), "", f".. automodule:: {module}"]
-            if members is None:
-                page.append("   :members:")
-            elif members:
-                page.append(f"   :members: {members}")
-            if module in _EXCLUDE:
-                page.append(f"   :exclude-members: {_EXCLUDE[module]}")
-            _write_if_changed(src / "api" / f"{module}.rst", "\n".join(page) + "\n")
-        index.append("")
+    index += sections(API, "api/")
+    index += ["Internals", "---------", "",
+              "Engine modules the other pages refer to (status codes, the cut-off bounds, the",
+              "kernel chooser, the input checks), for reference; the modules users call are above.", "",
+              ".. toctree::", "   :maxdepth: 1", "", "   api/internals", ""]
+    internals = ["Internals", "=========", "",
+                 "Modules of the engine that the user pages refer to: the status codes of the",
+                 "compiled loops, the repulsion cut-off's radius and error bounds, the serial or",
+                 "parallel kernel choice, the shared input checks and the grid trainer's fast",
+                 "tanh. For reference: the modules users call are on the", ":doc:`API reference <../api>` page.", ""]
+    internals += sections(INTERNALS, "")
+    _write_if_changed(src / "api" / "internals.rst", "\n".join(internals))
+    written.add("internals.rst")
+    for old in (src / "api").glob("*.rst"):  # pages of modules no longer listed
+        if old.name not in written:
+            old.unlink()
     _write_if_changed(src / "api.rst", "\n".join(index))
 
 napoleon_use_ivar = True  # Attributes sections as fields, not duplicate object descriptions

@@ -23,7 +23,7 @@ embdyn sweep --preset grids "${old[@]}" --set alignment_form=axial --set sig_t=0
   --out "$root/phase_clustering_axial"
 # axial alignment alone (circles preset)
 embdyn sweep --preset circles "${common[@]}" --out "$root/phase_axial"
-# clustering + the SPEC baseline cosine alignment (exact gradient)
+# clustering + the baseline cosine alignment (exact gradient; docs/particles.md, "The energy")
 embdyn sweep --preset grids "${old[@]}" --set sig_t=0.2 "${common[@]}" --out "$root/phase_clustering_cosine"
 # clustering-alignment preset: wd is the classifier's weight decay (alignment
 # softened by the bias scale 1/wd); t = 100 as the preset, with dt = 0.002

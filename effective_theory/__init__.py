@@ -1,4 +1,4 @@
-"""Effective theory of representation learning (SPEC section 2): exact
+"""Effective theory of representation learning (docs/effective_theory.md): exact
 degeneracy of parallelogram constraints, the critical training fraction,
 Hessian grokking rates, RQI, predicted accuracy and learning phases.
 """

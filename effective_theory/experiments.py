@@ -8,11 +8,16 @@ import numpy as np
 
 from particles.datasets import addition, make_rng
 from particles.effective import simulate_effective, spread
+from particles.validation import check_array, check_float, check_int
 
 from .linalg import degeneracy, predicted_steps
 from .metrics import rqi_series
 
-__all__ = ["StepsComparison", "compare_steps"]
+__all__ = ["StepsComparison", "compare_steps", "MAX_STEPS_P"]
+
+#: largest p of :func:`compare_steps` (its addition table has p(p+1)/2 pairs
+#: and every training set runs up to ``max_steps`` steps of the flow)
+MAX_STEPS_P = 1000
 
 
 @dataclass(frozen=True)
@@ -30,14 +35,27 @@ class StepsComparison:
 
 
 def compare_steps(p: int = 10, fractions=(0.5, 0.6, 0.7, 0.8, 0.9, 1.0), sets: int = 10, eta: float = 0.5,
-                  max_steps: int = 20_000, seed: int = 0) -> StepsComparison:
+                  max_steps: int = 20_000, seed: int = 0, callback=None) -> StepsComparison:
     """Effective-loss flow from E ~ U(-1/2, 1/2)^(p x 2) on random addition
     training sets with a unique structure; records steps to RQI > 0.95 on
-    the full dataset."""
+    the full dataset.
+
+    ``callback(done, total)``, if given, is called after each training set
+    (total: ``len(fractions) * sets``); the result does not depend on it."""
+    p = check_int(p, "p", 3, MAX_STEPS_P)
+    fractions = check_array(fractions, "fractions", ndim=1, min_size=1, low=0.0, high=1.0)
+    sets = check_int(sets, "sets", 1, 100_000)
+    eta = check_float(eta, "eta", 0.0, None, strict=True)
+    max_steps = check_int(max_steps, "max_steps", 1, 10**9)
+    if callback is not None and not callable(callback):
+        raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)
+    total = len(fractions) * sets
+    if callback is not None:
+        callback(0, total)
     data = addition(p)
     fr, pred, meas = [], [], []
-    for f in fractions:
+    for i, f in enumerate(fractions):
         done = 0
         attempts = 0
         while done < sets and attempts < 50 * sets:
@@ -55,6 +73,10 @@ def compare_steps(p: int = 10, fractions=(0.5, 0.6, 0.7, 0.8, 0.9, 1.0), sets: i
             pred.append(predicted_steps(train, eta, Z=spread(E0)))
             meas.append(float(traj.snapshot_steps[hit[0]]))
             done += 1
+            if callback is not None:
+                callback(i * sets + done, total)
+        if callback is not None and done < sets:  # a fraction that found fewer sets than asked counts as done
+            callback((i + 1) * sets, total)
     return StepsComparison(np.array(fr), np.array(pred), np.array(meas))
 
 

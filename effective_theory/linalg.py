@@ -1,5 +1,5 @@
 """Exact rank and nullity of integer constraint matrices, degeneracy, and the
-Hessian spectrum that sets the grokking rate (SPEC section 2).
+Hessian spectrum that sets the grokking rate (docs/effective_theory.md).
 
 Exactness of :func:`nullity`. Over any prime q, rank_q(A) <= rank(A) (a minor
 that vanishes over the rationals vanishes mod q). If rank(A) = r, some r x r

@@ -1,5 +1,5 @@
 """Representation quality (RQI), predicted accuracy and learning phases
-(SPEC section 2)."""
+(docs/effective_theory.md)."""
 
 from __future__ import annotations
 

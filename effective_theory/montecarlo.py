@@ -1,6 +1,6 @@
 """Monte Carlo over random training sets: how often the training set fixes
 the linear structure (n0 = 2), and the grokking rate l3 against the training
-fraction (SPEC section 2).
+fraction (docs/effective_theory.md).
 
 Each Monte Carlo sample is a uniformly random order of the p(p+1)/2 addition
 pairs; the training set of size s is its first s pairs, so every size sees a
@@ -168,18 +168,21 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
     if callback is not None and not callable(callback):
         raise TypeError(f"callback must be callable, got {type(callback).__name__}")
     rng = make_rng(seed)
-    orders = np.argsort(rng.random((samples, n)), axis=1).astype(np.int64)
     n_classes = int(data.labels.max()) + 1
-    if callback is None:
-        n0 = _nullity_prefixes(orders, data.pairs, data.labels, int(p), n_classes, PRIMES[0])
-    else:  # the same rows in chunks, so progress can be reported between them
-        chunk = max(1, math.ceil(samples / 50))
-        parts = []
-        for start in range(0, samples, chunk):
-            parts.append(_nullity_prefixes(orders[start:start + chunk], data.pairs, data.labels, int(p), n_classes,
-                                           PRIMES[0]))
-            callback(min(samples, start + chunk), samples)
-        n0 = np.concatenate(parts, axis=0)
+    # random orders drawn chunk by chunk (the same stream as one draw, so the
+    # result does not depend on the chunks), so progress starts at once and
+    # the orders of one chunk are in memory at a time
+    chunk = max(1, math.ceil(samples / 50))
+    parts = []
+    if callback is not None:
+        callback(0, samples)
+    for start in range(0, samples, chunk):
+        rows = min(chunk, samples - start)
+        orders = np.argsort(rng.random((rows, n)), axis=1).astype(np.int64)
+        parts.append(_nullity_prefixes(orders, data.pairs, data.labels, int(p), n_classes, PRIMES[0]))
+        if callback is not None:
+            callback(start + rows, samples)
+    n0 = np.concatenate(parts, axis=0)
     unique = n0[:, sizes - 1] == 2  # (samples, S)
     count = unique.sum(axis=0)
     fractions = sizes / n
@@ -187,9 +190,12 @@ def unique_structure_probability(p: int, sizes: np.ndarray | None = None, sample
     low, high = wilson_interval(count, samples)
     crit = _crossing(fractions, prob)
     boot = []
+    hits = unique.astype(np.float64)
     for _ in range(bootstrap):
         pick = rng.integers(0, samples, samples)
-        boot.append(_crossing(fractions, unique[pick].mean(axis=0)))
+        # the resample's share per size: counts of each drawn row times its
+        # hits (integer sums, exact in float64: the same as unique[pick].mean)
+        boot.append(_crossing(fractions, (np.bincount(pick, minlength=samples) @ hits) / samples))
     boot = np.array(boot)
     boot = boot[np.isfinite(boot)]
     interval = (float(np.quantile(boot, 0.025)), float(np.quantile(boot, 0.975))) if boot.size else None

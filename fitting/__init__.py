@@ -1,25 +1,25 @@
 """Fourier signals of embeddings, survival measures and ODE regression onto
-embedding trajectories (SPEC sections 3 and 4), plus an optional torch
+embedding trajectories (docs/fitting.md), plus an optional torch
 training backend.
 
 Public API::
 
     fourier_signals, trajectory_signals, surviving_frequencies,
-    frequency_circularity, n_frequencies                 signals (SPEC 3)
+    frequency_circularity, n_frequencies                 signals (docs/fitting.md)
     initial_signal, initial_gradient, survival_rate,
     fitness_correlation, survival_classifier, survival_table
                                                          fitness measures
     differentiate                                        derivative estimators
     ODEModel, LinearODE, LotkaVolterra, linear_solution, BlowUpError,
-    BootstrapEnsemble                                    ODE regression (SPEC 4)
+    BootstrapEnsemble                                    ODE regression (docs/fitting.md)
     PolynomialLibrary, FourierLibrary, CustomLibrary     libraries
     STLSQ, OLS, Lasso, LassoCV                           regressors
     FiniteDifference, SavitzkyGolay, WeakForm, FlowMap   formulations
     survival_ode_analysis, ODEAnalysis                   the reference analysis
     example_trajectory                                   a shipped survival-MLP run
 
-The torch backend (SPEC 5) lives in ``fitting.backend``: its configurations
-import without torch, training needs ``pip install 'embedding-dynamics[torch]'``.
+The torch backend (docs/training.md) lives in ``fitting.backend``: its configurations
+import without torch, training needs ``pip install '.[torch]'`` (in the repository root).
 """
 
 # public names and the submodules that define them; a submodule is imported

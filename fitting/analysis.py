@@ -1,6 +1,6 @@
 """The survival paper's ODE analysis in one call, plus a stronger report.
 
-Reference (SPEC section 4): the first 1000 steps of the raw signals,
+Reference (docs/fitting.md, ODE fits): the first 1000 steps of the raw signals,
 forward differences with dt = 1, Lasso(alpha = 0.01) and least squares,
 in-sample R^2 of the differences. We add what the reference does not
 measure: the R^2 of the simulated trajectory (exact solution and discrete

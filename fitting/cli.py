@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from particles.cli import add_quiet
+from particles.validation import check_output_folder
 
 __all__ = ["register_fit", "register_demo"]
 
@@ -48,6 +49,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     except (FileNotFoundError, TrajectoryFormatError) as exc:
         print(f"embdyn fit: {exc}", file=sys.stderr)
         return 2
+    out = check_output_folder(args.out, "--out")
     steps, signals = trajectory_signals(traj, power=args.power)
     t = steps.astype(float)
     window = None if args.window is None else tuple(args.window)
@@ -82,8 +84,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         except (BlowUpError, ValueError) as exc:
             report[label] = None
             report[label + "_note"] = str(exc)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     save_figure(plot_signals(signals, steps, survivors), out / "signals.png")
     save_figure(plot_fit(model, signals, t, window=window, names=names), out / "fit.png")
     save_figure(plot_coefficients(model, names), out / "coefficients.png")
@@ -155,16 +155,17 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar = bars.setdefault(stage, ProgressBar(f"demo: {stage}"))
         bar(done, total)
 
-    from .demo import DemoError, _check_writable, compile_kernels, run_demo
+    from .demo import DemoError, check_out, compile_kernels, run_demo
 
     try:  # a bad --out is a bad input: one line, exit 2, before compiling
-        _check_writable(Path(args.out))
+        check_out(Path(args.out))
     except DemoError as exc:
         print(f"embdyn demo: {exc}", file=sys.stderr)
         return 2
-    if not args.quiet:
-        print("embdyn demo: compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
-        print(f"ready in {compile_kernels():.1f} s", file=sys.stderr)
+    from particles.cli import CompileNote
+
+    with CompileNote("embdyn demo: ", quiet=args.quiet):
+        compile_kernels()
     try:
         summary = run_demo(args.out, quick=args.quick, progress=progress)
     except DemoError as exc:

@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-__all__ = ["run_demo", "DemoError", "STAGES"]
+__all__ = ["run_demo", "DemoError", "STAGES", "check_out", "compile_kernels"]
 
 from particles.metrics import STRUCTURES
 
@@ -36,19 +36,21 @@ class DemoError(RuntimeError):
     """A demo stage failed or the output folder is not writable."""
 
 
-def _check_writable(out: Path) -> None:
-    from particles.trajectory import ensure_writable_folder
+def check_out(out: Path) -> Path:
+    """The demo's output folder, created and checked before any work
+    (:class:`DemoError` naming ``--out`` otherwise)."""
+    from particles.validation import check_output_folder
 
     try:
-        ensure_writable_folder(out)
-    except OSError as exc:
-        raise DemoError(f"the output folder {str(out)!r} is not writable: {exc}") from None
+        return check_output_folder(out, "--out")
+    except (ValueError, TypeError) as exc:
+        raise DemoError(str(exc)) from None
 
 
 def _save_animation(anim, path: Path) -> None:
     from particles.trajectory import atomic_write
 
-    atomic_write(path, lambda name: anim.save(name, writer="pillow", dpi=70), by_name=True)
+    atomic_write(path, lambda name: anim.save(name, writer="pillow", dpi=100), by_name=True)  # ~560 px wide
 
 
 def _save(fig, out: Path, name: str) -> str:
@@ -306,7 +308,7 @@ def run_demo(out: str | Path = "embdyn-demo", quick: bool = False, progress: Pro
     from particles.simulate import package_version
 
     out = Path(out)
-    _check_writable(out)
+    check_out(out)
     start = time.perf_counter()
     summary: dict[str, Any] = {"quick": bool(quick), "version": package_version(), "stages": {}, "seconds": 0.0}
     for stage in STAGES:

@@ -1,4 +1,4 @@
-"""Time derivatives of sampled trajectories (SPEC section 4).
+"""Time derivatives of sampled trajectories (docs/fitting.md, ODE fits).
 
 Each estimator returns the samples it pairs with the derivative, so a
 regression of ``dxdt`` on ``x`` is always aligned:

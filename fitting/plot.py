@@ -12,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted
 from matplotlib.figure import Figure
 
 from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
+from .ode.flowmap import FlowMap
 from .derivatives import is_uniform
 from .ode.data import as_runs, run_times
 
@@ -63,34 +64,46 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
         ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("signal |F_k|")
-    if alive.any():
-        ax.legend(title="survivors", fontsize="small")
+    handles, names = ax.get_legend_handles_labels()
+    if (~alive).any():  # the grey lines: a legend entry of their own, after the survivors
+        from matplotlib.lines import Line2D
+
+        handles.append(Line2D([], [], color="0.75", lw=0.8))
+        names.append("other frequencies" if alive.any() else "frequencies (none survive)")
+    ax.legend(handles, names, title="survivors" if alive.any() else None, fontsize="small")
     ax.set_title(title or f"Fourier signals ({int(alive.sum())} of {S.shape[1]} frequencies survive)")
     return fig
 
 
-def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[int] | None = None,
-             method: str = "auto", window: tuple[float, float] | None = None,
-             names: Sequence[str] | None = None, title: str | None = None) -> Figure:
-    """Data against the fitted derivatives (left) and against the simulated
-    trajectory (right) for a few columns of one run.
-
-    ``columns`` defaults to the four largest at the end of the run.
-    ``window`` shades the fitting window. A simulation that blows up is
-    drawn up to the blow-up and marked. ``title`` goes above both panels.
-    """
-    run = as_runs(x)[0]
-    times = run_times(model._time_arg(t), [run])[0]
-    K = run.shape[1]
-    labels = model._variable_names(names)
-    if columns is None:
-        columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
-    # derivatives at the samples: the model's own estimator, or Savitzky-Golay
-    # for the weak form (which never estimates them)
+def _flowmap_rows(model: ODEModel, run: np.ndarray, times: np.ndarray):
+    """What a flow-map model was fitted on, for one run: (times of x(t),
+    x(t), the fitted map applied to x(t - tau), H, tau), or None when the
+    lag tau is not a whole number H of the run's uniform steps."""
     form = model.formulation_
-    if not form.pointwise:
+    tau = float(form.lag)
+    if len(times) < 2 or not is_uniform(times):
+        return None
+    dt = float(times[1] - times[0])
+    H = int(round(tau / dt)) if dt > 0 else 0
+    if H < 1 or H >= len(run) or abs(H * dt - tau) > 1e-6 * abs(tau):
+        return None
+    pred = model._predict_rows(model.library_._transform(run[:-H]), form)
+    return times[H:], run[H:], pred, H, tau
+
+
+def _derivative_rows(model: ODEModel, run: np.ndarray, times: np.ndarray):
+    """(times, estimated dx/dt, model dx/dt at the states, how they were
+    estimated): the model's own estimator, or Savitzky-Golay (finite
+    differences on non-uniform times) for a formulation that never
+    estimates derivatives (weak form, flow map)."""
+    form = model.formulation_
+    source = ""
+    if not form.pointwise or isinstance(form, FlowMap):
         w = min(11, len(run) if len(run) % 2 else len(run) - 1)
         form = SavitzkyGolay(w, min(3, w - 1)) if w >= 3 and is_uniform(times) else FiniteDifference(2)
+        fitted = "the weak form" if not model.formulation_.pointwise else "the flow map"
+        estimate = "Savitzky-Golay" if isinstance(form, SavitzkyGolay) else "central-difference"
+        source = f" ({estimate} estimate; the fit used {fitted}, no derivatives)"
     states, rates = form.derivative(run, times)
     pred = model.predict(states)
     n_rate = len(rates)
@@ -98,56 +111,158 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
         rate_times = times[:n_rate] if form.order == 1 else times[1 : 1 + n_rate]
     else:
         rate_times = times
+    return rate_times, rates, pred, source
+
+
+def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[int] | None = None,
+             method: str = "auto", window: tuple[float, float] | None = None,
+             names: Sequence[str] | None = None, title: str | None = None) -> Figure:
+    """What the model was fitted on (left) and the data against the simulated
+    trajectory (right) for a few columns of one run.
+
+    Left panel: the data's dx/dt against the model's at the samples (the
+    model's own derivative estimate; a Savitzky-Golay estimate for the weak
+    form, which never estimates derivatives). A flow-map model
+    (``derivative="flowmap"``) was fitted on the state one lag tau ahead,
+    not on derivatives: its left panel shows x(t) against the fitted map
+    applied to x(t - tau) (a derivative estimate when the plotted samples do
+    not have tau as a whole number of steps); the panel title says which.
+
+    ``columns`` defaults to the four largest at the end of the run.
+    ``window`` shades the fitting window. A simulation that blows up is
+    drawn up to the blow-up and marked. ``title`` goes above both panels.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    check_is_fitted(model, "coef_")
+    run = as_runs(x)[0]
+    times = run_times(model._time_arg(t), [run])[0]
+    K = run.shape[1]
+    labels = model._variable_names(names)
+    if columns is None:
+        columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
+    lagged = _flowmap_rows(model, run, times) if isinstance(model.formulation_, FlowMap) else None
+    if lagged is not None:
+        left_times, left_data, left_model, H, tau = lagged
+        left_title = (f"flow map (fitted without derivatives), lag τ = {tau:g} ({H} samples):\n"
+                      f"x(t): data (solid) vs fitted map applied to x(t - τ) (dashed)")
+        left_ylabel, model_name = "x(t)", "fitted map, one lag ahead"
+    else:
+        left_times, left_data, left_model, source = _derivative_rows(model, run, times)
+        left_title = f"dx/dt: data{source} (solid) vs model (dashed)"
+        left_ylabel, model_name = "dx/dt", "model dx/dt"
     blew = None
     try:
         sim = model.simulate(run[0], times, method=method)
     except BlowUpError as exc:
         sim, blew = exc.partial, exc.time
-    fig = Figure(figsize=(11, 4), layout="constrained")
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax_d, ax_x = fig.subplots(1, 2)
     for c in columns:
-        line, = ax_d.plot(rate_times, rates[:, c], lw=1, alpha=0.6)
-        ax_d.plot(rate_times, pred[:, c], "--", color=line.get_color(), lw=1.2)
+        line, = ax_d.plot(left_times, left_data[:, c], lw=1, alpha=0.6)
+        ax_d.plot(left_times, left_model[:, c], "--", color=line.get_color(), lw=1.2)
         ax_x.plot(times, run[:, c], lw=1, alpha=0.6, color=line.get_color(), label=labels[c])
         ax_x.plot(times[: len(sim)], sim[:, c], "--", color=line.get_color(), lw=1.2)
     for ax in (ax_d, ax_x):
         if window is not None:
             ax.axvspan(max(window[0], times[0]), min(window[1], times[-1]), color="0.92", zorder=0)
         ax.set_xlabel("t")
+    ax_d.set_ylabel(left_ylabel)
+    ax_x.set_ylabel("x(t)")
     if blew is not None:
         ax_x.axvline(blew, color="red", lw=1)
         ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")
-    source = "" if model.formulation_.pointwise else " (Savitzky-Golay estimate; the fit used the weak form)"
-    ax_d.set_title(f"dx/dt: data{source} (solid) vs model (dashed)", fontsize="small")
-    ax_x.set_title("x(t): data (solid) vs simulation (dashed)")
-    ax_x.legend(fontsize="small")
+    ax_d.set_title(left_title, fontsize="small")
+    ax_x.set_title("x(t): data (solid) vs simulation from x(t0) (dashed)", fontsize="small")
+    styles = [Line2D([], [], color="0.4", lw=1, alpha=0.6, label="data"),
+              Line2D([], [], color="0.4", lw=1.2, ls="--", label=model_name)]
+    if window is not None:
+        styles.append(Patch(color="0.92", label="fitting window"))
+    ax_d.legend(handles=styles, fontsize="small")
+    ax_x.legend(fontsize="small", title="colour: variable", title_fontsize="small")
     if title:
         fig.suptitle(title, fontsize="medium")
     return fig
+
+
+def _symmetric_limit(C: np.ndarray) -> float:
+    """max |C|, or 1 when C is empty or all zero (a diverging scale needs a range)."""
+    top = float(np.max(np.abs(C))) if C.size else 0.0
+    return top if top > 0 and np.isfinite(top) else 1.0
 
 
 def plot_coefficients(model: ODEModel, names: Sequence[str] | None = None, ax=None,
                       max_terms: int = 60) -> Figure:
     """Heat map of the fitted coefficients (equations x terms), zero white.
 
+    The colour scale is diverging and symmetric (``RdBu_r``, vmin = -vmax)
+    with vmax the largest |coefficient| of the terms other than the
+    constant: a large intercept does not wash the rest out. The constant
+    term's coefficients are drawn in a narrow panel of their own on the left
+    (own symmetric scale, values written in the cells); with ``ax`` given
+    they are written next to the equation names instead.
+
     With more than ``max_terms`` library terms only the terms that are
-    non-zero somewhere are drawn.
+    non-zero somewhere are drawn (at most ``max_terms``).
     """
     check_is_fitted(model, "coef_")
-    coef = model.coef_
+    coef = np.asarray(model.coef_, dtype=float)
+    K, F = coef.shape
     terms = model.feature_names(names)
     variables = model._variable_names(names)
-    keep = np.arange(coef.shape[1])
-    if coef.shape[1] > max_terms:
-        keep = np.flatnonzero(np.any(coef != 0, axis=0))[:max_terms]
+    bias = model.library_.bias_column(K) if hasattr(model, "library_") else None
+    keep = np.array([j for j in range(F) if j != bias], dtype=int)
+    if F > max_terms:
+        nonzero = keep[np.any(coef[:, keep] != 0, axis=0)]
+        keep = (nonzero if nonzero.size else keep)[:max_terms]  # all zero: the first terms, all white
     C = coef[:, keep]
-    fig, ax = _figure(ax, (max(4.0, 0.28 * len(keep) + 2), max(3.0, 0.28 * len(variables) + 1.5)))
-    vmax = float(np.max(np.abs(C))) if C.size and np.any(C) else 1.0
-    im = ax.imshow(C, cmap="RdBu_r", vmin=-vmax, vmax=vmax, aspect="auto", interpolation="nearest")
+    vmax = _symmetric_limit(C)
+    note = "white: exactly zero"
+    if bias is not None and not np.any(coef[:, bias]):  # nothing to show in a panel of its own
+        note += f"; constant term '{terms[bias]}': all zero"
+        bias = None
+    title = f"coefficients: {np.count_nonzero(coef)} non-zero of {coef.size}\n({note})"
+    own = ax is None
+    row_labels = list(variables)
+    if own:
+        width = max(4.0, 0.28 * len(keep) + 2.6 + (0.7 if bias is not None else 0.0))
+        fig = Figure(figsize=(width, max(3.2, 0.28 * K + 1.9)), layout="constrained")
+        if bias is not None:
+            ax_b, ax = fig.subplots(1, 2, sharey=True, width_ratios=[2.5, max(len(keep), 1)])
+        else:
+            ax_b, ax = None, fig.add_subplot()
+    else:
+        fig, ax_b = ax.figure, None
+        if bias is not None:
+            row_labels = [f"{v} (const {coef[i, bias]:+.2g})" for i, v in enumerate(variables)]
+    from matplotlib import colormaps
+
+    cmap = colormaps["RdBu_r"].with_extremes(bad="white")  # exact zeros masked: white, not the scale's grey
+    im = ax.imshow(np.ma.masked_equal(C, 0.0), cmap=cmap, vmin=-vmax, vmax=vmax, aspect="auto",
+                   interpolation="nearest")
     ax.set_xticks(range(len(keep)), [terms[k] for k in keep], rotation=90, fontsize="x-small")
-    ax.set_yticks(range(len(variables)), [f"d{v}/dt" for v in variables], fontsize="x-small")
-    ax.set_title(f"coefficients ({np.count_nonzero(coef)} non-zero of {coef.size})")
-    fig.colorbar(im, ax=ax, shrink=0.8)
+    ax.set_yticks(range(K), row_labels, fontsize="x-small")
+    ax.set_xlabel("term")
+    if ax_b is not None:
+        b = coef[:, [bias]]
+        bmax = _symmetric_limit(b)
+        ax_b.imshow(np.ma.masked_equal(b, 0.0), cmap=cmap, vmin=-bmax, vmax=bmax, aspect="auto",
+                    interpolation="nearest")
+        for i, v in enumerate(b[:, 0]):
+            ax_b.text(0, i, f"{v:.2g}", ha="center", va="center", fontsize=6 if K > 40 else 7,
+                      color="white" if abs(v) > 0.6 * bmax else "black")
+        ax_b.set_xticks([0], [terms[bias]], fontsize="x-small")
+        ax_b.set_xlabel("constant\n(own scale)", fontsize="small")
+        ax_b.set_ylabel("equation (d/dt of)")
+        ax_b.tick_params(axis="y", labelsize="x-small")
+        ax.tick_params(axis="y", labelleft=False)
+        fig.suptitle(title, fontsize="medium")
+    else:
+        ax.set_ylabel("equation (d/dt of)")
+        ax.set_title(title, fontsize="medium" if own else "small")
+    scale = "\n(colour scale: terms other than the constant)" if bias is not None else ""
+    fig.colorbar(im, ax=ax, shrink=0.8 if K > 4 else 1.0, label=f"coefficient{scale}")
     return fig
 
 

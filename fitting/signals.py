@@ -1,4 +1,4 @@
-"""Fourier signals of token embeddings and which circles survive (SPEC section 3).
+"""Fourier signals of token embeddings and which circles survive (docs/fitting.md, signals).
 
 The signal of frequency k is the norm of the discrete Fourier transform of
 the embedding over the token axis, F_k = sum_n exp(-2 pi i k n / p) E_n, a
@@ -15,7 +15,7 @@ import numpy as np
 
 from particles.metrics import circularity
 from particles.trajectory import Trajectory
-from particles.validation import check_array, check_float, check_int, check_magnitude
+from particles.validation import check_array, check_choice, check_float, check_int, check_magnitude
 
 __all__ = [
     "fourier_signals",
@@ -116,7 +116,8 @@ def trajectory_signals(traj: Trajectory, power: int = 1) -> tuple[np.ndarray, np
     return traj.snapshot_steps, fourier_signals(traj.embeddings, power=power)
 
 
-def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, p: int | None = None) -> np.ndarray:
+def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, p: int | None = None,
+                          output: str = "mask") -> np.ndarray:
     """Which frequencies survive, by the reference rule.
 
     A frequency survives when its final signal exceeds ``factor`` times the
@@ -140,12 +141,27 @@ def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, 
         Number of tokens; defaults to 2 K + 1. An even p needs the Nyquist
         bin, which the half spectrum does not hold, and is refused.
 
+    output : {"mask", "frequencies"}
+        What to return: a boolean mask over the K signal columns (default),
+        or the surviving frequencies k themselves (what ``embdyn fit``
+        prints as ``survivors``).
+
     Returns
     -------
-    ndarray of bool, shape (K,)
-        ``True`` for surviving frequencies (column j is k = j + 1).
+    ndarray of bool, shape (K,), or ndarray of int
+        ``output="mask"``: ``True`` for surviving frequencies (column j is
+        k = j + 1). ``output="frequencies"``: the surviving k in increasing
+        order (``np.flatnonzero(mask) + 1``).
+
+    Examples
+    --------
+    >>> surviving_frequencies(traj)                         # doctest: +SKIP
+    array([False,  True, False, ..., False])
+    >>> surviving_frequencies(traj, output="frequencies")   # doctest: +SKIP
+    array([2, 17])
     """
     factor = check_float(factor, "factor", 0.0, strict=True)
+    output = check_choice(output, "output", ("mask", "frequencies"))
     if isinstance(signals, Trajectory):
         full = fourier_signals(signals.final, dc=True)
         final, dc_value, p = full[1:], float(full[0]), signals.p
@@ -169,7 +185,8 @@ def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, 
     if not (np.all(np.isfinite(final)) and np.isfinite(dc_value)):
         raise ValueError("signals and dc must be finite")
     mean = (dc_value + 2.0 * float(np.sum(final))) / p
-    return final > factor * mean
+    mask = final > factor * mean
+    return mask if output == "mask" else np.flatnonzero(mask) + 1
 
 
 def frequency_circularity(E: Any) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Fitness measures: what predicts which circles survive (SPEC section 3).
+"""Fitness measures: what predicts which circles survive (docs/fitting.md, signals).
 
 Runs are rows, frequencies are columns throughout: ``signals`` of several
 runs is a list of (T, K) arrays or one (R, T, K) array, ``survived`` an

@@ -1,5 +1,5 @@
 """Numba-compiled N-body model of token embeddings under clustering and
-alignment forces between pair sums (SPEC section 1), its structure metrics,
+alignment forces between pair sums (docs/particles.md, the energy), its structure metrics,
 and the trajectory file format shared by the whole distribution.
 
 Public API::
@@ -14,7 +14,7 @@ Public API::
     preset, Preset, sweep, SweepTable                presets and sweeps
     parallelograms, constraint_matrix, EffectiveLoss,
     effective_loss, simulate_effective, centroid_sum, spread
-                                                     effective-loss dynamics (SPEC 2)
+                                                     effective-loss dynamics (docs/effective_theory.md)
 """
 
 # public names and the submodules that define them; a submodule is imported

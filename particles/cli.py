@@ -13,10 +13,12 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-__all__ = ["main", "ProgressBar", "register_simulate", "register_sweep", "parse_value", "add_quiet", "QUIET_HELP"]
+from .validation import check_output_folder
+
+__all__ = ["main", "ProgressBar", "CompileNote", "register_simulate", "register_sweep", "parse_value", "add_quiet", "QUIET_HELP"]
 
 #: The one meaning of ``--quiet`` in every ``embdyn`` command.
-QUIET_HELP = "no progress bars or notes on stderr (results still print on stdout)"
+QUIET_HELP = "no progress bars, notes or warnings on stderr (results still print on stdout)"
 
 
 def add_quiet(parser: argparse.ArgumentParser) -> None:
@@ -101,14 +103,12 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
             changes["dt"] = args.dt
         config = config.replace(**changes)
         config.sample(args.seed)  # the dataset, the split and the seed, checked before compiling
+        out = check_output_folder(args.out, "--out")
     except (ValueError, TypeError) as exc:
         print(f"embdyn simulate: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     stem = f"{config.name}_seed{args.seed}"
-    if not args.quiet:
-        _compile_kernels(config)
+    _compile_kernels(config, quiet=args.quiet)
     bar = None if args.quiet else ProgressBar(f"simulate {config.name} seed {args.seed}")
     try:
         traj = config.run(args.seed, callback=bar)
@@ -157,7 +157,6 @@ def _write_sweep(table, out: Path, grid_axes: list | None, title: str) -> None:
     matplotlib.use("Agg")
     from .plot import plot_phase_diagram
 
-    out.mkdir(parents=True, exist_ok=True)
     table.to_csv(out / "sweep.csv")
     rates = table.rates()
     (out / "rates.json").write_text(json.dumps(
@@ -183,6 +182,7 @@ def _cmd_sweep_merge(args: argparse.Namespace, journals: list[str]) -> int:
         for path in journals:
             if not Path(path).is_file():
                 raise ValueError(f"journal {path!r} does not exist")
+        out = check_output_folder(args.out, "--out")
         table = merge_journals(journals)
         header, _ = read_journal(journals[0])
     except (ValueError, TypeError, OSError) as exc:
@@ -194,21 +194,65 @@ def _cmd_sweep_merge(args: argparse.Namespace, journals: list[str]) -> int:
             axes.setdefault(name, [])
             if value not in axes[name]:
                 axes[name].append(value)
-    _write_sweep(table, Path(args.out), list(axes.items()),
+    _write_sweep(table, out, list(axes.items()),
                  f"base preset {header['base'].get('name')!r}, {len(header['seeds'])} seeds a cell")
     return 0
 
 
-def _compile_kernels(config, both: bool = False) -> None:
-    """Compile (or load from Numba's cache) the kernels a preset runs, with a
-    note on stderr, so that the first progress line is not 10-20 s late."""
+class CompileNote:
+    """A context manager around a compilation: if it is still running after
+    ``delay`` seconds (Numba compiling, not loading its cache), a note
+    ``"<label>compiling kernels (first run only)..."`` goes to ``stream``
+    (default stderr), then ``"ready in X s"`` when it ends; a quick load from
+    the cache prints nothing. ``quiet=True`` never prints."""
+
+    def __init__(self, label: str = "", *, quiet: bool = False, delay: float = 1.0, stream=None):
+        self.label, self.quiet, self.delay = label, quiet, delay
+        self.stream = stream
+        self.shown = False
+
+    def _show(self) -> None:
+        with self._lock:
+            if not self._done:
+                print(f"{self.label}compiling kernels (first run only)...", file=self._stream, end=" ", flush=True)
+                self.shown = True
+
+    def __enter__(self) -> "CompileNote":
+        import threading
+        import time
+
+        self._stream = self.stream if self.stream is not None else sys.stderr
+        self._lock = threading.Lock()
+        self._done = False
+        self._start = time.perf_counter()
+        self._timer = None
+        if not self.quiet:
+            self._timer = threading.Timer(self.delay, self._show)
+            self._timer.daemon = True
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        import time
+
+        if self._timer is not None:
+            self._timer.cancel()
+        with self._lock:
+            self._done = True
+            if self.shown:
+                print(f"ready in {time.perf_counter() - self._start:.1f} s", file=self._stream, flush=True)
+
+
+def _compile_kernels(config, both: bool = False, quiet: bool = False) -> None:
+    """Compile (or load from Numba's cache) the kernels a preset runs before
+    it starts, so that no call stalls in the middle of a run; a note on
+    stderr when that takes long (compiling, not loading the cache)."""
     from ._warmup import warmup
     from .energy import PARALLEL_MIN_PAIRS
 
-    print("compiling kernels (first run only)...", file=sys.stderr, end=" ", flush=True)
     blocked = both or round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
-    seconds = warmup(parallel=None if blocked else False, parts=("simulate",))
-    print(f"ready in {seconds:.1f} s", file=sys.stderr)
+    with CompileNote(quiet=quiet):
+        warmup(parallel=None if blocked else False, parts=("simulate",))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -236,8 +280,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
             print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
                   "starts afresh)", file=sys.stderr)
         _check_seeds(args.seeds)  # refused before compiling
-        if not args.quiet:  # workers load the kernels from the cache this fills
-            _compile_kernels(base, both=any(name in grid for name in ("p", "fraction")))
+        check_output_folder(out, "--out")
+        # workers load the kernels from the cache this fills
+        _compile_kernels(base, both=any(name in grid for name in ("p", "fraction")), quiet=args.quiet)
         bar = None if args.quiet else ProgressBar("sweep")
         table = sweep(grid, args.seeds, base=base, n_jobs=args.jobs, callback=bar, journal=journal, shard=shard)
     except (ValueError, TypeError, JournalError) as exc:
@@ -342,8 +387,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 2
+    import warnings
+
+    with warnings.catch_warnings():
+        if getattr(args, "quiet", False):
+            warnings.simplefilter("ignore")
+        elif not args.debug:
+            warnings.showwarning = _one_line_warning(args.command)
+        return _run(args)
+
+
+def _one_line_warning(command: str):
+    """``warnings.showwarning`` for the CLI: one line, ``embdyn CMD: warning:
+    ...``, without the source line (``--debug`` keeps Python's format with
+    it; ``--quiet`` silences warnings)."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"embdyn {command}: warning: {text}", file=sys.stderr if file is None else file)
+
+    return show
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen command inside the one error boundary of ``embdyn``."""
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except BrokenPipeError:
+        # the reader of stdout went away (``embdyn ... | head``): not an error
+        # of ours; stdout goes to devnull so the interpreter's final flush is quiet
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
     except (ValueError, TypeError, OSError, FloatingPointError) as exc:
         # bad values, files that cannot be read or written, runs that diverged
         # (NonFiniteStateError and BlowUpError are FloatingPointErrors)

@@ -1,4 +1,4 @@
-"""Dynamics of the normalised effective loss (SPEC section 2)::
+"""Dynamics of the normalised effective loss (docs/effective_theory.md)::
 
     l0(E) = ||A E||_F^2 / m,   m = |P0(D)| (number of constraint rows)
     Z(E)  = sum_k |E_k - mean(E)|^2   ("centred", default)

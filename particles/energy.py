@@ -19,7 +19,7 @@ from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice
 from .validation import check_array, check_magnitude
 
-__all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS"]
+__all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for"]
 
 #: below this many training pairs the rows form one block and the serial
 #: kernel is always used (thread start-up would dominate); measured in
@@ -114,6 +114,21 @@ def check_repulsion_tol(repulsion_tol, d: int, params=None) -> float | None:
     return tol
 
 
+def compile_for(*calls) -> None:
+    """Compile (or load from Numba's cache) each ``(kernel, args)`` for the
+    types of its arguments, without running it.
+
+    A run that lets :data:`particles.threads.kernel_choice` switch between
+    the serial and the parallel kernel calls this first, so that the first
+    call of the other kernel does not stall in the middle of the run while
+    it compiles. Kernels that are not Numba dispatchers are skipped."""
+    for kernel, args in calls:
+        if hasattr(kernel, "compile") and hasattr(kernel, "signatures"):
+            signature = tuple(numba.typeof(a) for a in args)
+            if signature not in kernel.signatures:
+                kernel.compile(signature)
+
+
 class _Engine:
     """Kernels, records and buffers of one system for a run: the exact path,
     or the cell-list path when a repulsion cut-off is asked for."""
@@ -135,13 +150,16 @@ class _Engine:
         #: what the kernel chooser keeps timings for
         self.key = (len(system.pairs), d, self.cells is not None, id(self.kernels))
 
-    def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
+    def force_call(self, x: np.ndarray, force: np.ndarray, parallel: bool):
+        """The force kernel of this engine (serial or parallel) and its arguments."""
         if self.cells is None:
             kernel = self.kernels.forces_parallel if parallel else self.kernels.forces_serial
-            args = (x, self.system, self.prm, self.ws, force)
-        else:
-            kernel = _forces.forces_parallel_cells if parallel else _forces.forces_serial_cells
-            args = (x, self.system, self.prm, self.prm_align, self.ws, self.cells, force)
+            return kernel, (x, self.system, self.prm, self.ws, force)
+        kernel = _forces.forces_parallel_cells if parallel else _forces.forces_serial_cells
+        return kernel, (x, self.system, self.prm, self.prm_align, self.ws, self.cells, force)
+
+    def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
+        kernel, args = self.force_call(x, force, parallel)
         if parallel:
             with dynamic_schedule():
                 return kernel(*args)
@@ -186,8 +204,10 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
 def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[float, np.ndarray]:
     """One force evaluation on checked inputs (the kernel chosen by
     :data:`particles.threads.kernel_choice` when ``parallel`` is None)."""
-    use_parallel = kernel_choice.choose(engine.key, parallel, engine.splittable)
     force = np.empty_like(x)
+    if parallel is None and engine.splittable:  # the chooser may switch kernels: compile both first
+        compile_for(*(engine.force_call(x, force, kind) for kind in (False, True)))
+    use_parallel = kernel_choice.choose(engine.key, parallel, engine.splittable)
     start = time.perf_counter()
     try:
         u = engine.forces(x, force, use_parallel)
@@ -200,7 +220,7 @@ def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[flo
 
 def energy(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *, parallel: bool | None = None,
            repulsion_tol: float | None = None) -> float:
-    """U(x) = U_clu + lam U_ali + (wd/2) sum_a |x_a|^2 (SPEC section 1); see
+    """U(x) = U_clu + lam U_ali + (wd/2) sum_a |x_a|^2 (docs/particles.md, the energy); see
     :func:`energy_and_forces`."""
     return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[0]
 

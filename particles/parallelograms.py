@@ -1,4 +1,4 @@
-"""Parallelogram sets and their integer constraint matrix (SPEC section 2).
+"""Parallelogram sets and their integer constraint matrix (docs/effective_theory.md).
 
 A parallelogram of a labelled pair dataset D is an unordered pair {u, v} of
 distinct samples with the same label; for u = (i, j) and v = (m, n) its row of

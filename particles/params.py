@@ -1,4 +1,4 @@
-"""Parameters of the clustering-and-alignment force law (SPEC section 1)."""
+"""Parameters of the clustering-and-alignment force law (docs/particles.md, the energy)."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ __all__ = ["ForceParams", "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS"]
 #: -dU_ali/ds; ``"polar"`` keeps only the turning part and makes the angular
 #: rate equal to the torque, f = |s|^2 f_grad - (s . f_grad) s.
 ALIGNMENTS = ("gradient", "polar")
-#: Which alignment energy: ``"cosine"`` is SPEC's baseline on c; ``"axial"``
+#: Which alignment energy: ``"cosine"`` is the baseline energy on c (docs/particles.md); ``"axial"``
 #: uses c**2, so a class is aligned when its pair sums lie on one line
 #: through the origin (either sign), as they do in a perfect circle.
 ALIGNMENT_FORMS = ("cosine", "axial")
-#: What ``wd`` decays: ``"particles"`` is SPEC's term (wd/2) sum |x|^2;
+#: What ``wd`` decays: ``"particles"`` is the baseline's term (wd/2) sum |x|^2;
 #: ``"classifier"`` reads wd as the network classifier's weight decay, which
 #: bounds its biases, so the alignment's softening length is the bias scale
 #: bias_scale / wd (see docs/particles.md, "Weight decay on the classifier").
@@ -47,13 +47,13 @@ class ForceParams:
         pair sums much shorter than eps carry little direction.
     wd : float
         Weight decay (>= 0). With ``wd_target="particles"`` a force -wd x on
-        every particle (SPEC). With ``"classifier"`` the classifier's weight
+        every particle (the baseline). With ``"classifier"`` the classifier's weight
         decay: the alignment's softening becomes
         sqrt(eps^2 + (bias_scale / wd)^2), so alignment is off at wd = 0 and
         reaches full strength as wd grows; particles then decay with
         ``particle_decay``.
     wd_target : {"particles", "classifier"}
-        What ``wd`` acts on (default SPEC's "particles").
+        What ``wd`` acts on (default the baseline's "particles").
     bias_scale : float
         Classifier variant: the boundary offset (> 0) at wd = 1; offsets
         scale as 1 / wd.
@@ -65,8 +65,8 @@ class ForceParams:
     alignment_form : {"cosine", "axial"}
         Baseline cosine energy, or the axial variant on c**2.
 
-    The defaults are the clustering-only setting that forms grids (SPEC
-    section 1): k_a = 3, sig_a = 3, k_r = 1, sig_r = 1, wd = 0.1, lam = 0.
+    The defaults are the clustering-only setting that forms grids (docs/particles.md,
+    the energy): k_a = 3, sig_a = 3, k_r = 1, sig_r = 1, wd = 0.1, lam = 0.
     """
 
     k_a: float = 3.0

@@ -75,7 +75,7 @@ class Preset:
         if not 0.0 < fraction <= 1.0:
             raise ValueError(f"fraction must be in (0, 1], got {fraction!r}")
         check_int(self.d, "d", 1)
-        check_int(self.steps, "steps", 0, MAX_STEPS)
+        check_int(self.steps, "steps", 1, MAX_STEPS)
         check_float(self.dt, "dt", 0.0, strict=True)
         check_int(self.record_every, "record_every", 1)
         check_float(self.temperature, "temperature", 0.0)

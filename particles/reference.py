@@ -1,6 +1,6 @@
 """Plain NumPy reference of the particle energy and forces.
 
-Written as directly from SPEC section 1 as possible (dense u x v matrices), so
+Written as directly from docs/particles.md, the energy as possible (dense u x v matrices), so
 the compiled kernels in :mod:`particles.kernels` can be checked against it.
 It is O(n^2) in memory and meant for tests and benchmarks, not for runs.
 """
@@ -107,7 +107,7 @@ def _check_system(x: Any, pairs: Any, labels: Any, params: Any) -> tuple[np.ndar
 
 def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
                      ) -> float:
-    """U(x) of SPEC section 1."""
+    """U(x) of docs/particles.md, the energy."""
     x, pairs, labels = _check_system(x, pairs, labels, params)
     _, u = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
     return u + 0.5 * params.particle_wd * float(np.sum(x**2))

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .datasets import PairDataset, make_rng
-from .energy import _check_inputs, _Engine, check_repulsion_tol, evaluate, pair_system
+from .energy import _check_inputs, _Engine, check_repulsion_tol, compile_for, evaluate, pair_system
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import minimize_serial
@@ -26,7 +26,7 @@ from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
 from .version import package_version  # noqa: F401 (part of this module's API since 0.1)
-from .validation import MAX_ABS
+from .validation import MAX_ABS, check_int
 
 __all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH"]
 
@@ -107,11 +107,7 @@ def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, i
 
 
 def _positive_int(name: str, value: Any, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1 or (high is not None and value > high):
-        raise ValueError(f"{name} must be {'>= 1' if high is None else f'in [1, {high}]'}, got {value}")
-    return int(value)
+    return check_int(value, name, 1, high)  # one wording of the range with the presets and every other check
 
 
 def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
@@ -191,16 +187,20 @@ def _segments(steps: int, engine: _Engine, parallel: bool | None, callback: Call
         start = stop
 
 
+def _step_call(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
+    """The engine's step loop (exact or cell list, serial or parallel) and its arguments."""
+    if engine.cells is None:
+        loop = engine.kernels.euler_parallel if use_parallel else engine.kernels.euler_serial
+        return loop, (x, engine.system, engine.prm, engine.ws, sched, start, stop, rng, traj, energies, slot)
+    loop = euler.run_euler_parallel_cells if use_parallel else euler.run_euler_serial_cells
+    return loop, (x, engine.system, engine.prm, engine.prm_align, engine.ws, engine.cells, sched, start, stop, rng,
+                  traj, energies, slot)
+
+
 def _run_steps(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
     """Steps start .. stop-1 with the engine's step loop (exact or cell
     list, serial or parallel)."""
-    if engine.cells is None:
-        loop = engine.kernels.euler_parallel if use_parallel else engine.kernels.euler_serial
-        args = (x, engine.system, engine.prm, engine.ws, sched, start, stop, rng, traj, energies, slot)
-    else:
-        loop = euler.run_euler_parallel_cells if use_parallel else euler.run_euler_serial_cells
-        args = (x, engine.system, engine.prm, engine.prm_align, engine.ws, engine.cells, sched, start, stop, rng,
-                traj, energies, slot)
+    loop, args = _step_call(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
     if use_parallel:
         with dynamic_schedule():
             return loop(*args)
@@ -301,6 +301,8 @@ def simulate(
 
     slot = 0
     report = progress_reporter(callback, steps)
+    if parallel is None and engine.splittable and usable_threads() >= 2:  # the run may switch loops: compile both
+        compile_for(*(_step_call(engine, kind, x, sched, 0, steps, rng, traj, energies, slot) for kind in (False, True)))
     for start, stop, use_parallel, timed in _segments(steps, engine, parallel, callback):
         began = time.perf_counter()
         try:

@@ -99,6 +99,36 @@ class SweepTable:
         kinds = list(STRUCTURES) + [DIVERGED]
         return {key: {k: structures.count(k) / len(structures) for k in kinds} for key, structures in groups.items()}
 
+    #: rows shown by ``repr`` (the first and the last half of them)
+    REPR_ROWS = 10
+
+    def __repr__(self) -> str:
+        """A readable summary: the size, the structure shares per setting
+        and the first and last rows as an aligned table."""
+        n = len(self.rows)
+        head = (f"SweepTable: {n} run{'s' if n != 1 else ''}, parameters "
+                f"{', '.join(self.parameters) if self.parameters else '(none)'}")
+        if not n:
+            return head
+        lines = [head]
+        if all("structure" in row for row in self.rows):
+            lines.append("structure shares per setting:")
+        for key, shares in (self.rates().items() if len(lines) > 1 else ()):
+            setting = ", ".join(f"{k}={v}" for k, v in zip(self.parameters, key)) or "all runs"
+            lines.append(f"  {setting}: " + ", ".join(f"{k} {v:.2f}" for k, v in shares.items() if v > 0))
+        columns = self.columns
+        shown = list(range(n)) if n <= self.REPR_ROWS else \
+            list(range(self.REPR_ROWS // 2)) + [-1] + list(range(n - self.REPR_ROWS // 2, n))
+
+        def cell(value: Any) -> str:
+            return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+        table = [[cell(self.rows[i].get(c, "")) if i >= 0 else "..." for c in columns] for i in shown]
+        widths = [max(len(c), *(len(r[j]) for r in table)) for j, c in enumerate(columns)]
+        lines.append("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+        lines += ["  ".join(v.rjust(w) for v, w in zip(row, widths)) for row in table]
+        return "\n".join(lines)
+
     @classmethod
     def from_csv(cls, path: str | os.PathLike, parameters: Sequence[str] | None = None) -> "SweepTable":
         """Read a table written by :meth:`to_csv`; numbers are parsed back.
@@ -117,7 +147,7 @@ class SweepTable:
         try:
             import pandas as pd
         except ImportError as exc:
-            raise ImportError("SweepTable.to_pandas needs pandas: pip install pandas") from exc
+            raise ImportError("SweepTable.to_pandas needs pandas: pip install '.[interop]' in the repository root (or pip install pandas)") from exc
         columns = list(dict.fromkeys(k for row in self.rows for k in row))  # every row's keys, in order
         return pd.DataFrame(self.rows, columns=columns or None)
 

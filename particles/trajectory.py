@@ -1,4 +1,4 @@
-"""The trajectory file shared by every package (SPEC section 6).
+"""The trajectory file shared by every package (docs/particles.md, the trajectory file).
 
 One ``.npz`` without pickled objects:
 
@@ -38,7 +38,7 @@ import numpy as np
 from .validation import check_bool, check_path
 
 __all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write", "atomic_write_text",
-           "ensure_writable_folder", "remove_stale_temporaries"]
+           "remove_stale_temporaries"]
 
 SCHEMA_VERSION = 1
 
@@ -77,17 +77,6 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
         bad = np.argwhere(~np.isfinite(arr))[0]
         raise TrajectoryFormatError(name, f"holds a non-finite value at index {tuple(int(i) for i in bad)}")
     return arr
-
-
-def ensure_writable_folder(path: str | os.PathLike) -> Path:
-    """Create the folder ``path`` (with parents) and check that it takes a
-    file, before any work is done; raises the OSError otherwise."""
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    probe = path / ".embdyn-write-test"
-    probe.write_text("ok")
-    probe.unlink()
-    return path
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_name: bool = False) -> Path:
@@ -348,7 +337,7 @@ class Trajectory:
         try:
             import xarray as xr
         except ImportError as exc:
-            raise ImportError("Trajectory.to_xarray needs xarray: pip install xarray") from exc
+            raise ImportError("Trajectory.to_xarray needs xarray: pip install '.[interop]' in the repository root (or pip install xarray)") from exc
         data = {"embeddings": (("snapshot_step", "token", "dim"), self.embeddings)}
         if self.signals is not None:
             data["signals"] = (("step", "frequency"), self.signals)

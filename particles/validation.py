@@ -35,7 +35,7 @@ import numpy as np
 MAX_ABS = 1e100
 
 __all__ = ["MAX_ABS", "check_int", "check_float", "check_bool", "check_choice", "check_array", "check_magnitude",
-           "check_path",
+           "check_path", "check_output_folder",
            "describe"]
 
 
@@ -255,4 +255,27 @@ def check_path(value: Any, name: str, *, must_exist: bool = False) -> Path:
         raise ValueError(f"{name} must be a non-empty path")
     if must_exist and not path.exists():
         raise FileNotFoundError(f"{name}: {str(path)!r} does not exist")
+    return path
+
+
+def check_output_folder(value: Any, name: str = "out") -> Path:
+    """Create the output folder ``value`` (with its parents) and check that
+    it takes a file, before any work is done.
+
+    Returns the folder as a ``pathlib.Path``. Raises a ``TypeError`` for a
+    value that is not a path and a ``ValueError`` naming ``name`` when the
+    path is an existing file, or the folder cannot be created or written
+    (read-only file system, no permission), with the system's reason.
+    """
+    path = check_path(value, name)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} must be a folder (existing or new), but {str(path)!r} is a file")
+    probe = path / ".embdyn-write-test"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe.write_text("ok")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ValueError(f"{name} must be a writable folder, but {str(path)!r} is not: {reason}") from None
     return path

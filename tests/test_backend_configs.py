@@ -48,7 +48,7 @@ def test_importing_fitting_without_torch_works_and_training_says_how_to_install(
             "try:\n    b.train(cfg)\nexcept b.TorchMissingError as e:\n    print('MISSING:', e)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert "MISSING:" in res.stdout and "pip install 'embedding-dynamics[torch]'" in res.stdout
+    assert "MISSING:" in res.stdout and "pip install '.[torch]'" in res.stdout
 
 
 def test_trajectory_file_of_a_full_survival_run_stays_under_30_mb(tmp_path):

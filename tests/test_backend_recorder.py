@@ -70,6 +70,17 @@ def test_checkpoint_series_loads_as_a_trajectory(tmp_path):
     np.testing.assert_array_equal(same.embeddings, traj.embeddings)
 
 
+def test_checkpoints_refuse_more_tokens_than_rows(tmp_path):
+    # a p larger than the embedding's rows was silently cut to the rows (p = 32 for p = 100)
+    _, _, paths = _train(6, every_save=3, folder=tmp_path)
+    rows = torch.load(paths[0], weights_only=True)["model"]["embed.weight"].shape[0]
+    with pytest.raises(ValueError, match=rf"p = {rows + 1} is more than the {rows} rows"):
+        load_checkpoints(paths, "embed.weight", p=rows + 1)
+    with pytest.raises(ValueError, match="p must be an int >= 3"):
+        load_checkpoints(paths, "embed.weight", p=2)
+    assert load_checkpoints(paths, "embed.weight", p=rows).meta["p"] == rows
+
+
 def test_recorder_bad_input():
     w = torch.zeros(5, 3)
     with pytest.raises(TypeError, match="embedding must be"):

@@ -49,7 +49,7 @@ def test_demo_refuses_an_unwritable_folder(tmp_path, capsys):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
     assert main(["demo", "--quick", "--out", str(blocker / "sub"), "--quiet"]) == 2
-    assert "is not writable" in capsys.readouterr().err
+    assert "--out must be a writable folder" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # runs demo stages; keeps the README suite short

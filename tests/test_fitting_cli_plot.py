@@ -73,8 +73,8 @@ def test_plots_return_figures():
     fig = plot_fit(model, S, t, columns=[2], window=(0, 300))
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     heat = plot_coefficients(model)
-    image = heat.axes[0].images[0].get_array()
-    np.testing.assert_array_equal(np.asarray(image), model.coef_)
+    main_image = [im for ax in heat.axes for im in ax.images if ax.get_xlabel() == "term"][0]
+    np.testing.assert_array_equal(np.asarray(main_image.get_array()), model.coef_[:, 1:])  # without the constant
     lv = LotkaVolterra("general", "lasso", alpha=1.0, derivative="central").fit(S, t)
     assert isinstance(plot_coefficients(lv, max_terms=10), Figure)
     with pytest.raises(ValueError, match="survivors"):
@@ -139,3 +139,73 @@ def test_save_figure_is_atomic(tmp_path):
     assert os.listdir(tmp_path) == ["a.png"]
     with pytest.raises(ValueError, match="path must end in a figure format"):
         save_figure(fig, tmp_path / "noext")
+
+
+def _heat_maps(fig):
+    """(main image, constant-term image or None) of a plot_coefficients figure."""
+    main = [im for ax in fig.axes for im in ax.images if ax.get_xlabel() == "term"]
+    const = [im for ax in fig.axes for im in ax.images if ax.get_xlabel().startswith("constant")]
+    assert len(main) == 1 and len(const) <= 1
+    return main[0], (const[0] if const else None)
+
+
+def test_coefficient_colours_are_symmetric_and_not_set_by_the_intercept():
+    t = np.linspace(0, 5, 101)
+    x = np.column_stack([np.exp(-0.5 * t), 1 + 0.2 * np.sin(t), 2 - np.exp(-t)])
+    model = LinearODE("ols", derivative="central").fit(x, t)
+    model.coef_ = model.coef_.copy()
+    model.coef_[:, 0] = [1e4, -3e3, 5e2]  # a huge intercept
+    fig = plot_coefficients(model, ["a", "b", "c"])
+    main, const = _heat_maps(fig)
+    top = np.max(np.abs(model.coef_[:, 1:]))
+    assert main.norm.vmax == pytest.approx(top) and main.norm.vmin == pytest.approx(-top)
+    assert main.get_cmap().name.startswith("RdBu_r")
+    # the intercept has a panel of its own, its own symmetric scale, and its values written out
+    assert const is not None and const.norm.vmax == pytest.approx(1e4) and const.norm.vmin == pytest.approx(-1e4)
+    assert "1e+04" in [t.get_text() for t in const.axes.texts]
+    # labelled axes and colour bar
+    assert main.axes.get_xlabel() == "term" and const.axes.get_ylabel() == "equation (d/dt of)"
+    colorbar = [ax for ax in fig.axes if hasattr(ax, "_colorbar")]
+    assert len(colorbar) == 1 and colorbar[0].get_ylabel().startswith("coefficient")
+    # on a given Axes: one heat map, the constants written next to the equation names
+    from matplotlib.figure import Figure
+
+    ax = Figure().add_subplot()
+    plot_coefficients(model, ["a", "b", "c"], ax=ax)
+    assert ax.images[0].norm.vmax == pytest.approx(top)
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "a (const +1e+04)"
+    assert ax.get_xlabel() == "term" and ax.get_ylabel() == "equation (d/dt of)"
+    # all-zero coefficients still give a usable symmetric scale
+    model.coef_[:] = 0.0
+    main, const = _heat_maps(plot_coefficients(model))
+    assert const is None and main.norm.vmax == 1.0 and main.norm.vmin == -1.0
+
+
+def test_plot_fit_and_coefficients_work_for_every_derivative_formulation():
+    import warnings
+
+    traj = growing_circle_trajectory()
+    S = fourier_signals(traj)
+    t = traj.snapshot_steps.astype(float)
+    for derivative in ("forward", "central", "savgol", "weak", "flowmap"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the test signals have a conserved total
+            model = LinearODE("ols", derivative=derivative).fit(S, t)
+        fig = plot_fit(model, S, t, window=(0, 300))
+        assert len(fig.axes) == 2, derivative
+        assert all(ax.get_xlabel() and ax.get_ylabel() for ax in fig.axes), derivative
+        assert isinstance(plot_coefficients(model), Figure)
+        title = fig.axes[0].get_title()
+        if derivative == "flowmap":  # fitted on the state one lag ahead: that is what the left panel shows
+            lag = model.formulation_.lag
+            assert title.startswith("flow map") and f"τ = {lag:g}" in title, title
+            assert fig.axes[0].get_ylabel() == "x(t)"
+            data = fig.axes[0].lines[0]
+            assert data.get_xdata()[0] == pytest.approx(t[0] + lag)  # x(t) from t0 + tau on
+        elif derivative == "weak":
+            assert "the fit used the weak form" in title, title
+        else:
+            assert title.startswith("dx/dt"), title
+    # plotted on samples whose step does not divide the lag: a derivative estimate, said so in the title
+    fig = plot_fit(model, S, np.arange(len(S)) * 7.0)
+    assert "the fit used the flow map" in fig.axes[0].get_title()

@@ -75,12 +75,12 @@ def test_nonfinite_state_stops_with_step(train17, rng):
 
 
 @pytest.mark.parametrize("kwargs, err, match", [
-    (dict(steps=0, dt=0.1), ValueError, r"steps must be in \[1, 1000000000\]"),
+    (dict(steps=0, dt=0.1), ValueError, r"steps must be an int in \[1, 1000000000\], got 0"),
     (dict(steps=1.5, dt=0.1), TypeError, "steps must be an int"),
     (dict(steps=10, dt=-0.1), ValueError, "dt must be > 0"),
     (dict(steps=10, dt=0.0), ValueError, "dt must be > 0"),
     (dict(steps=10, dt=float("nan")), ValueError, "dt must be > 0"),
-    (dict(steps=10, dt=0.1, record_every=0), ValueError, "record_every must be >= 1"),
+    (dict(steps=10, dt=0.1, record_every=0), ValueError, "record_every must be an int >= 1"),
     (dict(steps=10, dt=0.1, temperature=-1.0), ValueError, "temperature must be >= 0"),
 ])
 def test_bad_run_settings(train17, kwargs, err, match):

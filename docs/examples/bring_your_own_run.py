@@ -4,7 +4,7 @@ the Fourier signals (docs/bring_your_own_run.md).
 
     python docs/examples/bring_your_own_run.py [--quick] [--out DIR]
 
-Needs the torch extra: pip install 'embedding-dynamics[torch]'.
+Needs the torch extra: pip install '.[torch]' (in the repository root).
 """
 import argparse
 import json

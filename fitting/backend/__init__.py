@@ -1,9 +1,9 @@
 """Optional torch backend: train the papers' networks and export their
-embedding trajectories (SPEC section 5).
+embedding trajectories (docs/training.md, models).
 
 The configurations import without torch; training needs the extra::
 
-    pip install 'embedding-dynamics[torch]'      # torch==2.13.0, CPU build
+    pip install '.[torch]'      # in the repository root; torch==2.13.0, CPU build
 
 Public API::
 
@@ -33,7 +33,7 @@ __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "S
            "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting", "train_network_sweep",
            "NetworkSweep", "compare_network", "NetworkComparison", "EmbeddingRecorder", "load_checkpoints"]
 
-INSTALL_HINT = ("the torch backend needs PyTorch: pip install 'embedding-dynamics[torch]' "
+INSTALL_HINT = ("the torch backend needs PyTorch: pip install '.[torch]' in the repository root "
                 "(pins torch==2.13.0, the CPU build)")
 
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from particles.cli import add_quiet
+from particles.validation import check_output_folder
 
 __all__ = ["register_train", "register_toy_phases", "register_compare_network"]
 
@@ -44,14 +45,13 @@ def _cmd_train(args: argparse.Namespace) -> int:
             raise ValueError("--compile and --jobs exist with --batched only")
         if not 1 <= args.jobs <= args.seeds:
             raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
+        out = check_output_folder(args.out, "--out")
     except (ValueError, TypeError) as exc:
         print(f"embdyn train: {exc}", file=sys.stderr)
         return 2
     from .batched import train_batched
     from .trainer import train
 
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     if args.batched:
         bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
         trajectories = train_batched(config, seeds, out, callback=bar, compile="auto" if args.compile else "never",
@@ -78,7 +78,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("train", help="train a paper's network and export trajectories (needs [torch])",
                               description="Train one of the papers' networks for several seeds and write one "
                                           "trajectory file per seed (signals every step, embedding snapshots). "
-                                          "Needs the torch extra: pip install 'embedding-dynamics[torch]'.")
+                                          "Needs the torch extra: pip install '.[torch]' in the repository root.")
     p.add_argument("model", choices=list(MODEL_CONFIGS), help="which paper's network to train")
     p.add_argument("--seeds", type=int, default=1, help="number of seeds (default 1)")
     p.add_argument("--first-seed", type=int, default=0, help="first seed (default 0)")
@@ -124,13 +124,13 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
         if not 1 <= args.jobs <= max_jobs(cells):
             raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
                              f"got {args.jobs}")
+        out = check_output_folder(args.out, "--out")
     except (ValueError, TypeError) as exc:
         print(f"embdyn toy-phases: {exc}", file=sys.stderr)
         return 2
     from ..plot import plot_phase_grid, save_figure
     from .grid import train_grid
 
-    out = Path(args.out)
     stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
             + ("" if seeds == [0] else f"_seeds{seeds[0]}-{seeds[-1]}"))
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
@@ -178,16 +178,6 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_cmd_toy_phases)
 
 
-def _check_writable_folder(out: Path, option: str) -> None:
-    """Create ``out`` and check it takes files, before any work (ValueError naming the option)."""
-    from particles.trajectory import ensure_writable_folder
-
-    try:
-        ensure_writable_folder(out)
-    except OSError as exc:
-        raise ValueError(f"{option} {str(out)!r} is not a writable folder: {exc}") from None
-
-
 def _float_list(text: str) -> list[float]:
     try:
         return [float(v) for v in text.split(",") if v.strip()]
@@ -231,8 +221,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
             raise ValueError("--set changes the network's training; it cannot apply to --network-results")
         config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction).replace(**changes)
         check_same_split(config.p, config.train_fraction, base, "--set")
-        out = Path(args.out)
-        _check_writable_folder(out, "--out")
+        out = check_output_folder(args.out, "--out")
     except (ValueError, TypeError) as exc:
         print(f"embdyn compare-network: {exc}", file=sys.stderr)
         return 2

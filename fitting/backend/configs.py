@@ -1,4 +1,4 @@
-"""Configurations of the four trainable models (SPEC section 5).
+"""Configurations of the four trainable models (docs/training.md, models).
 
 Plain dataclasses without torch, so they can be built, validated and
 stored in trajectory metadata on a machine without the extra. Each

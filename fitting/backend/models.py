@@ -1,4 +1,4 @@
-"""The four networks of SPEC section 5 and their training tasks (needs torch).
+"""The four networks of docs/training.md, models and their training tasks (needs torch).
 
 A *task* owns a model, its data and its optimizers and exposes what the
 trainer records: ``step()`` (gradient step at the current parameters,

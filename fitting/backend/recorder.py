@@ -183,6 +183,7 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
         raise ValueError(f"steps has {len(steps)} entries for {len(paths)} checkpoints")
     if any(b <= a for a, b in zip(steps, steps[1:])):
         raise ValueError("steps must increase")
+    p = None if p is None else _check_int("p", p, 3)
     snaps = []
     for path in paths:
         path = Path(path)
@@ -201,7 +202,10 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
                 raise KeyError(f"checkpoint {path} has no entry {key!r} (entries: {names} ...)")
             value = state[key]
         E = _as_matrix(value, f"checkpoint {path} entry {key!r}")
-        snaps.append(E if p is None else E[: _check_int("p", p, 3)])
+        if p is not None and p > E.shape[0]:
+            raise ValueError(f"p = {p} is more than the {E.shape[0]} rows of checkpoint {path} entry "
+                             f"{'(key function)' if callable(key) else repr(key)}: p must be <= {E.shape[0]}")
+        snaps.append(E if p is None else E[:p])
     shapes = {s.shape for s in snaps}
     if len(shapes) != 1:
         raise ValueError(f"the checkpoints' embeddings differ in shape: {sorted(shapes)}")

@@ -1,4 +1,4 @@
-"""ODE regression onto trajectories (SPEC section 4), one job a file.
+"""ODE regression onto trajectories (docs/fitting.md, ODE fits), one job a file.
 
 =====================  ====================================================
 ``library``            candidate terms: PolynomialLibrary, FourierLibrary,

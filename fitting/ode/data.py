@@ -100,7 +100,9 @@ def check_window(window: Any) -> tuple[float, float] | None:
         stop = math.inf if stop is None else float(stop)
     except (TypeError, ValueError):
         raise ValueError(f"window must hold two numbers (or None), got {window!r}") from None
-    if math.isnan(start) or math.isnan(stop) or not start < stop:
+    if math.isnan(start) or math.isnan(stop):
+        raise ValueError(f"window must hold two numbers (or None for an open end), not NaN, got {window!r}")
+    if not start < stop:
         raise ValueError(f"window must have start < stop, got {window!r}")
     return start, stop
 

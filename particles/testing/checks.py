@@ -1,4 +1,4 @@
-"""Checks of the particle model's invariants (SPEC sections 1 and 2).
+"""Checks of the particle model's invariants (docs/particles.md and docs/effective_theory.md).
 
 Each check computes a property on the inputs it is given and raises an
 ``AssertionError`` that names the property and says by how much it failed
@@ -128,7 +128,7 @@ def check_forces_are_gradient(law, x: np.ndarray, train: PairDataset, *, h: floa
 
 def check_total_force_vanishes(law, x: np.ndarray, train: PairDataset, *, rtol: float = 1e-10,
                                forces: ForceFn | None = None) -> float:
-    """sum_a F_a = 0 for a translation-invariant law (SPEC: lam = 0, wd = 0).
+    """sum_a F_a = 0 for a translation-invariant law (lam = 0, wd = 0).
 
     Returns the measured max_k |sum_a F_ak| / max(1, max |F|).
     """
@@ -288,7 +288,7 @@ def _check_tolerance(name: str, value: Any) -> float:
     return float(value)
 
 
-# --- the effective loss (SPEC section 2) ---------------------------------
+# --- the effective loss (docs/effective_theory.md) ---------------------------------
 
 
 def check_effective_loss_invariance(E: np.ndarray, system, *, shift: float = 1.7, scale: float = 2.3,

@@ -27,7 +27,7 @@ import numpy as np
 try:
     from hypothesis import strategies as st
 except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError("particles.testing.strategies needs hypothesis: pip install 'embedding-dynamics[test]'"
+    raise ImportError("particles.testing.strategies needs hypothesis: pip install '.[test]' in the repository root"
                       ) from exc
 
 from ..datasets import PairDataset, addition, modular_addition

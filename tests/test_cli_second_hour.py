@@ -1,0 +1,235 @@
+"""What a new user's second hour ran into: output folders checked before any
+work, the compile note only when compiling, no broken-pipe message, one
+wording of a range, warnings as one line (silenced by --quiet)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from particles.cli import CompileNote, main
+
+DATA = Path(__file__).resolve().parents[1] / "fitting" / "data" / "survival_mlp_seed0.npz"
+
+
+def _journal(tmp_path: Path) -> str:
+    path = tmp_path / "shard.jsonl"
+    path.write_text("{}\n")
+    return str(path)
+
+
+# (arguments before --out, the library functions that are the command's work)
+WRITERS = [
+    (["simulate", "--steps", "10"], ["particles.presets.Preset.run", "particles._warmup.warmup"]),
+    (["sweep", "--grid", "lam=1,2", "--seeds", "1"], ["particles.sweep.sweep", "particles._warmup.warmup"]),
+    (["sweep", "merge", "JOURNAL"], ["particles.sweep.merge_journals"]),
+    (["theory", "critical-fraction", "--samples", "10"], ["effective_theory.montecarlo.unique_structure_probability"]),
+    (["theory", "grokking-rate", "--samples", "2"], ["effective_theory.montecarlo.grokking_rate_curve"]),
+    (["theory", "steps", "--sets", "1"], ["effective_theory.experiments.compare_steps"]),
+    (["theory", "digits", "--steps", "5"], ["effective_theory.experiments.digits_collapse"]),
+    (["fit", str(DATA)], ["fitting.ode.models.ODEModel.fit"]),
+    (["demo", "--quick"], ["fitting.demo.run_demo", "fitting.demo.compile_kernels"]),
+]
+
+
+def _forbid(monkeypatch, targets):
+    def refuse(*args, **kwargs):
+        raise AssertionError("the command started its work before checking --out")
+
+    from importlib import import_module
+
+    for target in targets:
+        module, _, attr = target.rpartition(".")
+        try:
+            owner = import_module(module)
+        except ModuleNotFoundError:  # module.Class.method
+            module, _, cls = module.rpartition(".")
+            owner = getattr(import_module(module), cls)
+        assert hasattr(owner, attr), target
+        monkeypatch.setattr(owner, attr, refuse)
+
+
+@pytest.mark.parametrize("kind", ["existing file", "under a file"])
+@pytest.mark.parametrize("argv,work", WRITERS, ids=[" ".join(a[:2]) for a, _ in WRITERS])
+def test_every_writing_command_checks_its_output_folder_first(argv, work, kind, tmp_path, monkeypatch, capsys):
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    out = blocker if kind == "existing file" else blocker / "sub"
+    argv = [_journal(tmp_path) if a == "JOURNAL" else a for a in argv]
+    _forbid(monkeypatch, work)
+    code = main(argv + ["--out", str(out)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2, err
+    assert len(err) == 1 and "--out" in err[0] and str(out) in err[0], err
+    assert ("is a file" if kind == "existing file" else "must be a writable folder") in err[0]
+    assert "Errno" not in err[0] and ".tmp" not in err[0]
+    assert blocker.read_text() == "not a folder"
+
+
+def test_output_folder_check_names_the_parameter(tmp_path):
+    from particles.validation import check_output_folder
+
+    assert check_output_folder(tmp_path / "a" / "b", "out").is_dir()  # created with its parents
+    assert not any((tmp_path / "a" / "b").iterdir())  # the write probe is removed
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match=r"^out must be a folder \(existing or new\), but .* is a file$"):
+        check_output_folder(tmp_path / "f", "out")
+    with pytest.raises(ValueError, match=r"^--out must be a writable folder, but .* is not: Not a directory$"):
+        check_output_folder(tmp_path / "f" / "g", "--out")
+    with pytest.raises(TypeError, match="out must be a path"):
+        check_output_folder(3, "out")
+
+
+def test_compile_note_only_when_compiling():
+    import io
+
+    stream = io.StringIO()
+    with CompileNote("x: ", stream=stream, delay=0.5):
+        pass  # a load from the cache: quick
+    assert stream.getvalue() == ""
+    with CompileNote("x: ", stream=stream, delay=0.01):
+        time.sleep(0.3)  # compiling: slow
+    text = stream.getvalue()
+    assert text.startswith("x: compiling kernels (first run only)... ready in ") and text.endswith(" s\n")
+    stream = io.StringIO()
+    with CompileNote("x: ", stream=stream, delay=0.01, quiet=True):
+        time.sleep(0.1)
+    assert stream.getvalue() == ""
+
+
+def test_no_compile_note_before_an_argument_error(tmp_path, capsys):
+    assert main(["simulate", "--steps", "0", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "compiling" not in err and err.count("\n") == 1
+
+
+def test_a_closed_pipe_is_not_an_error(tmp_path):
+    read, write = os.pipe()
+    os.close(read)  # the reader went away (embdyn ... | head)
+    code = ("import sys; from particles.cli import main; "
+            f"sys.exit(main(['theory', 'grokking-rate', '--p', '5', '--samples', '2', '--quiet', '--out', "
+            f"{str(tmp_path)!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], stdout=write, stderr=subprocess.PIPE, text=True)
+    os.close(write)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr == ""
+
+
+def test_one_wording_of_the_steps_range(tmp_path, capsys):
+    messages = []
+    for steps in ("0", "10000000000"):
+        assert main(["simulate", "--steps", steps, "--out", str(tmp_path)]) == 2
+        messages.append(capsys.readouterr().err)
+    for message, steps in zip(messages, ("0", "10000000000")):
+        assert f"steps must be an int in [1, 1000000000], got {steps}" in message, message
+
+
+def test_a_nan_window_says_nan(capsys, tmp_path):
+    assert main(["fit", str(DATA), "--window", "0", "nan", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not NaN" in err and "start < stop" not in err
+
+
+def test_cli_warnings_are_one_line_and_quiet_silences_them(capsys):
+    import argparse
+
+    from particles import cli
+
+    def warn(args):
+        warnings.warn("a fit may be wrong:\n  see fit_info_", UserWarning)
+        return 0
+
+    parser = cli.build_parser()
+    parser.set_defaults(func=warn)
+    for quiet, expected in ((False, "embdyn theory: warning: a fit may be wrong: see fit_info_\n"), (True, "")):
+        args = argparse.Namespace(command="theory", debug=False, quiet=quiet, func=warn)
+        original = cli.build_parser
+        cli.build_parser = lambda: _Fixed(args)
+        try:
+            assert main([]) == 0
+        finally:
+            cli.build_parser = original
+        assert capsys.readouterr().err == expected
+
+
+class _Fixed:
+    """A parser stand-in that returns fixed arguments."""
+
+    def __init__(self, args):
+        self.args = args
+
+    def parse_args(self, argv):
+        return self.args
+
+
+def test_theory_curves_each_write_json(tmp_path, capsys):
+    import json
+
+    runs = {"critical-fraction": ["--p", "5", "--samples", "20"], "grokking-rate": ["--p", "5", "--samples", "2"],
+            "steps": ["--p", "5", "--sets", "1"], "digits": ["--steps", "6"]}
+    names = {"critical-fraction": "critical_fraction", "grokking-rate": "grokking_rate",
+             "steps": "steps_predicted_vs_measured", "digits": "digits_collapse"}
+    for curve, argv in runs.items():
+        assert main(["theory", curve, *argv, "--quiet", "--out", str(tmp_path)]) == 0
+        data = json.loads((tmp_path / f"{names[curve]}.json").read_text())
+        assert data and (tmp_path / f"{names[curve]}.png").stat().st_size > 0
+    help_text = subprocess.run([sys.executable, "-m", "particles.cli", "theory", "steps", "--help"],
+                               capture_output=True, text=True).stdout
+    assert "(default: 10)" in " ".join(help_text.split())  # --sets shows its default
+    assert "l3 is the third-smallest eigenvalue" in " ".join(help_text.split())
+
+
+def test_sweep_table_prints_readably():
+    from particles.sweep import SweepTable
+
+    rows = [dict(lam=lam, seed=s, circularity=0.5 + s / 100, structure="circle" if s % 2 else "grid")
+            for lam in (1, 3) for s in range(10)]
+    text = repr(SweepTable(rows, ["lam"]))
+    lines = text.splitlines()
+    assert lines[0] == "SweepTable: 20 runs, parameters lam"
+    assert "  lam=1: circle 0.50, grid 0.50" in lines
+    assert len(lines) <= 20 and all(len(line) < 120 for line in lines)
+    assert any(line.split()[:2] == ["...", "..."] for line in lines)  # 20 rows: the middle is cut
+    assert repr(SweepTable()) == "SweepTable: 0 runs, parameters (none)"
+
+
+def test_surviving_frequencies_as_mask_or_frequencies():
+    from fitting import surviving_frequencies
+
+    rng = np.random.default_rng(3)
+    signals = rng.uniform(0, 1, (4, 8))
+    signals[-1, [1, 5]] = 20.0
+    mask = surviving_frequencies(signals, dc=0.5)
+    ks = surviving_frequencies(signals, dc=0.5, output="frequencies")
+    assert mask.dtype == bool and ks.tolist() == (np.flatnonzero(mask) + 1).tolist() == [2, 6]
+    with pytest.raises(ValueError, match="output must be one of"):
+        surviving_frequencies(signals, dc=0.5, output="ks")
+
+
+def test_compile_for_compiles_each_kernel_once_without_running_it():
+    from particles.energy import compile_for
+
+    class FakeKernel:
+        def __init__(self):
+            self.signatures, self.compiled = [], []
+
+        def compile(self, signature):
+            self.compiled.append(signature)
+            self.signatures.append(signature)
+
+        def __call__(self, *args):
+            raise AssertionError("compile_for must not run the kernel")
+
+    a, b = FakeKernel(), FakeKernel()
+    args = (np.zeros((3, 2)), 1.5)
+    compile_for((a, args), (b, args))
+    compile_for((a, args), (b, args))
+    assert len(a.compiled) == len(b.compiled) == 1
+    compile_for((len, args))  # not a dispatcher: skipped
