@@ -41,6 +41,7 @@ _EXPORTS = {
     'CustomLibrary': ('.ode', 'CustomLibrary'),
     'FiniteDifference': ('.ode', 'FiniteDifference'),
     'FlowMap': ('.ode', 'FlowMap'),
+    'FitQualityWarning': ('.ode', 'FitQualityWarning'),
     'FourierLibrary': ('.ode', 'FourierLibrary'),
     'Lasso': ('.ode', 'Lasso'),
     'LassoCV': ('.ode', 'LassoCV'),
@@ -67,7 +68,7 @@ _EXPORTS = {
 }
 
 __all__ = [
-    "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FlowMap", "FourierLibrary", "Lasso", "LassoCV",
+    "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FitQualityWarning", "FlowMap", "FourierLibrary", "Lasso", "LassoCV",
     "ODEModel", "PolynomialLibrary", "SavitzkyGolay", "WeakForm",
     "example_trajectory", "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
     "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",

@@ -8,6 +8,8 @@ import json
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from particles.cli import add_quiet
 from particles.validation import check_output_folder
 
@@ -36,54 +38,40 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    import numpy as np
+    import joblib
 
-    from particles.trajectory import Trajectory, TrajectoryFormatError
+    from particles.trajectory import Trajectory, atomic_write, atomic_write_text
 
-    from .ode import BlowUpError
     from .plot import plot_coefficients, plot_fit, plot_signals, save_figure
+    from .report import fit_report, format_value
     from .signals import DC_SCALAR, surviving_frequencies, trajectory_signals
 
-    try:
-        traj = Trajectory.load(args.trajectory)
-    except (FileNotFoundError, TrajectoryFormatError) as exc:
-        print(f"embdyn fit: {exc}", file=sys.stderr)
-        return 2
+    traj = Trajectory.load(args.trajectory)  # a missing or damaged file: one line, exit 2 (main)
+    window = None if args.window is None else tuple(args.window)
+    model = _build_model(args, window)
+    model.check_params()  # every setting refused before any work, the output folder too
     out = check_output_folder(args.out, "--out")
     steps, signals = trajectory_signals(traj, power=args.power)
     t = steps.astype(float)
-    window = None if args.window is None else tuple(args.window)
-    try:
-        model = _build_model(args, window)
-        model.fit(signals, t)
-    except (ValueError, TypeError) as exc:
-        print(f"embdyn fit: {exc}", file=sys.stderr)
-        return 2
     names = [f"S{k}" for k in range(1, signals.shape[1] + 1)]
+    model.fit(signals, t, names=names)
     if DC_SCALAR in traj.scalars:
         survivors = surviving_frequencies(signals, dc=traj.scalars[DC_SCALAR])
     else:
         survivors = surviving_frequencies(traj)
+    scores = fit_report(model, signals, t, window=window)
     report = {
         "trajectory": str(args.trajectory), "source": traj.meta.get("source"), "model": args.model,
         "regressor": repr(model.regressor_), "derivative": repr(model.formulation_), "window": window,
         "samples": int(len(t)), "frequencies": int(signals.shape[1]),
         "survivors": [int(k) for k in np.flatnonzero(survivors) + 1],
-        "derivative_r2": model.score(signals, t, window=window),
+        **{name: score["value"] for name, score in scores["scores"].items()},
+        "scores": scores["scores"], "notes": scores["notes"],
         "nonzero_coefficients": int(np.count_nonzero(model.coef_)), "sparsity": model.sparsity_,
     }
     if args.model == "linear":
         report["max_real_eigenvalue"] = float(model.eigenvalues_.real.max())
         report["stable"] = model.is_stable_
-    for label, win in (("trajectory_r2_fit_window", window),
-                       ("trajectory_r2_after_window", None if window is None else (window[1], None))):
-        if label.endswith("after_window") and (win is None or not np.any(t >= win[0])):
-            continue
-        try:
-            report[label] = model.trajectory_score(signals, t, window=win)
-        except (BlowUpError, ValueError) as exc:
-            report[label] = None
-            report[label + "_note"] = str(exc)
     save_figure(plot_signals(signals, steps, survivors), out / "signals.png")
     save_figure(plot_fit(model, signals, t, window=window, names=names), out / "fit.png")
     save_figure(plot_coefficients(model, names), out / "coefficients.png")
@@ -93,21 +81,31 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     report["terms"] = model.feature_names(names)
     report["coefficients"] = model.coef_.tolist()
     report["model_file"] = "model.joblib"
-    import joblib
-
-    from particles.trajectory import atomic_write, atomic_write_text
-
-    atomic_write_text(out / "fit.json", json.dumps(report, indent=2))
+    atomic_write_text(out / "fit.json", json.dumps(report, indent=2, default=_json_number))
     atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
-    for key, value in report.items():
-        if key not in ("equations", "variables", "terms", "coefficients"):  # those are in fit.json
+    for key in ("trajectory", "source", "model", "regressor", "derivative", "window", "samples", "frequencies",
+                "survivors", "nonzero_coefficients", "sparsity", "max_real_eigenvalue", "stable"):
+        if key in report:
+            value = report[key]
             print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
-    print("equations:")  # results: --quiet hides only progress and notes
+    print("scores:")  # results: --quiet hides only progress, notes and warnings
+    for name, score in scores["scores"].items():
+        print(f"  {name}: {format_value(score['value'])}  ({score['what']})")
+    for note in scores["notes"]:
+        print(f"note: {note}")
+    print("equations:")
     for line in report["equations"]:
         print("  " + line)
     print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
           f"{out / 'coefficients.png'}")
     return 0
+
+
+def _json_number(value):
+    """JSON for numbers json does not know (NumPy scalars)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def register_fit(subparsers: argparse._SubParsersAction) -> None:
@@ -125,15 +123,17 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--alpha", type=float, default=None,
                    help="STLSQ threshold or Lasso penalty on the standardised scale (default: the model's: STLSQ 0.1, "
                         "0.02 for --model linear)")
-    p.add_argument("--derivative", choices=DERIVATIVE_METHODS, default="weak",
-                   help="weak form (default, no numerical derivatives) or a pointwise derivative estimate")
+    p.add_argument("--derivative", choices=DERIVATIVE_METHODS, default=None,
+                   help="how the data become regression rows: the weak form (default; no numerical derivatives), "
+                        "the flow map (default with --stable: forecasts best) or a pointwise derivative estimate")
     p.add_argument("--stable", action="store_true", help="linear model: least squares over stable systems only")
     p.add_argument("--reference", action="store_true",
                    help="the survival paper's setting: Lasso alpha 0.01 on raw arrays, forward differences "
                         "(overrides --regressor, --alpha, --derivative)")
     p.add_argument("--debias", action="store_true", help="least-squares refit on the selected terms")
     p.add_argument("--window", type=float, nargs=2, metavar=("START", "STOP"), default=None,
-                   help="fit on steps in [START, STOP); the trajectory R^2 after STOP is reported as held out")
+                   help="fit on steps in [START, STOP); the rest is forecast from the observed state at the "
+                        "window's end and scored against persistence")
     p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")
     p.add_argument("--out", default="embdyn-fit", help="output folder (default ./embdyn-fit)")
     add_quiet(p)

@@ -33,12 +33,14 @@ def test_cli_fit_on_a_trajectory_file(tmp_path, capsys):
     report = json.loads((out / "fit.json").read_text())
     assert report["survivors"] == [3]
     assert report["frequencies"] == 6 and report["samples"] == 60
-    assert report["derivative_r2"] > 0.9
-    assert "trajectory_r2_after_window" in report
+    assert report["rows_r2"] > 0.9 and "estimated derivatives" in report["scores"]["rows_r2"]["what"]
+    # past the window: a forecast from the observed state at the window's end, beside persistence
+    assert {"forecast_error", "persistence_error", "forecast_skill"} <= set(report["scores"])
+    assert "t = 390" in report["scores"]["forecast_error"]["what"]  # the last sample inside [0, 400)
     for name in ("signals.png", "fit.png", "coefficients.png"):
         assert (out / name).stat().st_size > 1000
     printed = capsys.readouterr().out
-    assert "derivative_r2" in printed and "dS3/dt" in printed
+    assert "rows_r2:" in printed and "(R^2 of estimated derivatives" in printed and "dS3/dt" in printed
 
 
 def test_cli_fit_on_a_particle_simulation(tmp_path):
@@ -50,7 +52,9 @@ def test_cli_fit_on_a_particle_simulation(tmp_path):
     assert code == 0
     report = json.loads((tmp_path / "f" / "fit.json").read_text())
     assert report["model"] == "lv-classic" and report["frequencies"] == 8
-    assert np.isfinite(report["derivative_r2"])
+    assert np.isfinite(report["rows_r2"])
+    assert "forecast_skill" not in report["scores"]  # fitted on everything: nothing to forecast, and a note says so
+    assert any("no forecast" in note for note in report["notes"])
 
 
 def test_cli_fit_errors_name_the_problem(tmp_path, capsys):

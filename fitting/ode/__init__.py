@@ -12,6 +12,8 @@
 ``models``             ODEModel, LinearODE, LotkaVolterra
 ``ensemble``           BootstrapEnsemble
 ``relations``          linear relations among the states (conserved totals)
+``quality``            FitQualityWarning: results that may be wrong
+``forecast``           Forecast: a simulation from the fitted window's end vs persistence
 ``data``               runs, sample times and windows
 =====================  ====================================================
 """
@@ -47,11 +49,13 @@ _EXPORTS = {
     'Regressor': ('.regression', 'Regressor'),
     'WeakForm': ('.weak', 'WeakForm'),
     'LinearRelationWarning': ('.relations', 'LinearRelationWarning'),
+    'FitQualityWarning': ('.quality', 'FitQualityWarning'),
+    'Forecast': ('.forecast', 'Forecast'),
 }
 
 __all__ = [
     "BlowUpError", "BootstrapEnsemble", "ConcatLibrary", "CustomLibrary", "DERIVATIVE_METHODS", "EnsembleSimulation",
-    "FiniteDifference", "FlowMap", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LinearRelationWarning", "LotkaVolterra",
+    "FiniteDifference", "FitQualityWarning", "FlowMap", "Forecast", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LinearRelationWarning", "LotkaVolterra",
     "ODEModel", "OLS", "PolynomialLibrary", "REGRESSORS", "Regressor", "STLSQ", "SavitzkyGolay", "WeakForm",
     "linear_solution",
 ]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .weighted import noise_level
 
-__all__ = ["LinearRelationWarning", "linear_relation", "degenerates"]
+__all__ = ["LinearRelationWarning", "linear_relation", "degenerates", "warning_text"]
 
 #: a direction counts as constant when the states' RMS along it is at most
 #: this many times the noise's standard deviation along it. Measured ratio
@@ -87,12 +87,22 @@ def degenerates(library, K: int, relation: dict) -> bool:
     return bool(small or not np.all(degrees == 1))
 
 
-def _warning_text(relation: dict) -> str:
-    """The sentence ``ODEModel.fit`` warns with."""
-    terms = " ".join(f"{'-' if c < 0 else '+'} {abs(c):.3g} x{j + 1}"
-                     for j, c in enumerate(relation["combination"]) if abs(c) > 1e-3).lstrip("+ ")
+#: largest components of a relation named in the warning
+SHOWN_TERMS = 6
+
+
+def warning_text(relation: dict, names: list[str] | None = None) -> str:
+    """The one-line sentence ``ODEModel.fit`` warns with, in the variables'
+    ``names`` (default x1 .. xK)."""
+    c = np.asarray(relation["combination"], dtype=float)
+    names = names or [f"x{j + 1}" for j in range(len(c))]
+    shown = sorted(np.argsort(-np.abs(c))[:SHOWN_TERMS].tolist())  # the largest, in variable order
+    shown = [j for j in shown if abs(c[j]) > 1e-3]
+    terms = " ".join(f"{'-' if c[j] < 0 else '+'} {abs(c[j]):.3g} {names[j]}" for j in shown).lstrip("+ ")
+    rest = int(np.sum(np.abs(c) > 1e-3)) - len(shown)
+    if rest > 0:
+        terms += f" (and {rest} smaller terms)"
     return (f"the states vary along {terms} no more than the noise does (RMS {relation['rms']:.2g}, noise "
-            f"{relation['noise_sd']:.2g}; mean {relation['value']:.4g}): a conserved total, or data that do not "
-            f"excite that direction; either way the library's columns are (nearly) dependent and the coefficients "
-            f"are not determined along it. Fit one variable fewer and recover it from the relation, or give more "
-            f"varied runs")
+            f"{relation['noise_sd']:.2g}), so the library's columns are nearly dependent and the coefficients are "
+            f"not determined along that direction; fit one variable fewer or give more varied runs "
+            f"(fit_info_['linear_relation'] has the numbers)")

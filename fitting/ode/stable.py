@@ -79,7 +79,9 @@ def stable_least_squares(Theta: np.ndarray, Y: np.ndarray, linear_cols: np.ndarr
     coef : ndarray, shape (K, F)
     info : dict
         ``constrained`` (False when plain least squares is already stable),
-        ``iterations``, ``loss_ratio`` (constrained / unconstrained loss).
+        ``iterations``, ``loss_ratio`` (constrained / unconstrained loss);
+        when constrained also ``max_iter``, ``converged`` (False when L-BFGS
+        stopped at its iteration limit or failed) and ``optimizer_message``.
     """
     n, F = Theta.shape
     K = len(linear_cols)
@@ -119,4 +121,6 @@ def stable_least_squares(Theta: np.ndarray, Y: np.ndarray, linear_cols: np.ndarr
         coef[:, bias_col] = resid.T @ c / float(c @ c)
     unc = float(np.sum((Y - Theta @ ols.T) ** 2))
     con = float(np.sum((Y - Theta @ coef.T) ** 2))
-    return coef, {"constrained": True, "iterations": int(best.nit), "loss_ratio": con / unc if unc > 0 else np.inf}
+    return coef, {"constrained": True, "iterations": int(best.nit), "max_iter": int(max_iter),
+                  "converged": bool(best.success), "optimizer_message": str(best.message),
+                  "loss_ratio": con / unc if unc > 0 else np.inf}

@@ -55,6 +55,25 @@ MISFIT = 2.0
 READMIT_LEVEL = 1e-3
 #: most allowed terms (equations x features) for which a misfit triggers the readmission search
 READMIT_MAX_TERMS = 400
+#: share of the regressor's bar a pruned term's standardised coefficient
+#: must reach to compete in the readmission search (the likelihood-ratio
+#: test decides): a true constant or small term whose contribution is a few
+#: per cent of its equation's RMS is below STLSQ's bar of 0.1 and must be
+#: able to return (Rossler's constant 0.2: 0.04)
+READMIT_SHARE = 0.1
+#: level of the backward elimination of the regressor's terms (Bonferroni
+#: over the terms): a term whose GLS coefficient is not significantly
+#: different from zero at this level is removed, least significant first
+ELIMINATE_LEVEL = 1e-3
+#: rounds of backward elimination, each with the rows' covariance at the
+#: coefficients the last one left (the spurious terms of the first fit can
+#: make that covariance wrong)
+ELIMINATE_ROUNDS = 5
+#: most terms in the regressor's support for which the elimination runs (each
+#: step inverts the normal matrix of the support: a 29-signal linear fit has
+#: 870 terms, which would take minutes; those fits are left as the regressor
+#: selected them, as before)
+ELIMINATE_MAX_TERMS = 400
 
 
 def noise_level(runs: list[np.ndarray], times: list[np.ndarray] | None = None) -> np.ndarray:
@@ -110,13 +129,11 @@ class _Run:
     """What the refit needs of one run: windows, rows, library Jacobians."""
 
     def __init__(self, x: np.ndarray, t: np.ndarray, library: Library, formulation):
-        Phi, dPhi = formulation.test_functions(x, t)
-        self.starts, self.L = formulation.window_starts(x, t)
-        rows = np.arange(len(self.starts))[:, None]
-        cols = self.starts[:, None] + np.arange(self.L)[None, :]
-        self.P, self.dP = Phi[rows, cols], dPhi[rows, cols]  # (n_windows, L): phi, phi' on each window
-        self.G = Phi @ library._transform(x)  # (n_windows, F)
-        self.b = -(dPhi @ x)  # (n_windows, K)
+        from .weak import windowed
+
+        self.starts, self.L, self.P, self.dP = formulation.window_weights(x, t)  # (n_windows, L): phi, phi'
+        self.G = windowed(library._transform(x), self.starts, self.P)  # (n_windows, F)
+        self.b = -windowed(x, self.starts, self.dP)  # (n_windows, K)
         self.jac = np.stack(_jacobians(library, x))  # (K, T, F): d Theta / d x_j
 
     def covariance_band(self, coef: np.ndarray, sigma: np.ndarray) -> np.ndarray:
@@ -138,6 +155,10 @@ class _Run:
         u = K * (reach + 1) - 1
         band = np.zeros((u + 1, nw * K))
         chunk = max(1, int(2e6 // max(L * K * K, 1)))
+        if self.P.strides[0] == 0 and self.dP.strides[0] == 0:  # one set of weights for every window
+            self._uniform_band(band, u, JSJ, JS, S, stride, reach)
+            band[u] += FLOOR * max(float(np.mean(band[u])), 1e-300)
+            return band
         for o in range(reach + 1):
             n = L - o * stride  # samples the windows w and w + o share
             for w0 in range(0, nw - o, chunk):
@@ -156,6 +177,44 @@ class _Run:
                 band[u + r[keep] - cidx[keep], cidx[keep]] = block[keep]
         band[u] += FLOOR * max(float(np.mean(band[u])), 1e-300)
         return band
+
+    def _uniform_band(self, band: np.ndarray, u: int, JSJ: np.ndarray, JS: np.ndarray, S: np.ndarray,
+                      stride: int, reach: int) -> None:
+        """Fill ``band`` when every window has the same weights p, p'.
+
+        The block of windows (w, w + o) sums over the samples they share,
+        m = o stride .. L - 1 of window w (m - o stride of window w + o),
+        products such as p[m] p[m - o stride] of the per-sample arrays at
+        start_w + m: for all offsets at once, the windows' samples times one
+        (L, offsets) matrix of weight products."""
+        T, K = JSJ.shape[0], JSJ.shape[1]
+        nw, L = self.P.shape
+        if "_uniform" not in self.__dict__:
+            p, dp = self.P[0], self.dP[0]
+            m = np.arange(L)[:, None]
+            lag = m - stride * np.arange(reach + 1)[None, :]  # (L, R): position in window w + o
+            ok = lag >= 0
+            lag = np.where(ok, lag, 0)
+            Q = [np.where(ok, p[:, None] * p[lag], 0.0), np.where(ok, p[:, None] * dp[lag], 0.0),
+                 np.where(ok, dp[:, None] * p[lag], 0.0)]
+            dd = np.sum(np.where(ok, dp[:, None] * dp[lag], 0.0), axis=0)  # (R,)
+            w = np.arange(nw)[:, None, None, None]
+            o = np.arange(reach + 1)[None, :, None, None]
+            i = np.arange(K)[None, None, :, None]
+            k = np.arange(K)[None, None, None, :]
+            row, col = w * K + i, (w + o) * K + k  # element (w*K + i, (w+o)*K + k) of Cov(r)
+            keep = np.broadcast_to((w + o < nw) & (row <= col), (nw, reach + 1, K, K))
+            row, col = np.broadcast_to(row, keep.shape)[keep], np.broadcast_to(col, keep.shape)[keep]
+            self._uniform = (Q, dd, keep, u + row - col, col)
+        Q, dd, keep, brow, bcol = self._uniform
+        win_jsj = np.lib.stride_tricks.sliding_window_view(JSJ.reshape(T, K * K), L, axis=0)[self.starts]
+        win_js = np.lib.stride_tricks.sliding_window_view(JS.reshape(T, K * K), L, axis=0)[self.starts]
+        # (nw, K*K, R) -> (nw, R, K, K)
+        block = (win_jsj @ Q[0]).transpose(0, 2, 1).reshape(nw, -1, K, K)
+        block += (win_js @ Q[1]).transpose(0, 2, 1).reshape(nw, -1, K, K)
+        block += (win_js @ Q[2]).transpose(0, 2, 1).reshape(nw, -1, K, K).transpose(0, 1, 3, 2)
+        block += dd[None, :, None, None] * np.diag(S)[None, None]
+        band[brow, bcol] = block[keep]
 
     def solve_parts(self, coef: np.ndarray, support: np.ndarray, sigma: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -177,7 +236,8 @@ class _Run:
 
 def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.ndarray], library: Library,
                      formulation, sigma: np.ndarray | None = None, mask: np.ndarray | None = None,
-                     threshold: float = 0.0, term_scale: np.ndarray | None = None) -> tuple[np.ndarray, dict]:
+                     threshold: float = 0.0, term_scale: np.ndarray | None = None, eliminate: bool = False
+                     ) -> tuple[np.ndarray, dict]:
     """Refit the non-zero coefficients of ``coef`` (K, F) by iterated
     generalised least squares on the weak-form rows of ``runs``.
 
@@ -247,7 +307,23 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         return coef, {**info, "status": f"library not differentiable at the data ({exc})"}
     if not all(np.all(np.isfinite(p.jac)) for p in pieces):
         return coef, {**info, "status": "library derivative not finite at the data"}
-    refit, out = _iterate(pieces, coef, support, sigma, info)
+    original, dropped, parts, more = coef, [], None, []
+    eliminate = eliminate and int(support.sum()) <= ELIMINATE_MAX_TERMS
+    for _ in range(ELIMINATE_ROUNDS if eliminate else 0):  # again with the covariance at the reduced support
+        coef, more, parts = _eliminate(pieces, coef, sigma)
+        dropped += more
+        if not more or not coef.any():
+            break
+    if dropped:
+        support = coef != 0
+        if not support.any():
+            return original, {**info, "status": "empty support", "eliminated": dropped}
+    # the last round's rows at coef, when it removed nothing: the first GLS step needs exactly those
+    refit, out = _iterate(pieces, coef, support, sigma, info, first_parts=None if (not parts or more) else parts)
+    if out["status"] == "misfit":  # the weighting is not trusted: neither is what it eliminated
+        coef, support, refit = original, original != 0, original
+    elif dropped:
+        out = {**out, "eliminated": dropped}
     if out["status"] != "misfit" or mask is None:
         return refit, out
     scale = np.ones(coef.shape) if term_scale is None else term_scale
@@ -257,13 +333,16 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
     return grown, {**grown_info, "misfit_chi2_per_dof": out["chi2_per_dof"]}
 
 
-def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: np.ndarray, info: dict
-             ) -> tuple[np.ndarray, dict]:
-    """Iterated GLS of the ``support`` terms, starting from ``coef``."""
+def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: np.ndarray, info: dict,
+             first_parts: list | None = None) -> tuple[np.ndarray, dict]:
+    """Iterated GLS of the ``support`` terms, starting from ``coef``
+    (``first_parts``: the runs' :meth:`_Run.solve_parts` at ``coef``, when
+    the caller has them)."""
     current, previous = coef, np.inf
     for it in range(1, MAX_ITERATIONS + 1):
         try:
-            parts = [p.solve_parts(current, support, sigma) for p in pieces]
+            parts = first_parts if it == 1 and first_parts is not None else \
+                [p.solve_parts(current, support, sigma) for p in pieces]
         except (LinAlgError, ValueError):
             return coef, {**info, "iterations": it, "status": "covariance not positive definite"}
         # generalised least squares: (D' C^-1 D) xi = D' C^-1 b, columns scaled for conditioning
@@ -285,6 +364,55 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
             return coef, {**info, "status": "not converged"}
         previous = change
     return coef, {**info, "iterations": MAX_ITERATIONS, "status": "not converged"}
+
+
+def _eliminate(pieces: list[_Run], coef: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, list]:
+    """Backward elimination of the non-zero terms of ``coef`` by their GLS
+    significance.
+
+    With the rows' covariance C at ``coef`` (M = D' C^-1 D, v = D' C^-1 b),
+    the GLS coefficients of the current support and their standard errors
+    (diagonal of M^-1, times the whitened residual per degree of freedom
+    when that exceeds 1) give t = coefficient / standard error; the term
+    with the smallest |t| is removed while |t| is below the normal quantile
+    at ``1 - ELIMINATE_LEVEL / (2 n)`` (n terms in the support), then the
+    rest refitted. Collinear spurious terms (a cubic library on states with
+    a large mean) have large standard errors and go; a true term stays
+    unless the noise hides it. Returns the coefficients (GLS on the kept
+    support, zeros elsewhere; ``coef`` itself when nothing is removed) and
+    the removed (equation, term) pairs, and the runs' rows at ``coef``
+    (:meth:`_Run.solve_parts`; None when they could not be solved)."""
+    support = coef != 0
+    try:
+        parts = [p.solve_parts(coef, support, sigma) for p in pieces]
+    except (LinAlgError, ValueError):
+        return coef, [], None
+    M, v, rows = _normal_equations(parts)
+    order = np.flatnonzero(support.ravel())
+    cols = np.arange(len(order))
+    dropped: list[int] = []
+    while cols.size:
+        sub = M[np.ix_(cols, cols)]
+        scale = np.sqrt(np.abs(np.diag(sub)))
+        scale[scale == 0] = 1.0
+        inv = np.linalg.pinv(sub / np.outer(scale, scale)) / np.outer(scale, scale)
+        xi = inv @ v[cols]
+        dof = max(rows - cols.size, 1)
+        s2 = max(_whitened_rss(parts, xi, cols) / dof, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.abs(xi) / np.sqrt(np.maximum(np.diag(inv), 0.0) * s2)
+        t = np.where(np.isfinite(t), t, 0.0)
+        k = int(np.argmin(t))
+        if t[k] >= stats.norm.isf(ELIMINATE_LEVEL / (2 * cols.size)):
+            break
+        dropped.append(int(order[cols[k]]))
+        cols = np.delete(cols, k)
+    if not dropped:
+        return coef, [], parts
+    out = np.zeros_like(coef)
+    if cols.size:
+        out.ravel()[order[cols]] = xi
+    return out, [tuple(int(i) for i in np.unravel_index(f, coef.shape)) for f in dropped], parts
 
 
 def _normal_equations(parts) -> tuple[np.ndarray, np.ndarray, int]:
@@ -359,7 +487,7 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
         with np.errstate(divide="ignore", invalid="ignore"):
             value = -g / s_j
             drop = np.where(s_j > 0, g * g / s_j, 0.0)
-        eligible = (s_j > 0) & (scale[cand] > 0) & (np.abs(value) * scale[cand] >= threshold)
+        eligible = (s_j > 0) & (scale[cand] > 0) & (np.abs(value) * scale[cand] >= READMIT_SHARE * threshold)
         if not eligible.any():
             return None, {"readmission": f"no pruned term reaches the threshold (added {len(added)})"}
         k = int(np.argmax(np.where(eligible, drop, -np.inf)))
@@ -378,7 +506,7 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
         refit, out = _iterate(pieces, start, support, sigma, info)
         if out["status"] == "converged":
             back = [np.unravel_index(f, coef.shape) for f in added]
-            if all(abs(refit[i]) * term_scale[i] >= threshold for i in back):
+            if all(abs(refit[i]) * term_scale[i] >= READMIT_SHARE * threshold for i in back):
                 return refit, {**out, "readmitted": [(int(i), int(f)) for i, f in back]}
             return None, {"readmission": f"a readmitted term fell below the threshold in the refit "
                                          f"(added {len(added)})"}

@@ -1,0 +1,189 @@
+"""Forecast benchmark on grokking runs this project's models never made.
+
+A hand-written plain-torch one-layer transformer (token + position
+embedding, one attention block with 4 heads, a ReLU MLP, unembedding; no
+code of ``fitting.backend``) learns (a + b) mod p with AdamW (lr 1e-3,
+weight decay 1, betas (0.9, 0.98)) on a random share of the pairs, full
+batch. Its token embedding is copied every ``--every`` steps; the Fourier
+signals of those copies (``fitting.fourier_signals``) are the data.
+
+Each run is fitted on the first half of its steps; every model is simulated
+from the observed state at the middle over the second half and scored by
+the relative error ||x_sim - x_obs|| / ||x_obs|| against persistence
+(holding the mid-run state). A fit that blows up scores inf.
+
+    python benchmarks/grokking_forecast.py --p 53 59 --seeds 2 --steps 6000 --json out.json
+    python benchmarks/grokking_forecast.py --runs DIR/*.npz        # score saved runs again
+
+Runs are saved as ``particles.Trajectory`` files (``--save DIR``) so they can
+be fitted again with other code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+
+# --------------------------------------------------------------- training
+def train_run(p: int, seed: int, steps: int, every: int, frac: float = 0.5, d: int = 128):
+    """(steps, signals, embeddings at a few steps, train/val accuracy) of one run."""
+    import torch
+    from torch import nn
+
+    torch.manual_seed(seed)
+    torch.set_num_threads(1)
+    rng = np.random.default_rng(seed)
+    pairs = np.array([(a, b) for a in range(p) for b in range(p)])
+    order = rng.permutation(len(pairs))
+    n_train = int(frac * len(pairs))
+    tr, va = order[:n_train], order[n_train:]
+    X = torch.tensor(np.column_stack([pairs, np.full(len(pairs), p)]))  # a, b, '='
+    Y = torch.tensor((pairs[:, 0] + pairs[:, 1]) % p)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(p + 1, d)
+            self.pos = nn.Parameter(torch.randn(3, d) / math.sqrt(d))
+            self.attn = nn.MultiheadAttention(d, 4, bias=False, batch_first=True)
+            self.mlp = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d))
+            self.out = nn.Linear(d, p, bias=False)
+
+        def forward(self, x):
+            h = self.embed(x) + self.pos
+            a, _ = self.attn(h, h, h, need_weights=False)
+            h = h + a
+            h = h + self.mlp(h)
+            return self.out(h[:, -1])
+
+    model = Block()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0, betas=(0.9, 0.98))
+    lossf = nn.CrossEntropyLoss()
+    rec_steps, snaps, accs = [], [], []
+    for step in range(steps + 1):
+        if step % every == 0:
+            rec_steps.append(step)
+            snaps.append(model.embed.weight.detach()[:p].double().numpy().copy())
+        if step == steps:
+            break
+        opt.zero_grad()
+        loss = lossf(model(X[tr]), Y[tr])
+        loss.backward()
+        opt.step()
+        if step % 500 == 0 or step == steps - 1:
+            with torch.no_grad():
+                acc_tr = (model(X[tr]).argmax(-1) == Y[tr]).float().mean().item()
+                acc_va = (model(X[va]).argmax(-1) == Y[va]).float().mean().item()
+            accs.append((step, acc_tr, acc_va))
+    return np.array(rec_steps), np.stack(snaps), accs
+
+
+def save_run(path: Path, steps, snaps, accs, p, seed) -> None:
+    from fitting import fourier_signals
+    from particles import Trajectory
+
+    keep = np.unique(np.linspace(0, len(steps) - 1, 50).astype(int))
+    traj = Trajectory(snaps[keep], steps[keep].astype(np.int64), steps=steps.astype(np.int64),
+                      signals=fourier_signals(snaps),
+                      meta={"source": "benchmarks/grokking_forecast.py (plain torch)", "p": p, "seed": seed,
+                            "accuracy": accs})
+    traj.save(path)
+
+
+# --------------------------------------------------------------- scoring
+def models():
+    from fitting import LinearODE, LotkaVolterra
+
+    return {
+        "LinearODE(stable=True) [default]": lambda: LinearODE(stable=True),
+        "LinearODE(stable=True, derivative='weak')": lambda: LinearODE(stable=True, derivative="weak"),
+        "LinearODE()": lambda: LinearODE(),
+        "LotkaVolterra()": lambda: LotkaVolterra(),
+    }
+
+
+def forecast_errors(steps: np.ndarray, signals: np.ndarray) -> dict:
+    """Relative error over the second half for every model and persistence."""
+    from fitting.ode import BlowUpError
+
+    t = steps.astype(float)
+    mid = int(np.searchsorted(t, t[0] + (t[-1] - t[0]) / 2))
+    obs = signals[mid:]
+    norm = np.linalg.norm(obs)
+    out = {"persistence": float(np.linalg.norm(obs - signals[mid]) / norm)}
+    for name, make in models().items():
+        start = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model = make().fit(signals[: mid + 1], t[: mid + 1])
+                sim = model.simulate(signals[mid], t[mid:])
+            err = float(np.linalg.norm(sim - obs) / norm)
+        except (BlowUpError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+            err = float("inf")
+        out[name] = err
+        out[name + " seconds"] = time.perf_counter() - start
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--p", type=int, nargs="*", default=[53, 59])
+    parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--steps", type=int, default=6000)
+    parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--save", default=None, help="folder for the runs' trajectory files")
+    parser.add_argument("--runs", nargs="*", default=None, help="score these saved runs instead of training")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args(argv)
+    rows = []
+    if args.runs:
+        from particles import Trajectory
+
+        sources = [(Path(r).stem, Trajectory.load(r)) for r in args.runs]
+        items = [(name, tr.steps, tr.signals) for name, tr in sources]
+    else:
+        try:
+            import torch  # noqa: F401
+        except ImportError:
+            sys.exit("training needs torch: pip install '.[torch]'")
+        from fitting import fourier_signals
+
+        items = []
+        for p in args.p:
+            for seed in range(args.first_seed, args.first_seed + args.seeds):
+                start = time.perf_counter()
+                steps, snaps, accs = train_run(p, seed, args.steps, args.every)
+                name = f"p{p}_seed{seed}"
+                print(f"{name}: trained in {time.perf_counter() - start:.0f} s; accuracy (step, train, val) "
+                      f"{accs[-1]}", flush=True)
+                if args.save:
+                    Path(args.save).mkdir(parents=True, exist_ok=True)
+                    save_run(Path(args.save) / f"{name}.npz", steps, snaps, accs, p, seed)
+                items.append((name, steps, fourier_signals(snaps)))
+    for name, steps, signals in items:
+        errs = forecast_errors(steps, signals)
+        rows.append({"run": name, **errs})
+        print(f"{name}: " + ", ".join(f"{k} {v:.3g}" for k, v in errs.items() if not k.endswith("seconds")),
+              flush=True)
+    names = ["persistence"] + list(models())
+    print("\nbeats persistence (of %d runs):" % len(rows))
+    for n in names[1:]:
+        wins = sum(r[n] < r["persistence"] for r in rows)
+        print(f"  {n}: {wins}; median error {np.median([r[n] for r in rows]):.3g} "
+              f"(persistence {np.median([r['persistence'] for r in rows]):.3g})")
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
