@@ -283,6 +283,94 @@ def summarise(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson interval of a rate k / n."""
+    if n == 0:
+        return (float("nan"), float("nan"))
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def table(rows: list[dict], systems: list[str] | None = None) -> str:
+    """The Markdown table of docs/fitting.md: per noise level, over systems
+    (each system's median over seeds) and over all cases."""
+    out = ["| noise | systems | cases | ours <= 1e-8 (cases) | ours <= better of PySINDy fd/weak (systems) | "
+           "median ratio to it | support F1 ours / fd / sfd / weak | median fit time ours / fd (ratio) |",
+           "|---|---|---|---|---|---|---|---|"]
+    for noise in sorted({r["noise"] for r in rows}):
+        sub = [r for r in rows if r["noise"] == noise and "error" not in r["ours"]
+               and (systems is None or r["system"] in systems)]
+        if not sub:
+            continue
+        names = sorted({r["system"] for r in sub})
+
+        def best(r):
+            return min([r[k]["derivative_error"] for k in ("fd", "weak") if "error" not in r[k]] or [np.inf])
+
+        per_system = [np.median([r["ours"]["derivative_error"] / best(r) for r in sub if r["system"] == n])
+                      for n in names]
+        wins = sum(v <= 1 for v in per_system)
+        exact = sum(r["ours"]["derivative_error"] <= 1e-8 for r in sub)
+        lo, hi = wilson(exact, len(sub))
+        f1 = [np.mean([r[k].get("f1", 0.0) for r in sub]) for k in ("ours", "fd", "sfd", "weak")]
+        t_ours = np.median([r["ours"]["fit_seconds"] for r in sub])
+        t_fd = np.median([r["fd"]["fit_seconds"] for r in sub if "fit_seconds" in r["fd"]])
+        ratio = np.median([r["ours"]["fit_seconds"] / r["fd"]["fit_seconds"] for r in sub if "fit_seconds" in r["fd"]])
+        wl, wh = wilson(wins, len(names))
+        out.append(f"| {noise:.0%} | {len(names)} | {len(sub)} | {exact} ({exact / len(sub):.0%}, 95 % "
+                   f"[{lo:.0%}, {hi:.0%}]) | {wins} of {len(names)} ([{wl:.0%}, {wh:.0%}]) | "
+                   f"{np.median(per_system):.3g} | {' / '.join(f'{v:.3f}' for v in f1)} | "
+                   f"{t_ours * 1e3:.1f} / {t_fd * 1e3:.1f} ms ({ratio:.2f}) |")
+    return "\n".join(out)
+
+
+def plot(rows: list[dict], path: str) -> None:
+    """Derivative error (ours against the better of PySINDy fd / weak),
+    support F1 and fit time, one mark per case."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    from fitting.plot import save_figure
+
+    fig = Figure(figsize=(13, 4.3), layout="constrained")
+    axes = fig.subplots(1, 3)
+    colors = {0.0: "tab:blue", 0.01: "tab:orange", 0.05: "tab:red"}
+    for noise, c in colors.items():
+        sub = [r for r in rows if r["noise"] == noise and "error" not in r["ours"]]
+        if not sub:
+            continue
+        best = [min([r[k]["derivative_error"] for k in ("fd", "weak") if "error" not in r[k]] or [np.nan])
+                for r in sub]
+        ours = [r["ours"]["derivative_error"] for r in sub]
+        axes[0].scatter(np.maximum(best, 1e-16), np.maximum(ours, 1e-16), s=12, color=c, alpha=0.7,
+                        label=f"noise {noise:.0%}")
+        jitter = np.random.default_rng(0).uniform(-0.01, 0.01, (2, len(sub)))
+        axes[1].scatter(np.array([r["fd"].get("f1", 0.0) for r in sub]) + jitter[0],
+                        np.array([r["ours"]["f1"] for r in sub]) + jitter[1], s=12, color=c, alpha=0.7,
+                        label=f"noise {noise:.0%}")
+        axes[2].scatter([r["fd"].get("fit_seconds", np.nan) * 1e3 for r in sub],
+                        [r["ours"]["fit_seconds"] * 1e3 for r in sub], s=12, color=c, alpha=0.7,
+                        label=f"noise {noise:.0%}")
+    axes[0].plot([1e-16, 10], [1e-16, 10], "k-", lw=0.8, label="equal")
+    axes[0].axhline(1e-8, color="0.5", ls=":", lw=0.8, label="1e-8 (clean-data target)")
+    axes[0].set(xscale="log", yscale="log", xlabel="better of PySINDy fd / weak: derivative error",
+                ylabel="ours (defaults): derivative error", title="derivative error on the clean test states")
+    axes[1].plot([0, 1], [0, 1], "k-", lw=0.8, label="equal")
+    axes[1].set(xlabel="PySINDy fd: support F1 (jittered)", ylabel="ours: support F1 (jittered)",
+                title="which terms are found")
+    lim = [1, 3000]
+    axes[2].plot(lim, lim, "k-", lw=0.8, label="equal")
+    axes[2].set(xscale="log", yscale="log", xlabel="PySINDy SINDy() fit time (ms)", ylabel="ours: fit time (ms)",
+                title="fit time, one thread each")
+    for ax in axes:
+        ax.legend(fontsize="x-small", loc="upper left")
+    save_figure(fig, path, dpi=110)
+
+
 def print_row(r: dict) -> None:
     def cell(kind):
         v = r[kind]
@@ -309,7 +397,14 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="fit-time repeats (best of)")
     parser.add_argument("--quick", action="store_true", help="two systems at 1 %% noise (CI smoke run)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--plot", default=None, metavar="JSON",
+                        help="only print the table and draw the figure of a JSON written by --json (next to it)")
     args = parser.parse_args(argv)
+    if args.plot:
+        rows = json.loads(Path(args.plot).read_text())
+        print(table(rows))
+        plot(rows, str(Path(args.plot).with_suffix(".png")))
+        return
     try:
         import dysts  # noqa: F401
         import pysindy  # noqa: F401
@@ -323,6 +418,10 @@ def main(argv=None) -> None:
     print(f"{len(systems)} systems: {', '.join(s.name for s in systems)}")
     print(f"{'system':20s} {'noise':>5s} {'seed':>4s} | " + " ".join(f"{k + ' err/F1':>16s}" for k in FITTERS))
     rows = []
+    if args.json and Path(args.json).exists():  # a checkpoint of an interrupted run: keep its cases
+        rows = json.loads(Path(args.json).read_text())
+        print(f"resuming: {len(rows)} cases from {args.json}")
+    done = {(r["system"], r["noise"], r["seed"]) for r in rows}
     with threadpool_limits(1):
         for system in systems:
             t, x = system.data()
@@ -332,10 +431,15 @@ def main(argv=None) -> None:
                 continue
             for noise in noises:
                 for s in range(args.seeds):
+                    if (system.name, noise, args.first_seed + s) in done:
+                        continue
                     row = run_case(system, noise, args.first_seed + s, repeats=args.repeats)
                     rows.append(row)
                     print_row(row)
+            if args.json:  # checkpoint after every system
+                Path(args.json).write_text(json.dumps(rows, indent=1))
     print(summarise(rows))
+    print(table(rows))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

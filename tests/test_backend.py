@@ -236,3 +236,30 @@ def test_cli_train_writes_one_file_per_seed(tmp_path, capsys):
     assert main(["train", "toy", "--batched", "--out", str(tmp_path), "--quiet"]) == 2
     assert main(["train", "toy", "--set", "d=9", "--out", str(tmp_path), "--quiet"]) == 2
     assert "d must be an int in [1, 8]" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv,work", [
+    (["train", "constant-attention", "--seeds", "1", "--steps", "5"], ["fitting.backend.trainer.train"]),
+    (["train", "survival-mlp", "--batched", "--seeds", "2", "--steps", "5"], ["fitting.backend.batched.train_batched"]),
+    (["toy-phases", "regression", "--quick", "--steps", "5"], ["fitting.backend.grid.train_grid"]),
+    (["compare-network", "--seeds", "1", "--max-steps", "10", "--window", "250"],
+     ["fitting.backend.network_sweep.train_network_sweep", "fitting.backend.compare.compare_network"]),
+], ids=["train", "train --batched", "toy-phases", "compare-network"])
+@pytest.mark.parametrize("kind", ["existing file", "under a file"])
+def test_training_commands_check_their_output_folder_first(argv, work, kind, tmp_path, monkeypatch, capsys):
+    """An unusable --out is one line naming it, exit 2, before any training."""
+    from importlib import import_module
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the command started its work before checking --out")
+
+    for target in work:
+        module, _, attr = target.rpartition(".")
+        monkeypatch.setattr(import_module(module), attr, refuse)
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    out = blocker if kind == "existing file" else blocker / "sub"
+    assert main(argv + ["--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--out" in err[0] and str(out) in err[0], err
+    assert "Errno" not in err[0]

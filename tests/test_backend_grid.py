@@ -47,7 +47,10 @@ def test_grid_matches_single_runs(task, group, d, tanh):
         s = traj.scalars
         assert rec["steps_train"] == first_reach(s["train_acc"])
         assert rec["steps_val"] == first_reach(s["val_acc"])
-        assert rec["train_loss"] == pytest.approx(s["train_loss"][-1], rel=1e-9, abs=1e-12)
+        # float64 in a different summation order (stacked products against per-cell nn.Linear), rounding
+        # amplified by 200 steps of training: measured up to 4.4e-12 of the initial loss over 64 cells (4 seeds,
+        # both tanh); the old bound (1e-9 of the final loss, 1e-12 absolute) failed where the final loss is 3e-4
+        assert rec["train_loss"] == pytest.approx(s["train_loss"][-1], rel=0, abs=1e-10 * s["train_loss"][0])
         assert rec["train_acc"] == s["train_acc"][-1] and rec["val_acc"] == s["val_acc"][-1]
         reached += rec["steps_train"] is not None
     assert reached >= 1  # the comparison covers a crossing

@@ -241,24 +241,35 @@ def clustering_heads(args) -> dict:
                             "accuracy first" if clustered > full else "same snapshot")
     fig = Figure(figsize=(10, 3.6), layout="constrained")
     ax_acc, ax_share = fig.subplots(1, 2)
+    kinds = {"success": ("C2", 0.8, 1), "still learning": ("C1", 0.8, 2), "chance (gradients alive)": ("0.6", 0.8, 0),
+             "stalled": ("C3", 1.6, 3)}  # colour, width, drawing order (stalled on top: it is flat at chance)
+    successes = [i for i, r in enumerate(rows) if r["success"]]
+    seed_colours = matplotlib.colormaps["viridis"](np.linspace(0, 0.9, max(len(successes), 1)))
     for seed, t, row, share in zip(seeds, runs, rows, residual_shares):
-        colour = ("C2" if row["success"] else "C3" if row["failure"].startswith("stalled")
-                  else "C1" if row["failure"].startswith("still") else "0.6")
+        kind = ("success" if row["success"] else "stalled" if row["failure"].startswith("stalled")
+                else "still learning" if row["failure"].startswith("still") else "chance (gradients alive)")
+        colour, width, order = kinds[kind]
         v = t.scalars["val_acc"]
         every = max(1, len(v) // 2000)
-        ax_acc.plot(np.arange(len(v))[::every] / steps_per_epoch, v[::every], color=colour, lw=0.8)
+        ax_acc.plot(np.arange(len(v))[::every] / steps_per_epoch, v[::every], color=colour, lw=width, zorder=order)
         if row["success"]:
-            ax_share.semilogy(np.asarray(t.snapshot_steps) / steps_per_epoch, share, lw=0.8, label=f"seed {seed}")
+            c = seed_colours[successes.index(seeds.index(seed))]
+            ax_share.semilogy(np.asarray(t.snapshot_steps) / steps_per_epoch, share, lw=0.8, color=c,
+                              label=f"seed {seed}")
             if row["full_accuracy_epoch"] is not None:
-                ax_share.axvline(row["full_accuracy_epoch"], color="0.7", lw=0.6, ls="--")
+                ax_share.axvline(row["full_accuracy_epoch"], color=c, lw=0.6, ls="--")
+    for kind, (colour, width, _) in kinds.items():
+        ax_acc.plot([], [], color=colour, lw=width, label=kind)
+    ax_acc.legend(fontsize=7, title="seed outcome", title_fontsize=7)
     ax_acc.set_xlabel("epoch")
     ax_acc.set_ylabel("validation accuracy")
-    ax_acc.set_title("green: success, orange: still learning, grey: chance, red: stalled", fontsize=9)
-    ax_share.axhline(0.5, color="k", lw=0.5, ls=":")
+    ax_acc.set_title("every seed", fontsize=9)
+    ax_share.axhline(0.5, color="k", lw=0.5, ls=":", label="clustering thresholds 0.5 / 0.05")
     ax_share.axhline(0.05, color="k", lw=0.5, ls=":")
+    ax_share.plot([], [], color="0.5", lw=0.6, ls="--", label="full accuracy (seed's colour)")
     ax_share.set_xlabel("epoch")
     ax_share.set_ylabel("within-class share (residual)")
-    ax_share.set_title("successes; dashed: full accuracy")
+    ax_share.set_title("successful seeds (colours: seeds, not outcomes)", fontsize=9)
     if any(r["success"] for r in rows):
         ax_share.legend(fontsize=7)
     save_figure(fig, args.out / "clustering_heads.png", dpi=110)

@@ -48,15 +48,16 @@ class WeakForm(Formulation):
         Samples per window. None: chosen from the data, see Notes.
     stride : int >= 1, or None
         Samples between window starts (default window // 4).
-    order : int >= 2
+    order : int >= 2, or None
         Exponent of the test function (order - 1 derivatives vanish at the
-        window ends).
+        window ends). None (default): chosen from the data, see Notes.
     min_windows : int >= 4
         Fewest windows (rows) per run the default window allows. Runs too
         short for it use the shortest window, ``2 * order + 3`` samples.
 
-    period_fraction : float > 0
-        Default window as a share of the data's dominant period.
+    period_fraction : float > 0, or None
+        Default window as a share of the data's dominant period. None
+        (default): chosen from the data, see Notes.
     weighting : {"covariance", "none"}
         ``"covariance"`` (default): after the regressor has selected the
         terms, an unpenalised regressor's (STLSQ, OLS) coefficients on them
@@ -67,6 +68,18 @@ class WeakForm(Formulation):
 
     Notes
     -----
+    Default order and period fraction (``None``), fixed once per fit from
+    all runs: on low-noise data (:func:`is_low_noise`: the white-noise level
+    that differences of order 4-16 admit is below ``LOW_NOISE`` = 1 % of
+    every column's standard deviation) whose runs all hold at least
+    ``min_windows`` windows of 35 samples, ``SMOOTH`` = order 16 over 0.75
+    of the dominant period: the trapezoid rule's error then falls as the
+    16th power of the step, and noise-free polynomial systems are recovered
+    to rounding. Otherwise ``NOISY`` = order 4 over 0.25 of the period,
+    which averages noise best. Low-noise data on runs too short for the
+    first setting get the second with a :class:`FitQualityWarning`. The
+    bound copy's ``low_noise`` says which was used.
+
     Default window (``window=None``), fixed once per fit from all runs:
     ``period_fraction`` times the dominant period of the data
     (:func:`dominant_period`: 90 % of the variation's power lies at longer

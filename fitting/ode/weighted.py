@@ -265,13 +265,21 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         status ``"misfit"``. Non-zero terms of ``coef`` outside ``mask``
         count as allowed.
     threshold : float >= 0, term_scale : ndarray (K, F), optional
-        The regressor's bar, kept for readmission: a pruned term is a
-        candidate only if its refitted coefficient times ``term_scale``
-        (e.g. feature RMS / target RMS, STLSQ's standardised scale; ones
-        when None; terms with scale 0 never return) has magnitude at least
-        ``threshold``. Without it, data
-        with next to no noise (where the weak form's own quadrature error
-        makes the misfit) would readmit terms with coefficients of 1e-8.
+        The regressor's bar, a share of which is kept for readmission: a
+        pruned term is a candidate only if its refitted coefficient times
+        ``term_scale`` (e.g. feature RMS / target RMS, STLSQ's standardised
+        scale; ones when None; terms with scale 0 never return) has
+        magnitude at least ``READMIT_SHARE`` (0.1) times ``threshold``: a
+        true constant or small term of a few per cent of its equation's RMS
+        can return, while on data with next to no noise (where a
+        quadrature error makes the misfit) terms with coefficients of 1e-8
+        stay out.
+    eliminate : bool
+        Before the refit, remove the terms of ``coef`` whose GLS coefficient
+        is not significant (backward elimination by GLS t-statistics; supports of at most
+        ``ELIMINATE_MAX_TERMS`` terms); what it removed is in
+        ``info["eliminated"]``. A refit that ends in a misfit discards the
+        elimination (the weighting it used is not trusted).
 
     Returns
     -------
