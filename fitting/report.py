@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .ode import BlowUpError, FlowMap, ODEModel, WeakForm
+from .ode.data import as_runs, run_times
 from .ode.models import from_trajectory
 
 __all__ = ["fit_report", "ROW_MEANING"]
@@ -74,19 +75,21 @@ def fit_report(model: ODEModel, x: Any, t: Any = None, *, window: Any = None,
         sim = model.trajectory_score(x, t, window=window)
     except BlowUpError as exc:
         sim = None
-        notes.append(f"Simulated from the window's first sample, the model blew up at t = {exc.time:.6g}: it "
+        notes.append(f"Simulated from the run's first sample, the model blew up at t = {exc.time:.6g}: it "
                      f"does not reproduce the data it was fitted on.")
     scores["trajectory_r2_fit_window"] = {
-        "value": sim, "what": "R^2 of the simulation from the first sample of the fitted window against the "
-                              "data inside it (pooled over variables)"}
+        "value": sim, "what": "R^2 of the simulation from the run's first sample, scored on the data inside the "
+                              "fitted window (pooled over variables)"}
     if sim is not None and rows >= 0.9 and sim < 0.5:
         notes.append(f"The rows are fitted well (R^2 {rows:.3g}) but the simulation drifts away from the data "
                      f"(trajectory R^2 {sim:.3g}): small errors in the fitted rates compound over time, so judge "
                      f"the model by its simulation and forecast, not by the row R^2.")
-    try:
+    runs = as_runs(x)
+    last = max(float(ti[-1]) for ti in run_times(model.dt_ if t is None else t, runs))
+    forecast = None
+    if last > model.t_fit_end_:
         forecast = model.forecast(x, t, horizon=horizon)
-    except ValueError:  # no data past the fitted window
-        forecast = None
+    else:
         notes.append("No data after the fitted window, so no forecast: fit part of the run (a window) to score "
                      "what the model predicts next.")
     if forecast is not None:

@@ -232,7 +232,7 @@ class CompileNote:
             self._timer.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, kind, value, traceback) -> None:
         import time
 
         if self._timer is not None:
@@ -240,7 +240,8 @@ class CompileNote:
         with self._lock:
             self._done = True
             if self.shown:
-                print(f"ready in {time.perf_counter() - self._start:.1f} s", file=self._stream, flush=True)
+                ending = "stopped" if kind is not None else f"ready in {time.perf_counter() - self._start:.1f} s"
+                print(ending, file=self._stream, flush=True)
 
 
 def _compile_kernels(config, both: bool = False, quiet: bool = False) -> None:
@@ -409,20 +410,52 @@ def _one_line_warning(command: str):
     return show
 
 
+class StdoutClosed(Exception):
+    """stdout's reader went away (``embdyn ... | head``)."""
+
+
+class _GuardedStdout:
+    """sys.stdout for a command: a broken pipe on it becomes
+    :class:`StdoutClosed`, so it is told apart from one elsewhere."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
 def _run(args: argparse.Namespace) -> int:
     """Run the chosen command inside the one error boundary of ``embdyn``."""
+    real = sys.stdout
+    sys.stdout = _GuardedStdout(real)
     try:
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows here, inside the handler below
         return code
-    except BrokenPipeError:
-        # the reader of stdout went away (``embdyn ... | head``): not an error
-        # of ours; stdout goes to devnull so the interpreter's final flush is quiet
+    except StdoutClosed:
+        # the reader of stdout went away (``embdyn ... | head``): not an error of ours. stdout goes to
+        # devnull so the interpreter's final flush is quiet; exit 141 as a process killed by SIGPIPE does
         import os
 
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return 0
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, real.fileno())
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a captured stream)
+            pass
+        return 141
     except (ValueError, TypeError, OSError, FloatingPointError) as exc:
         # bad values, files that cannot be read or written, runs that diverged
         # (NonFiniteStateError and BlowUpError are FloatingPointErrors)
@@ -436,6 +469,9 @@ def _run(args: argparse.Namespace) -> int:
             raise
         print(f"embdyn {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = real
 
 
 if __name__ == "__main__":

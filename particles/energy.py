@@ -16,7 +16,7 @@ from .kernels import euler as _euler
 from .kernels import minimize as _minimize
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
-from .threads import dynamic_schedule, kernel_choice
+from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .validation import check_array, check_magnitude
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for"]
@@ -205,7 +205,7 @@ def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[flo
     """One force evaluation on checked inputs (the kernel chosen by
     :data:`particles.threads.kernel_choice` when ``parallel`` is None)."""
     force = np.empty_like(x)
-    if parallel is None and engine.splittable:  # the chooser may switch kernels: compile both first
+    if parallel is None and engine.splittable and usable_threads() >= 2:  # the chooser may switch: compile both
         compile_for(*(engine.force_call(x, force, kind) for kind in (False, True)))
     use_parallel = kernel_choice.choose(engine.key, parallel, engine.splittable)
     start = time.perf_counter()

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, Collection, Sequence
 
@@ -270,11 +271,11 @@ def check_output_folder(value: Any, name: str = "out") -> Path:
     path = check_path(value, name)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} must be a folder (existing or new), but {str(path)!r} is a file")
-    probe = path / ".embdyn-write-test"
     try:
         path.mkdir(parents=True, exist_ok=True)
-        probe.write_text("ok")
-        probe.unlink()
+        # a probe file of its own (several processes may check one folder at once)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".embdyn-write-test-"):
+            pass
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ValueError(f"{name} must be a writable folder, but {str(path)!r} is not: {reason}") from None

@@ -118,8 +118,25 @@ def test_a_closed_pipe_is_not_an_error(tmp_path):
             f"{str(tmp_path)!r}]))")
     proc = subprocess.run([sys.executable, "-c", code], stdout=write, stderr=subprocess.PIPE, text=True)
     os.close(write)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 141, proc.stderr  # as a process killed by SIGPIPE, with nothing on stderr
     assert proc.stderr == ""
+
+
+def test_a_broken_pipe_that_is_not_stdout_is_an_error(capsys, monkeypatch):
+    import argparse
+
+    from particles import cli
+
+    def broken(args):
+        raise BrokenPipeError(32, "Broken pipe to a worker")
+
+    args = argparse.Namespace(command="theory", debug=False, quiet=True, func=broken)
+    monkeypatch.setattr(cli, "build_parser", lambda: _Fixed(args))
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("embdyn theory: [Errno 32] Broken pipe to a worker") and err.count("\n") == 1
+    print("stdout still works")
+    assert capsys.readouterr().out == "stdout still works\n"
 
 
 def test_one_wording_of_the_steps_range(tmp_path, capsys):

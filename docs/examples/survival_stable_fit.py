@@ -43,8 +43,9 @@ from particles.trajectory import Trajectory
 RUNS_MADE_BY = ("embdyn train survival-mlp --seeds 8 --first-seed 200 --steps 2000 --out runs; "
                 "embdyn train survival-mlp --seeds 4 --first-seed 300 --steps 2000 --out runs")
 MODELS = {
+    "default LinearODE(stable=True) (the flow map)": lambda w: LinearODE(stable=True, window=w),
     "stable (flow map)": lambda w: LinearODE(stable=True, derivative="flowmap", window=w),
-    "stable (weak form)": lambda w: LinearODE(stable=True, window=w),
+    "stable (weak form)": lambda w: LinearODE(stable=True, derivative="weak", window=w),
     "stable (forward differences)": lambda w: LinearODE(stable=True, derivative="forward", window=w),
     "default LinearODE()": lambda w: LinearODE(window=w),
     "reference Lasso 0.01, forward": lambda w: LinearODE(Lasso(0.01, standardize=False), derivative="forward",

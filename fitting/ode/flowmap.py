@@ -34,7 +34,7 @@ from scipy.linalg import expm, logm
 from ..derivatives import is_uniform
 from .checks import check_int
 from .differentiation import Formulation
-from .quality import FitQualityWarning
+from .quality import warn_quality
 from .integrate import augmented
 from .library import Library
 from .weak import dominant_period
@@ -153,8 +153,8 @@ def map_to_generator(C: np.ndarray, tau: float, stable: bool) -> tuple[np.ndarra
     if not max(error, rebuild) <= LOGM_TOLERANCE:
         what = (f"the map's eigenvectors rebuild it only to {rebuild:.1e} (a nearly defective map)"
                 if not rebuild <= LOGM_TOLERANCE else f"its logarithm reproduces the map only to {error:.1e}")
-        warnings.warn(f"flow map: {what} (relative, 1-norm), so the fitted A, b do not follow the fitted map "
-                      f"closely; a shorter lag (FlowMap(horizon)) may help", FitQualityWarning, stacklevel=4)
+        warn_quality(f"flow map: {what} (relative, 1-norm), so the fitted A, b do not follow the fitted map "
+                     f"closely; a shorter lag (FlowMap(horizon)) may help")
     L = L / tau
     coef = np.column_stack([L[:K, K], L[:K, :K]])
     return coef, {"map_spectral_radius": radius, "projected": projected, "sign_flipping_modes": int(flips.sum()),

@@ -327,7 +327,7 @@ class ODEModel(BaseEstimator):
             warn_at_caller(warning_text(relation, variables), LinearRelationWarning)
         self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
         if self._weighted(regressor, formulation):
-            # after a misfit, terms STLSQ pruned may return if they clear its bar on the refitted scale
+            # after a misfit, terms STLSQ pruned may return if they clear READMIT_SHARE of its bar on the refitted scale
             readmit = {}
             if isinstance(regressor, STLSQ):
                 readmit = {"mask": mask, "threshold": regressor.threshold, "eliminate": True,
@@ -362,9 +362,8 @@ class ODEModel(BaseEstimator):
                          f"expected (a term missing from the library, noise that is not white, or a model of the "
                          f"wrong kind); fit_info_['weighting'] has the numbers")
         elif weighting.get("status") == "not converged" and weighting.get("iterations", 0) >= MAX_GLS_ITERATIONS:
-            warn_quality(f"the covariance-weighted refit stopped at its limit of {MAX_GLS_ITERATIONS} iterations "
-                         f"without settling, so the coefficients are the unweighted fit's; fit_info_['weighting'] "
-                         f"has the numbers")
+            warn_quality(f"the covariance-weighted refit did not settle within {MAX_GLS_ITERATIONS} iterations, so "
+                         f"the coefficients are the regressor's, unweighted; fit_info_['weighting'] has the numbers")
         if info.get("constrained") and not info.get("converged", True):
             warn_quality(f"the stable fit's optimiser stopped after {info.get('iterations')} iterations "
                          f"({info.get('optimizer_message', 'at its limit')}), so the coefficients may not be the "
@@ -472,13 +471,15 @@ class ODEModel(BaseEstimator):
         x, t, _ = from_trajectory(x, t)
         runs = as_runs(x)
         times = run_times(self._time_arg(t), runs)
+        if start is None and not hasattr(self, "t_fit_end_"):  # a model fitted (and saved) before forecasts existed
+            raise ValueError("start is required: this model does not know where its fitted window ended (refit it)")
         start = self.t_fit_end_ if start is None else check_float(start, "start")
         horizon = check_float(horizon, "horizon", 0.0, strict=True, allow_none=True)
         last = max(float(ti[-1]) for ti in times)
         if not last > start:
             raise ValueError(f"start must be before the data's last sample time {last:.6g} (the forecast needs "
                              f"samples after it), got {start:.6g}; pass data that go past the fitted window")
-        if horizon is not None and start + horizon > last * (1 + 1e-12) + 1e-300:
+        if horizon is not None and start + horizon > last + 1e-12 * abs(last):
             raise ValueError(f"horizon must end within the data: start {start:.6g} + horizon {horizon:.6g} is past "
                              f"the last sample time {last:.6g}")
         stop = last if horizon is None else start + horizon
@@ -486,7 +487,7 @@ class ODEModel(BaseEstimator):
         blew_up = False
         for run, ti in zip(runs, times):
             before = np.flatnonzero(ti <= start)
-            ahead = (ti > start) & (ti <= stop * (1 + 1e-12))
+            ahead = (ti > start) & (ti <= stop + 1e-12 * abs(stop))
             if before.size == 0 or not ahead.any():
                 continue
             i0 = int(before[-1])

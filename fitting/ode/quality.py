@@ -27,7 +27,15 @@ class FitQualityWarning(UserWarning):
 
 
 #: the package's folder: a warning points at the first caller outside it
-_PACKAGE = str(Path(__file__).resolve().parents[1])
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _inside(filename: str) -> bool:
+    """Whether code from ``filename`` belongs to :mod:`fitting` (``<stdin>``
+    and the like never do)."""
+    if filename.startswith("<"):
+        return False
+    return Path(filename).resolve().is_relative_to(_PACKAGE)
 
 
 def warn_at_caller(message: str, category: type[Warning]) -> None:
@@ -35,7 +43,7 @@ def warn_at_caller(message: str, category: type[Warning]) -> None:
     outside :mod:`fitting` (the user's line, whatever the depth of the
     package's own calls)."""
     stacklevel, frame = 2, sys._getframe(1)
-    while frame is not None and str(Path(frame.f_code.co_filename).resolve()).startswith(_PACKAGE):
+    while frame is not None and _inside(frame.f_code.co_filename):
         frame, stacklevel = frame.f_back, stacklevel + 1
     warnings.warn(message, category, stacklevel=stacklevel)
 

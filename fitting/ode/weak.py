@@ -118,20 +118,25 @@ class WeakForm(Formulation):
         """A copy with the order, the period fraction and the window fixed
         from the data (those left None); ``low_noise`` says whether the
         data were read as noise-free (see Notes)."""
-        if self.window is not None and self.order is not None and self.period_fraction is not None:
-            return self
         bound = copy.copy(self)
-        auto = self.order is None or self.period_fraction is None
+        if self.window is not None and self.order is not None:  # nothing left to choose
+            bound.low_noise = False
+            return bound
+        # what the data choose: the order, and the period fraction when it sets the window
+        auto = self.order is None or (self.period_fraction is None and self.window is None)
         # the low-noise setting needs min_windows of its shortest window in every run
         need = self.min_windows * (2 * SMOOTH[0] + 3)
         shortest = min(len(r) for r in runs)
         quiet = bool(auto and is_low_noise(runs, times))
-        bound.low_noise = quiet and shortest >= need
-        if quiet and not bound.low_noise:
-            warn_quality(f"the data look (nearly) noise-free, but a run of {shortest} samples is too short for the "
-                         f"exact weak form ({need} samples: {self.min_windows} windows of {2 * SMOOTH[0] + 3}), so "
-                         f"the noisy-data setting is used, whose quadrature error is about 1e-3 of the derivatives; "
-                         f"give longer runs for exact recovery")
+        if self.window is not None:  # a given window: the low-noise bump only where it fits in it
+            bound.low_noise = quiet and self.window >= 2 * SMOOTH[0] + 1
+        else:
+            bound.low_noise = quiet and shortest >= need
+            if quiet and not bound.low_noise:
+                warn_quality(f"the data look (nearly) noise-free, but a run of {shortest} samples is too short for "
+                             f"the exact weak form ({need} samples: {self.min_windows} windows of "
+                             f"{2 * SMOOTH[0] + 3}), so the noisy-data setting is used, whose quadrature error is "
+                             f"about 1e-3 of the derivatives; give longer runs for exact recovery")
         order, fraction = SMOOTH if bound.low_noise else NOISY
         bound.order = order if self.order is None else self.order
         bound.period_fraction = fraction if self.period_fraction is None else self.period_fraction
@@ -163,6 +168,8 @@ class WeakForm(Formulation):
         approximating the integral of phi f over window w (s = starts[w]).
         On an evenly spaced grid every window has the same weights (one row,
         broadcast: read-only)."""
+        if self.window is None or self.order is None:  # unbound: the data choose (as ODEModel.fit binds first)
+            return self.bind([x], [t]).window_weights(x, t)
         starts, L = self.window_starts(x, t)
         t = np.asarray(t, dtype=float)
         if is_uniform(t):
