@@ -288,3 +288,25 @@ def test_every_derivative_choice_works_through_the_cli(derivative, stable, tmp_p
     for name in ("rows_r2", "trajectory_r2_fit_window", "forecast_error", "persistence_error", "forecast_skill"):
         assert name in report["scores"] and report["scores"][name]["what"]
     assert "forecast_skill:" in out.out and "(1 - forecast error / persistence error" in out.out
+
+
+def test_overlapping_fits_share_the_blas_limit_and_restore_it():
+    """Two fits in two threads overlap: the setting is 1 while either runs and the
+    library's own after both (threadpoolctl alone restored the first's 1)."""
+    from threadpoolctl import threadpool_info
+
+    from fitting.ode.blas import blas_threads_for
+
+    def threads():
+        return max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
+
+    before = threads()
+    a, b = blas_threads_for(10), blas_threads_for(10)
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    assert threads() == 1  # b still runs
+    b.__exit__(None, None, None)
+    assert threads() == before
+    with blas_threads_for(10**12):  # a large fit keeps the library's setting
+        assert threads() == before
