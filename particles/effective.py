@@ -30,9 +30,9 @@ from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
 from .kernels.status import NONFINITE, OK, check_state
-from .simulate import MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, growth_bound, progress_reporter, stopped, _chunk_bounds, _nonnegative, _positive_int, package_version
+from .simulate import MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, growth_bound, progress_reporter, stopped, _chunk_bounds, _nonnegative, package_version
 from .trajectory import Trajectory
-from .validation import check_array, describe
+from .validation import check_array, check_int, describe
 
 __all__ = [
     "EffectiveLoss",
@@ -307,9 +307,9 @@ def simulate_effective(
     loss = _as_loss(train, "train")
     E = _check_E(E0, loss.p, "E0").copy()
     bound = growth_bound(E, max_growth)
-    steps = _positive_int("steps", steps, MAX_STEPS)
+    steps = check_int(steps, "steps", 1, MAX_STEPS)
     dt = _nonnegative("dt", dt, strict=True)
-    record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
+    record_every = max(1, steps // 100) if record_every is None else check_int(record_every, "record_every", 1)
     if spread(E, normalization) <= 0:
         raise ValueError("E0 has Z = 0 (all embeddings coincide): l_eff is undefined")
     d = E.shape[1]

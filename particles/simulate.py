@@ -106,10 +106,6 @@ def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, i
     return NonFiniteStateError(step, trajectory, integrator)
 
 
-def _positive_int(name: str, value: Any, high: int | None = None) -> int:
-    return check_int(value, name, 1, high)  # one wording of the range with the presets and every other check
-
-
 def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
         raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
@@ -280,9 +276,9 @@ def simulate(
     """
     x = _check_inputs(x0, train, params, name="x0").copy()
     bound = growth_bound(x, max_growth)
-    steps = _positive_int("steps", steps, MAX_STEPS)
+    steps = check_int(steps, "steps", 1, MAX_STEPS)
     dt = _nonnegative("dt", dt, strict=True)
-    record_every = max(1, steps // 100) if record_every is None else _positive_int("record_every", record_every)
+    record_every = max(1, steps // 100) if record_every is None else check_int(record_every, "record_every", 1)
     temperature = _nonnegative("temperature", temperature)
     final_temperature = _nonnegative("final_temperature", final_temperature)
     if callback is not None and not callable(callback):
@@ -368,7 +364,7 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnerg
     if not params.is_gradient:
         raise ValueError("minimize needs gradient forces: alignment='gradient' or lam=0 "
                          f"(got alignment={params.alignment!r}, lam={params.lam})")
-    max_steps = _positive_int("max_steps", max_steps, MAX_STEPS)
+    max_steps = check_int(max_steps, "max_steps", 1, MAX_STEPS)
     gtol = _nonnegative("gtol", gtol, strict=True)
     step = _nonnegative("step", step, strict=True)
     force = np.empty_like(x)
