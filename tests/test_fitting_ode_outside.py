@@ -310,3 +310,19 @@ def test_overlapping_fits_share_the_blas_limit_and_restore_it():
     assert threads() == before
     with blas_threads_for(10**12):  # a large fit keeps the library's setting
         assert threads() == before
+
+
+def test_the_two_ways_of_building_the_rows_covariance_agree(monkeypatch):
+    """Evenly spaced samples with few columns take the all-offsets product; the
+    chunked general path must give the same refit."""
+    from fitting.ode import weighted
+
+    coef, degree, x0s, t = CASES["spiral"]
+    runs = data(coef, degree, x0s, t, 0.02, 5)
+    model = ODEModel(library=degree, derivative=WeakForm(order=4, period_fraction=0.25)).fit(runs, t)
+    lib, weak = model.library_, model.formulation_
+    fast, info_fast = weighted.covariance_refit(model.coef_, runs, [t] * 3, lib, weak)
+    monkeypatch.setattr(weighted, "UNIFORM_MAX_K", 0)
+    general, info_general = weighted.covariance_refit(model.coef_, runs, [t] * 3, lib, weak)
+    assert info_fast["status"] == info_general["status"] == "converged"
+    np.testing.assert_allclose(fast, general, rtol=1e-9, atol=0)
