@@ -40,6 +40,11 @@ __all__ = ["noise_level", "covariance_refit"]
 
 #: relative change of the coefficients at which the iteration stops
 TOLERANCE = 1e-6
+#: the iteration also stops when no coefficient moved by more than this share
+#: of its standard error (GLS, at the current weighting): later steps would
+#: move the estimate by far less than its uncertainty (at 5 % noise this cut
+#: the refits' iterations from up to 14 to 3-4 on the dysts benchmark)
+STEP_IN_STANDARD_ERRORS = 1e-2
 #: iterations before the refit gives up and keeps the regressor's coefficients;
 #: it also gives up as soon as the change of the coefficients stops shrinking
 #: (where it converges it contracts at every step: by 2-1000x per iteration on
@@ -372,12 +377,13 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
         if not np.all(np.isfinite(new)):
             return coef, {**info, "iterations": it, "status": "not finite"}
         change = np.linalg.norm(new - current) / max(np.linalg.norm(current), 1e-300)
+        step = np.abs(new[support] - current[support])
         current = new
         chi2 = _whitened_rss(parts, xi) / max(rows - len(xi), 1)
         info = {**info, "iterations": it, "chi2_per_dof": chi2}
         if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
             return coef, {**info, "status": "misfit"}
-        if change < TOLERANCE:
+        if change < TOLERANCE or np.all(step <= STEP_IN_STANDARD_ERRORS * _standard_errors(M, max(chi2, 1.0))):
             return current, {**info, "status": "converged"}
         if change >= previous:  # not contracting: the coefficients are not determined well enough to weight by
             return coef, {**info, "status": "not converged"}
@@ -447,6 +453,15 @@ def _whitened_rss(parts, xi: np.ndarray, cols: np.ndarray | None = None) -> floa
     if cols is None:
         return sum(float((D @ xi - b).dot(CD @ xi - Cb)) for D, b, CD, Cb in parts)
     return sum(float((D[:, cols] @ xi - b).dot(CD[:, cols] @ xi - Cb)) for D, b, CD, Cb in parts)
+
+
+def _standard_errors(M: np.ndarray, s2: float) -> np.ndarray:
+    """sqrt(diag(M^-1) s2): the GLS standard errors from the normal matrix M
+    (columns scaled to unit diagonal for conditioning)."""
+    scale = np.sqrt(np.abs(np.diag(M)))
+    scale[scale == 0] = 1.0
+    inv = np.linalg.pinv(M / np.outer(scale, scale)) / np.outer(scale, scale)
+    return np.sqrt(np.maximum(np.diag(inv), 0.0) * s2)
 
 
 def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:
