@@ -18,9 +18,9 @@ import numba
 import numpy as np
 
 import effective_theory as et
-from _timing import best_time
+from timing import best_time
 from particles import addition
-from particles.effective import EffectiveLoss, _loss_and_grad, effective_loss_reference
+from particles.effective import EffectiveLoss, loss_and_grad, effective_loss_reference
 
 
 def main() -> None:
@@ -35,8 +35,8 @@ def main() -> None:
     E = np.random.default_rng(0).standard_normal((p, 2))
     grad = np.empty_like(E)
     m = float(loss.n_constraints)
-    _loss_and_grad(E, loss.laplacian, m, True, grad)  # compile or load
-    t_kernel = best_time(lambda: _loss_and_grad(E, loss.laplacian, m, True, grad), 2 if args.quick else 5)
+    loss_and_grad(E, loss.laplacian, m, True, grad)  # compile or load
+    t_kernel = best_time(lambda: loss_and_grad(E, loss.laplacian, m, True, grad), 2 if args.quick else 5)
     A_float = loss.A.astype(np.float64)
     t_ref = best_time(lambda: effective_loss_reference(E, A_float), 2 if args.quick else 5)
     print(f"numba {numba.__version__}, {numba.get_num_threads()} threads")

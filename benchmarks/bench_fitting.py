@@ -45,7 +45,7 @@ from sklearn.linear_model import Lasso as SkLasso
 from sklearn.metrics import r2_score
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import best_time, write_json  # noqa: E402
+from timing import best_time, write_json  # noqa: E402
 
 from fitting import Lasso, LinearODE, LotkaVolterra, ODEModel, PolynomialLibrary, linear_solution  # noqa: E402
 from fitting.ode import BlowUpError  # noqa: E402

@@ -41,7 +41,7 @@ from contextlib import contextmanager
 import numba
 import numpy as np
 
-from _timing import best_time, write_json
+from timing import best_time, write_json
 
 from particles import (ForceParams, cosine_alignment, energy_and_forces, forces, forces_reference,
                        gaussian_clustering, modular_addition, preset, simulate, warmup)

@@ -38,7 +38,7 @@ import torch
 from fitting.backend import MODEL_CONFIGS, config_for, toy_phase_setting, train, train_batched, train_grid
 from fitting.backend.models import make_task
 
-from _timing import write_json
+from timing import write_json
 
 
 def timed(fn) -> float:

@@ -35,7 +35,7 @@ import bench_fitting as bf  # noqa: E402
 
 from fitting import LotkaVolterra  # noqa: E402
 from fitting.ode.weighted import noise_level  # noqa: E402
-from particles.trajectory import atomic_write_text  # noqa: E402
+from particles.core.io import atomic_write_text  # noqa: E402
 
 
 def rk4_batch(f, x0, dt, n, sub=1):
@@ -79,7 +79,7 @@ def refine(model, runs, dt, segment=10**9, sub=1):
 
     def residual(p):
         c, x0 = unpack(p)
-        sim = rk4_batch(lambda X: lib._transform(X) @ c.T, x0, dt, n, sub)
+        sim = rk4_batch(lambda X: lib.transform(X) @ c.T, x0, dt, n, sub)
         return ((sim - data) / sig)[mask].ravel()
 
     p0 = np.concatenate([C[act[:, 0], act[:, 1]], np.array([s[0] for s in segs]).ravel()])

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fitting as bf  # noqa: E402
 
 from fitting.ode import weighted as W  # noqa: E402
-from particles.trajectory import atomic_write_text  # noqa: E402
+from particles.core.io import atomic_write_text  # noqa: E402
 
 name, noise, scale = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 first, n, path = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]

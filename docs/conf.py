@@ -53,7 +53,7 @@ napoleon_type_aliases = {
 # kernel chooser, the input checks). The other compiled kernels
 # (particles.kernels.fastmath, pair_sums, clustering, alignment, forces,
 # record, rebind), the stacked trainer's AdamW and the private modules
-# (_warmup; their public names are particles.warmup, effective_theory.warmup)
+# (precompile; their public names are particles.warmup, effective_theory.warmup)
 # have no page.
 API = {
     "particles": {
@@ -92,7 +92,7 @@ INTERNALS = {
         "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
     },
     "engine helpers": {
-        "particles.threads": None, "particles.validation": None, "fitting.backend.activations": None,
+        "particles.threads": None, "particles.core.validation": None, "fitting.backend.activations": None,
     },
 }
 # sklearn's request-routing helpers are not ours to document

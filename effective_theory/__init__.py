@@ -6,7 +6,7 @@ Hessian grokking rates, RQI, predicted accuracy and learning phases.
 # public names and the submodules that define them; a submodule is imported
 # the first time one of its names is used, so that importing the package (and
 # `embdyn --help`) stays cheap
-from particles.lazy import attach as _attach
+from particles.core.lazy import attach as _attach
 
 _EXPORTS = {
     'constraint_matrix': ('particles.parallelograms', 'constraint_matrix'),
@@ -18,7 +18,7 @@ _EXPORTS = {
     'nullity': ('.linalg', 'nullity'),
     'predicted_steps': ('.linalg', 'predicted_steps'),
     'rank': ('.linalg', 'rank'),
-    'warmup': ('._warmup', 'warmup'),
+    'warmup': ('.precompile', 'warmup'),
     'GrokkingRateCurve': ('.montecarlo', 'GrokkingRateCurve'),
     'StructureProbability': ('.montecarlo', 'StructureProbability'),
     'grokking_rate_curve': ('.montecarlo', 'grokking_rate_curve'),

@@ -8,7 +8,7 @@ import numpy as np
 
 from particles.datasets import addition, make_rng
 from particles.effective import simulate_effective, spread
-from particles.validation import check_array, check_float, check_int
+from particles.core.validation import check_array, check_float, check_int
 
 from .linalg import degeneracy, predicted_steps
 from .metrics import rqi_series

@@ -24,7 +24,7 @@ from numba import njit
 
 from particles.datasets import PairDataset
 from particles.parallelograms import as_pair_dataset, constraint_matrix
-from particles.validation import check_array, check_float, check_int
+from particles.core.validation import check_array, check_float, check_int
 
 __all__ = ["nullity", "rank", "degeneracy", "laplacian_spectrum", "hessian_spectrum", "grokking_rate",
            "predicted_steps", "DENSE_MAX_P"]
@@ -49,7 +49,7 @@ def _inverse_mod(a, q):
 
 
 @njit(cache=True)
-def _reduce_into_basis(row, basis, pivots, rank, q):
+def reduce_into_basis(row, basis, pivots, rank, q):
     """Reduce ``row`` (mod q, in place) by the echelon ``basis``; if something
     is left, normalise it, add it as a new basis row and return rank + 1."""
     p = row.shape[0]
@@ -80,7 +80,7 @@ def _rank_mod(dense, q):
     for i in range(m):
         for c in range(p):
             row[c] = dense[i, c] % q
-        rank = _reduce_into_basis(row, basis, pivots, rank, q)
+        rank = reduce_into_basis(row, basis, pivots, rank, q)
         if rank == p:
             break
     return rank

@@ -10,7 +10,7 @@ import scipy.sparse as sp
 
 from particles.datasets import PairDataset
 from particles.parallelograms import constraint_matrix, parallelograms
-from particles.validation import check_array, check_bool, check_float
+from particles.core.validation import check_array, check_bool, check_float
 
 __all__ = ["normalized_embedding", "realised_parallelograms", "rqi", "rqi_series", "predicted_accuracy", "classify_phase",
            "PHASES"]

@@ -21,9 +21,9 @@ from numba import njit, prange
 from scipy.stats import norm
 
 from particles.datasets import addition, make_rng
-from particles.validation import check_array, check_float, check_int
+from particles.core.validation import check_array, check_float, check_int
 
-from .linalg import PRIMES, _reduce_into_basis, grokking_rate
+from .linalg import PRIMES, reduce_into_basis, grokking_rate
 
 __all__ = ["StructureProbability", "unique_structure_probability", "wilson_interval", "GrokkingRateCurve",
            "grokking_rate_curve"]
@@ -59,7 +59,7 @@ def _nullity_prefixes(orders, pairs, labels, p, n_labels, q):
                 row[pairs[t, 1]] -= 1
                 for c in range(p):
                     row[c] = row[c] % q
-                rank = _reduce_into_basis(row, basis, pivots, rank, q)
+                rank = reduce_into_basis(row, basis, pivots, rank, q)
             out[s, k] = p - rank
     return out
 

@@ -18,7 +18,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from particles.trajectory import Trajectory
-from particles.validation import check_array, check_float, check_int
+from particles.core.validation import check_array, check_float, check_int
 
 from .derivatives import is_uniform
 from .ode import BlowUpError, Lasso, LinearODE

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from particles.cli import add_quiet
-from particles.validation import check_output_folder
+from particles.core.progress import add_quiet
+from particles.core.validation import check_output_folder
 
 __all__ = ["register_fit", "register_demo"]
 
@@ -40,7 +40,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import joblib
 
-    from particles.trajectory import Trajectory, atomic_write, atomic_write_text
+    from particles.core.io import atomic_write, atomic_write_text
+    from particles.trajectory import Trajectory
 
     from .plot import plot_coefficients, plot_fit, plot_signals, save_figure
     from .report import fit_report, format_value
@@ -145,7 +146,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from particles.cli import ProgressBar
+    from particles.core.progress import ProgressBar
 
     bars: dict[str, ProgressBar] = {}
 
@@ -162,7 +163,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     except DemoError as exc:
         print(f"embdyn demo: {exc}", file=sys.stderr)
         return 2
-    from particles.cli import CompileNote
+    from particles.core.progress import CompileNote
 
     with CompileNote("embdyn demo: ", quiet=args.quiet):
         compile_kernels()

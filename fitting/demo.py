@@ -39,7 +39,7 @@ class DemoError(RuntimeError):
 def check_out(out: Path) -> Path:
     """The demo's output folder, created and checked before any work
     (:class:`DemoError` naming ``--out`` otherwise)."""
-    from particles.validation import check_output_folder
+    from particles.core.validation import check_output_folder
 
     try:
         return check_output_folder(out, "--out")
@@ -48,7 +48,7 @@ def check_out(out: Path) -> Path:
 
 
 def _save_animation(anim, path: Path) -> None:
-    from particles.trajectory import atomic_write
+    from particles.core.io import atomic_write
 
     atomic_write(path, lambda name: anim.save(name, writer="pillow", dpi=100), by_name=True)  # ~560 px wide
 
@@ -275,7 +275,7 @@ def _inline_html(markdown: str, out: Path) -> str:
 
 
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:
-    from particles.trajectory import atomic_write_text
+    from particles.core.io import atomic_write_text
 
     markdown = _summary_markdown(summary)
     atomic_write_text(out / "summary.md", markdown)

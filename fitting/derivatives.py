@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import savgol_filter
 
-from particles.validation import check_array, check_float, check_magnitude
+from particles.core.validation import check_array, check_float, check_magnitude
 
 __all__ = ["DERIVATIVES", "check_savgol", "differentiate", "is_uniform", "sample_times"]
 

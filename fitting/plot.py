@@ -22,7 +22,7 @@ __all__ = ["plot_signals", "plot_fit", "plot_coefficients", "plot_phase_grid", "
 def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 110) -> Path:
     """Write ``fig`` to ``path`` atomically (format from the suffix, e.g.
     ``.png`` or ``.svg``): an interrupted write leaves any earlier file whole."""
-    from particles.trajectory import atomic_write
+    from particles.core.io import atomic_write
 
     path = Path(path)
     if not path.suffix:
@@ -87,7 +87,7 @@ def _flowmap_rows(model: ODEModel, run: np.ndarray, times: np.ndarray):
     H = int(round(tau / dt)) if dt > 0 else 0
     if H < 1 or H >= len(run) or abs(H * dt - tau) > 1e-6 * abs(tau):
         return None
-    pred = model._predict_rows(model.library_._transform(run[:-H]), form)
+    pred = model.predict_rows(model.library_.transform(run[:-H]), form)
     return times[H:], run[H:], pred, H, tau
 
 
@@ -137,9 +137,9 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
 
     check_is_fitted(model, "coef_")
     run = as_runs(x)[0]
-    times = run_times(model._time_arg(t), [run])[0]
+    times = run_times(model.time_values(t), [run])[0]
     K = run.shape[1]
-    labels = model._variable_names(names)
+    labels = model.variable_names(names)
     if columns is None:
         columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
     lagged = _flowmap_rows(model, run, times) if isinstance(model.formulation_, FlowMap) else None
@@ -210,7 +210,7 @@ def plot_coefficients(model: ODEModel, names: Sequence[str] | None = None, ax=No
     coef = np.asarray(model.coef_, dtype=float)
     K, F = coef.shape
     terms = model.feature_names(names)
-    variables = model._variable_names(names)
+    variables = model.variable_names(names)
     bias = model.library_.bias_column(K) if hasattr(model, "library_") else None
     keep = np.array([j for j in range(F) if j != bias], dtype=int)
     if F > max_terms:

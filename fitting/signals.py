@@ -15,7 +15,7 @@ import numpy as np
 
 from particles.metrics import circularity
 from particles.trajectory import Trajectory
-from particles.validation import check_array, check_choice, check_float, check_int, check_magnitude
+from particles.core.validation import check_array, check_choice, check_float, check_int, check_magnitude
 
 __all__ = [
     "fourier_signals",

@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.svm import LinearSVC
 
 from particles.datasets import make_rng
-from particles.validation import check_array, check_float, check_int
+from particles.core.validation import check_array, check_float, check_int
 
 from .ode.data import as_runs
 from .signals import surviving_frequencies

@@ -20,10 +20,10 @@ Public API::
 # public names and the submodules that define them; a submodule is imported
 # the first time one of its names is used, so that importing the package (and
 # `embdyn --help`) stays cheap
-from .lazy import attach as _attach
+from .core.lazy import attach as _attach
 
 _EXPORTS = {
-    'warmup': ('._warmup', 'warmup'),
+    'warmup': ('.precompile', 'warmup'),
     'PairDataset': ('.datasets', 'PairDataset'),
     'addition': ('.datasets', 'addition'),
     'make_rng': ('.datasets', 'make_rng'),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .validation import check_array, check_bool, check_float, check_int
+from .core.validation import check_array, check_bool, check_float, check_int
 
 __all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng"]
 

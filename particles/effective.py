@@ -30,9 +30,11 @@ from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
 from .kernels.status import NONFINITE, OK, check_state
-from .simulate import MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, growth_bound, progress_reporter, stopped, _chunk_bounds, _nonnegative, package_version
+from .core.validation import check_nonnegative
+from .simulate import (MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, chunk_bounds, growth_bound,
+                       package_version, progress_reporter, stopped)
 from .trajectory import Trajectory
-from .validation import check_array, check_int, describe
+from .core.validation import check_array, check_int, describe
 
 __all__ = [
     "EffectiveLoss",
@@ -133,7 +135,7 @@ def _mean_and_spread(E, centred):
 
 
 @njit(cache=True)
-def _loss_and_grad(E, L, m, centred, grad):
+def loss_and_grad(E, L, m, centred, grad):
     """l0, Z and grad l_eff (written into grad) of E (p, d)."""
     p, d = E.shape
     mean, z = _mean_and_spread(E, centred)
@@ -166,7 +168,7 @@ def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_
     grad = np.empty_like(E)
     slot = slot0
     for i in range(start, stop):
-        l0, z = _loss_and_grad(E, L, m, centred, grad)
+        l0, z = loss_and_grad(E, L, m, centred, grad)
         if not (np.isfinite(l0) and np.isfinite(z)) or z <= 0.0:
             return NONFINITE, i, slot
         if i % record_every == 0:
@@ -210,7 +212,7 @@ def effective_loss_gradient(E: np.ndarray, system: EffectiveLoss | PairDataset,
     loss = _as_loss(system)
     E = _check_E(E, loss.p)
     grad = np.empty_like(E)
-    l0, z = _loss_and_grad(E, loss.laplacian, float(loss.n_constraints), centred, grad)
+    l0, z = loss_and_grad(E, loss.laplacian, float(loss.n_constraints), centred, grad)
     if z <= 0:
         raise ValueError("Z(E) = 0: all embeddings coincide, l_eff is undefined")
     return l0 / z, grad
@@ -308,7 +310,7 @@ def simulate_effective(
     E = _check_E(E0, loss.p, "E0").copy()
     bound = growth_bound(E, max_growth)
     steps = check_int(steps, "steps", 1, MAX_STEPS)
-    dt = _nonnegative("dt", dt, strict=True)
+    dt = check_nonnegative(dt, "dt", strict=True)
     record_every = max(1, steps // 100) if record_every is None else check_int(record_every, "record_every", 1)
     if spread(E, normalization) <= 0:
         raise ValueError("E0 has Z = 0 (all embeddings coincide): l_eff is undefined")
@@ -318,7 +320,7 @@ def simulate_effective(
     traj = np.empty((len(record_steps), loss.p, d))
     series = np.empty((len(record_steps), 2 + d))
     m = float(loss.n_constraints)
-    bounds = _chunk_bounds(steps, callback)
+    bounds = chunk_bounds(steps, callback)
     slot = 0
     z0 = spread(E, normalization)
     report = progress_reporter(callback, steps)
@@ -329,7 +331,7 @@ def simulate_effective(
             raise stopped(status, int(reached), bound, None, "simulate_effective")
         report(stop)
     grad = np.empty_like(E)
-    l0, z = _loss_and_grad(E, loss.laplacian, m, centred, grad)
+    l0, z = loss_and_grad(E, loss.laplacian, m, centred, grad)
     if not (np.isfinite(l0) and z > 0 and np.all(np.isfinite(E))):
         raise NonFiniteStateError(steps, None, "simulate_effective")
     traj[slot] = E

@@ -17,9 +17,10 @@ from .kernels import minimize as _minimize
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
-from .validation import check_array, check_magnitude
+from .core.validation import check_array, check_magnitude
 
-__all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for"]
+__all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for", "Engine",
+           "check_inputs"]
 
 #: below this many training pairs the rows form one block and the serial
 #: kernel is always used (thread start-up would dominate); measured in
@@ -58,7 +59,7 @@ def check_law(params) -> ForceParams | PairEnergy:
     return params
 
 
-def _check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, name: str = "x"
+def check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, name: str = "x"
                   ) -> np.ndarray:
     if not isinstance(train, PairDataset):
         raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
@@ -129,7 +130,7 @@ def compile_for(*calls) -> None:
                 kernel.compile(signature)
 
 
-class _Engine:
+class Engine:
     """Kernels, records and buffers of one system for a run: the exact path,
     or the cell-list path when a repulsion cut-off is asked for."""
 
@@ -196,12 +197,12 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
         -grad U for the ``"gradient"`` alignment; the torque-driven alignment
         force for ``"polar"``.
     """
-    x = _check_inputs(x, train, params)
+    x = check_inputs(x, train, params)
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    return evaluate(x, _Engine(x.shape[1], pair_system(train), params, tol), parallel)
+    return evaluate(x, Engine(x.shape[1], pair_system(train), params, tol), parallel)
 
 
-def evaluate(x: np.ndarray, engine: _Engine, parallel: bool | None) -> tuple[float, np.ndarray]:
+def evaluate(x: np.ndarray, engine: Engine, parallel: bool | None) -> tuple[float, np.ndarray]:
     """One force evaluation on checked inputs (the kernel chosen by
     :data:`particles.threads.kernel_choice` when ``parallel`` is None)."""
     force = np.empty_like(x)

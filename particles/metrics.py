@@ -10,7 +10,7 @@ import numpy as np
 from scipy.spatial import cKDTree
 
 from .datasets import PairDataset, modular_addition
-from .validation import check_array, check_int
+from .core.validation import check_array, check_int
 
 __all__ = [
     "circularity",

@@ -39,7 +39,7 @@ from numba.extending import overload
 
 from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
 from .params import ForceParams
-from .validation import MAX_ABS, check_array
+from .core.validation import check_array, check_nonnegative
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
            "gaussian_clustering", "cosine_alignment"]
@@ -337,12 +337,8 @@ class PairEnergy(_Immutable):
                 raise ValueError(f"{label} must be a PairTerm with variable={variable!r}, got {term.variable!r}")
         if distance is None and cosine is None:
             raise ValueError("a PairEnergy needs a distance term, a cosine term or both")
-        for label, value, strict in (("eps", eps, True), ("wd", wd, False)):
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-                raise TypeError(f"PairEnergy.{label} must be a real number, got {type(value).__name__}")
-            if not math.isfinite(value) or value < 0 or (strict and value == 0) or value > MAX_ABS:
-                raise ValueError(f"PairEnergy.{label} must be {'> 0' if strict else '>= 0'} and finite (at most "
-                                 f"{MAX_ABS:g}), got {value}")
+        check_nonnegative(eps, "PairEnergy.eps", strict=True)
+        check_nonnegative(wd, "PairEnergy.wd")
         if not isinstance(name, str):
             raise TypeError(f"name must be a str, got {type(name).__name__}")
         self.distance = distance

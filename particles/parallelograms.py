@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .datasets import PairDataset
-from .validation import check_array, describe
+from .core.validation import check_array, describe
 
 __all__ = ["same_label_pairs", "parallelograms", "constraint_matrix", "label_constraints", "as_pair_dataset"]
 

@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .validation import MAX_ABS
+from .core.validation import MAX_ABS
 
 __all__ = ["ForceParams", "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS"]
 

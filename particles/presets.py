@@ -18,10 +18,10 @@ from typing import Any, Callable
 import numpy as np
 
 from .datasets import MAX_P, PairDataset, modular_addition
-from .limits import MAX_STEPS
+from .core.limits import MAX_STEPS
 from .params import ForceParams
 from .trajectory import Trajectory
-from .validation import check_float, check_int, describe
+from .core.validation import check_float, check_int, describe
 
 __all__ = ["Preset", "preset", "PRESETS", "preset_names"]
 

@@ -13,7 +13,7 @@ import numpy as np
 
 from .pair_energy import PairEnergy
 from .params import ForceParams
-from .validation import check_array
+from .core.validation import check_array
 
 __all__ = ["pair_sums_reference", "pair_forces_reference", "energy_reference", "forces_reference"]
 

@@ -16,19 +16,19 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from .datasets import PairDataset, make_rng
-from .energy import _check_inputs, _Engine, check_repulsion_tol, compile_for, evaluate, pair_system
+from .energy import check_inputs, Engine, check_repulsion_tol, compile_for, evaluate, pair_system
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import minimize_serial
-from .limits import MAX_STEPS
+from .core.limits import MAX_STEPS
 from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .trajectory import Trajectory
-from .version import package_version  # noqa: F401 (part of this module's API since 0.1)
-from .validation import MAX_ABS, check_int
+from .core.version import package_version  # noqa: F401 (part of this module's API since 0.1)
+from .core.validation import check_int, check_nonnegative
 
-__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH"]
+__all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "chunk_bounds"]
 
 #: default growth bound of every integrator: a run stops once max |x| exceeds
 #: MAX_GROWTH * max(1, max |x0|)
@@ -106,15 +106,6 @@ def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, i
     return NonFiniteStateError(step, trajectory, integrator)
 
 
-def _nonnegative(name: str, value: Any, strict: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
-        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
-    value = float(value)
-    if not math.isfinite(value) or value < 0 or (strict and value == 0) or value > MAX_ABS:
-        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'} and finite (at most {MAX_ABS:g}), got {value}")
-    return value
-
-
 #: longest compiled call without a callback, in steps: Python gets control
 #: back between calls, so Ctrl-C (and signal handlers) stop a long run
 #: within about a second whatever its length
@@ -137,7 +128,7 @@ def progress_reporter(callback: Callable[[int, int], Any] | None, steps: int) ->
     return report
 
 
-def _chunk_bounds(steps: int, callback: Callable | None) -> list[int]:
+def chunk_bounds(steps: int, callback: Callable | None) -> list[int]:
     """Step boundaries of the compiled calls: at most MAX_CALL_STEPS steps
     per call without a callback, about 100 calls with one. The kernels
     record by the global step index (``i % record_every == 0``), so the
@@ -153,7 +144,7 @@ PROBE_INTERACTIONS = 2_000_000
 SEGMENT_PROBES = 30
 
 
-def _segments(steps: int, engine: _Engine, parallel: bool | None, callback: Callable | None
+def _segments(steps: int, engine: Engine, parallel: bool | None, callback: Callable | None
               ) -> Iterator[tuple[int, int, bool, bool]]:
     """Yield (start, stop, use_parallel, timed) segments of a run.
 
@@ -183,7 +174,7 @@ def _segments(steps: int, engine: _Engine, parallel: bool | None, callback: Call
         start = stop
 
 
-def _step_call(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
+def _step_call(engine: Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
     """The engine's step loop (exact or cell list, serial or parallel) and its arguments."""
     if engine.cells is None:
         loop = engine.kernels.euler_parallel if use_parallel else engine.kernels.euler_serial
@@ -193,7 +184,7 @@ def _step_call(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, 
                   traj, energies, slot)
 
 
-def _run_steps(engine: _Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
+def _run_steps(engine: Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
     """Steps start .. stop-1 with the engine's step loop (exact or cell
     list, serial or parallel)."""
     loop, args = _step_call(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
@@ -274,13 +265,13 @@ def simulate(
     RunawayError
         When the state grows past its bound (a NonFiniteStateError).
     """
-    x = _check_inputs(x0, train, params, name="x0").copy()
+    x = check_inputs(x0, train, params, name="x0").copy()
     bound = growth_bound(x, max_growth)
     steps = check_int(steps, "steps", 1, MAX_STEPS)
-    dt = _nonnegative("dt", dt, strict=True)
+    dt = check_nonnegative(dt, "dt", strict=True)
     record_every = max(1, steps // 100) if record_every is None else check_int(record_every, "record_every", 1)
-    temperature = _nonnegative("temperature", temperature)
-    final_temperature = _nonnegative("final_temperature", final_temperature)
+    temperature = check_nonnegative(temperature, "temperature")
+    final_temperature = check_nonnegative(final_temperature, "final_temperature")
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     rng = make_rng(seed)
@@ -292,7 +283,7 @@ def simulate(
     record_steps = list(range(0, steps, record_every)) + [steps]
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
     system = pair_system(train)
-    engine = _Engine(x.shape[1], system, params, tol)
+    engine = Engine(x.shape[1], system, params, tol)
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
 
     slot = 0
@@ -359,14 +350,14 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnerg
     max_growth * max(1, max |x0|) (an energy that keeps falling as particles
     fly apart).
     """
-    x = _check_inputs(x0, train, params, name="x0").copy()
+    x = check_inputs(x0, train, params, name="x0").copy()
     bound = growth_bound(x, max_growth)
     if not params.is_gradient:
         raise ValueError("minimize needs gradient forces: alignment='gradient' or lam=0 "
                          f"(got alignment={params.alignment!r}, lam={params.lam})")
     max_steps = check_int(max_steps, "max_steps", 1, MAX_STEPS)
-    gtol = _nonnegative("gtol", gtol, strict=True)
-    step = _nonnegative("step", step, strict=True)
+    gtol = check_nonnegative(gtol, "gtol", strict=True)
+    step = check_nonnegative(step, "step", strict=True)
     force = np.empty_like(x)
     system = pair_system(train)
     ws = make_workspace(x.shape[1], system, 1)

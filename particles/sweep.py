@@ -25,8 +25,8 @@ from joblib import Parallel, delayed
 from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
-from .trajectory import atomic_write
-from .validation import check_path, describe
+from .core.io import atomic_write
+from .core.validation import check_path, check_seeds, describe
 
 __all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
 
@@ -364,7 +364,7 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     points = [{k: _plain(v) for k, v in point.items()} for point in grid_points(grid)]
     for point in points:  # validate every point before any work starts
         base.replace(**point)
-    seed_list = _check_seeds(seeds)
+    seed_list = check_seeds(seeds, count=True)
     shard = parse_shard(shard)
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero int (negative: joblib's count from all cores) or None, "
@@ -414,20 +414,6 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
             writer.close()
     rows = [found[_task_key(point, seed)] for point, seed in tasks]
     return SweepTable(rows=rows, parameters=names)
-
-
-def _check_seeds(seeds: Any) -> list[int]:
-    if isinstance(seeds, (str, bytes, bool)) or not (isinstance(seeds, (int, np.integer)) or hasattr(seeds, "__iter__")):
-        raise TypeError(f"seeds must be an int or an iterable of ints, got {type(seeds).__name__}")
-    seed_list = list(range(seeds)) if isinstance(seeds, (int, np.integer)) else list(seeds)
-    if any(isinstance(s, bool) or not isinstance(s, (int, np.integer)) for s in seed_list):
-        raise TypeError("seeds must be ints")
-    seed_list = [int(s) for s in seed_list]
-    if not seed_list:
-        raise ValueError("seeds must name at least one seed")
-    if any(s < 0 for s in seed_list):
-        raise ValueError("seeds must be >= 0")
-    return seed_list
 
 
 def merge_journals(paths: Sequence[str | os.PathLike]) -> SweepTable:

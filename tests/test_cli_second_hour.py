@@ -27,8 +27,8 @@ def _journal(tmp_path: Path) -> str:
 
 # (arguments before --out, the library functions that are the command's work)
 WRITERS = [
-    (["simulate", "--steps", "10"], ["particles.presets.Preset.run", "particles._warmup.warmup"]),
-    (["sweep", "--grid", "lam=1,2", "--seeds", "1"], ["particles.sweep.sweep", "particles._warmup.warmup"]),
+    (["simulate", "--steps", "10"], ["particles.presets.Preset.run", "particles.precompile.warmup"]),
+    (["sweep", "--grid", "lam=1,2", "--seeds", "1"], ["particles.sweep.sweep", "particles.precompile.warmup"]),
     (["sweep", "merge", "JOURNAL"], ["particles.sweep.merge_journals"]),
     (["theory", "critical-fraction", "--samples", "10"], ["effective_theory.montecarlo.unique_structure_probability"]),
     (["theory", "grokking-rate", "--samples", "2"], ["effective_theory.montecarlo.grokking_rate_curve"]),
@@ -74,7 +74,7 @@ def test_every_writing_command_checks_its_output_folder_first(argv, work, kind, 
 
 
 def test_output_folder_check_names_the_parameter(tmp_path):
-    from particles.validation import check_output_folder
+    from particles.core.validation import check_output_folder
 
     assert check_output_folder(tmp_path / "a" / "b", "out").is_dir()  # created with its parents
     assert not any((tmp_path / "a" / "b").iterdir())  # the write probe is removed

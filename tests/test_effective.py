@@ -9,7 +9,7 @@ from hypothesis import given, settings, strategies as st
 import effective_theory as et
 from particles import PairDataset, addition, modular_addition
 from particles.effective import (EffectiveLoss, effective_loss_gradient,
-                                 effective_loss_reference, simulate_effective, spread, _loss_and_grad)
+                                 effective_loss_reference, simulate_effective, spread, loss_and_grad)
 from particles.parallelograms import constraint_matrix, label_constraints, parallelograms
 from particles.testing import (check_effective_centroid_conserved, check_effective_loss_invariance,
                                check_effective_spread_conserved)
@@ -88,7 +88,7 @@ def test_kernel_matches_reference(seed, normalization):
     np.testing.assert_allclose(g1, g2, rtol=1e-10, atol=1e-13)
     g3 = np.empty_like(E)
     loss = EffectiveLoss.from_pairs(train)
-    l0, z = _loss_and_grad.py_func(E, loss.laplacian, float(loss.n_constraints), normalization == "centred", g3)
+    l0, z = loss_and_grad.py_func(E, loss.laplacian, float(loss.n_constraints), normalization == "centred", g3)
     np.testing.assert_allclose(g3, g1, rtol=1e-10, atol=1e-13)
 
 

@@ -202,7 +202,7 @@ def test_killed_saves_leave_no_temporaries_behind(tmp_path):
     import subprocess
     import sys
     import time
-    from particles.trajectory import remove_stale_temporaries
+    from particles.core.io import remove_stale_temporaries
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stale = tmp_path / f".run.npz.{dead.pid}.abc12345.tmp"
@@ -225,7 +225,7 @@ def test_killed_saves_leave_no_temporaries_behind(tmp_path):
 def test_atomic_write_by_name(tmp_path):
     """Writers that open the file themselves get a temporary name with the
     target's suffix; a failure leaves the earlier file and no temporary."""
-    from particles.trajectory import atomic_write
+    from particles.core.io import atomic_write
     seen = []
 
     def write(name):

@@ -1,4 +1,4 @@
-"""particles.validation (the one input-check module of the distribution) and
+"""particles.core.validation (the one input-check module of the distribution) and
 the public functions that used to return garbage or non-finite numbers on
 bad input (issue 14's list)."""
 import warnings
@@ -14,7 +14,7 @@ import fitting as ft
 import particles as pt
 from fitting.ode import linear_solution
 from particles.effective import EffectiveLoss
-from particles.validation import MAX_ABS, check_array, check_bool, check_choice, check_float, check_int, check_path
+from particles.core.validation import MAX_ABS, check_array, check_bool, check_choice, check_float, check_int, check_path
 
 
 @given(st.integers(-10**6, 10**6), st.integers(-100, 100), st.integers(0, 200))

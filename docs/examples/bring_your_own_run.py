@@ -16,7 +16,7 @@ from torch import nn
 
 from fitting import LinearODE, LotkaVolterra, surviving_frequencies, trajectory_signals
 from fitting.backend import EmbeddingRecorder
-from particles.trajectory import atomic_write_text
+from particles.core.io import atomic_write_text
 
 
 class OneLayerTransformer(nn.Module):

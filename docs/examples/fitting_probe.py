@@ -242,7 +242,7 @@ def main(name, seed=0):
 if __name__ == "__main__":
     import argparse
 
-    from particles.trajectory import atomic_write_text
+    from particles.core.io import atomic_write_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("system", choices=["all", *SYSTEMS])

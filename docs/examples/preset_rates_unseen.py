@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import particles as pt
-from particles.trajectory import atomic_write_text
+from particles.core.io import atomic_write_text
 
 
 def main() -> None:

@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from fitting import surviving_frequencies
-from particles.trajectory import Trajectory, atomic_write_text
+from particles.core.io import atomic_write_text
+from particles.trajectory import Trajectory
 
 CHECKS = (500, 1000, 2000, 5000, 10000, 20000)
 

@@ -318,7 +318,7 @@ def _int_at_least(low: int):
 
 
 def main() -> None:
-    from particles.trajectory import atomic_write_text
+    from particles.core.io import atomic_write_text
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("experiment", choices=list(EXPERIMENTS))

@@ -21,15 +21,16 @@ from torch.nn import functional as F
 
 from particles.datasets import modular_addition
 from particles.simulate import package_version
-from particles.trajectory import Trajectory, atomic_write
+from particles.core.io import atomic_write
+from particles.trajectory import Trajectory
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
-from .checks import check_seeds
+from particles.core.validation import check_seeds
 from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
 from .models import survival_initial_parameters
 from .threads import threads_per_job, worker_sigint
-from .trainer import TrainingDivergedError, _Recorder
+from .trainer import TrainingDivergedError, SeriesRecorder
 
 __all__ = ["train_batched", "batched_checkpoint_path"]
 
@@ -166,7 +167,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     K = n_frequencies(cfg.p)
     series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR, "grad_norm_embedding",
               *[f"grad_norm_{name}" for name in LAYERS]]
-    recorders = [_Recorder(cfg.steps, K, series) for _ in seeds]
+    recorders = [SeriesRecorder(cfg.steps, K, series) for _ in seeds]
     base_meta = {"source": "fitting.backend", "model": cfg.model, "p": cfg.p, "d": cfg.d,
                  "config": cfg.to_dict(), "signal_power": 1, "version": package_version(),
                  "torch_version": torch.__version__, "batched": B}

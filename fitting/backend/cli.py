@@ -5,10 +5,9 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-from pathlib import Path
 
-from particles.cli import add_quiet
-from particles.validation import check_output_folder
+from particles.core.progress import add_quiet
+from particles.core.validation import check_output_folder
 
 __all__ = ["register_train", "register_toy_phases", "register_compare_network"]
 
@@ -24,31 +23,28 @@ def _seeds_of(args: argparse.Namespace) -> list[int]:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from particles.cli import ProgressBar, key_values
+    from particles.core.cli import key_values
+    from particles.core.progress import ProgressBar
 
     from . import INSTALL_HINT, config_for, torch_available
 
     if not torch_available():
         print(f"embdyn train: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    try:
-        changes = key_values(args.set or [], "--set")
-        if args.steps is not None:
-            changes["steps"] = args.steps
-        if args.snapshot_every is not None:
-            changes["snapshot_every"] = args.snapshot_every
-        config = config_for(args.model, **changes)
-        seeds = _seeds_of(args)
-        if args.batched and args.model != "survival-mlp":
-            raise ValueError("--batched exists for survival-mlp only")
-        if (args.compile or args.jobs != 1) and not args.batched:
-            raise ValueError("--compile and --jobs exist with --batched only")
-        if not 1 <= args.jobs <= args.seeds:
-            raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
-        out = check_output_folder(args.out, "--out")
-    except (ValueError, TypeError) as exc:
-        print(f"embdyn train: {exc}", file=sys.stderr)
-        return 2
+    changes = key_values(args.set or [], "--set")
+    if args.steps is not None:
+        changes["steps"] = args.steps
+    if args.snapshot_every is not None:
+        changes["snapshot_every"] = args.snapshot_every
+    config = config_for(args.model, **changes)
+    seeds = _seeds_of(args)
+    if args.batched and args.model != "survival-mlp":
+        raise ValueError("--batched exists for survival-mlp only")
+    if (args.compile or args.jobs != 1) and not args.batched:
+        raise ValueError("--compile and --jobs exist with --batched only")
+    if not 1 <= args.jobs <= args.seeds:
+        raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
+    out = check_output_folder(args.out, "--out")
     from .batched import train_batched
     from .trainer import train
 
@@ -98,12 +94,10 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
     add_quiet(p)
     p.set_defaults(func=_cmd_train)
-    register_toy_phases(subparsers)
-    register_compare_network(subparsers)
 
 
 def _cmd_toy_phases(args: argparse.Namespace) -> int:
-    from particles.cli import ProgressBar
+    from particles.core.progress import ProgressBar
 
     from . import INSTALL_HINT, torch_available
     from .configs import toy_phase_setting
@@ -111,23 +105,19 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     if not torch_available():
         print(f"embdyn toy-phases: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    try:
-        changes = {} if args.steps is None else {"steps": args.steps}
-        if args.dtype is not None:
-            changes["dtype"] = args.dtype
-        config, grid = toy_phase_setting(args.variant, **changes)
-        if args.quick:
-            grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
-        seeds = _seeds_of(args)
-        cells = len(seeds) * math.prod(len(v) for v in grid.values())
-        from .grid import max_jobs
-        if not 1 <= args.jobs <= max_jobs(cells):
-            raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
-                             f"got {args.jobs}")
-        out = check_output_folder(args.out, "--out")
-    except (ValueError, TypeError) as exc:
-        print(f"embdyn toy-phases: {exc}", file=sys.stderr)
-        return 2
+    changes = {} if args.steps is None else {"steps": args.steps}
+    if args.dtype is not None:
+        changes["dtype"] = args.dtype
+    config, grid = toy_phase_setting(args.variant, **changes)
+    if args.quick:
+        grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
+    seeds = _seeds_of(args)
+    cells = len(seeds) * math.prod(len(v) for v in grid.values())
+    from .grid import max_jobs
+    if not 1 <= args.jobs <= max_jobs(cells):
+        raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
+                         f"got {args.jobs}")
+    out = check_output_folder(args.out, "--out")
     from ..plot import plot_phase_grid, save_figure
     from .grid import train_grid
 
@@ -186,45 +176,41 @@ def _float_list(text: str) -> list[float]:
 
 
 def _cmd_compare_network(args: argparse.Namespace) -> int:
-    from particles.cli import ProgressBar
+    from particles.core.progress import ProgressBar
 
     from . import INSTALL_HINT, torch_available
 
     if not torch_available():
         print(f"embdyn compare-network: {INSTALL_HINT}", file=sys.stderr)
         return 2
-    from particles.trajectory import atomic_write_text
+    from particles.core.io import atomic_write_text
 
     from ..plot import save_figure
     from .compare import check_same_split, compare_network
-    from .checks import check_weight_decays
+    from particles.core.validation import check_float_list
     from .network_sweep import NetworkSweep
 
-    try:
-        wds = check_weight_decays(_float_list(args.weight_decays))
-        if args.seeds < 1 or args.first_seed < 0:
-            raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
-        if args.max_steps < 1 or args.jobs < 1:
-            raise ValueError(f"--max-steps and --jobs must be >= 1, got {args.max_steps} and {args.jobs}")
-        if args.window < 250:
-            raise ValueError(f"--window must be >= 250 (the check interval), got {args.window}")
-        seeds = list(range(args.first_seed, args.first_seed + args.seeds))
-        network = NetworkSweep.load(args.network_results) if args.network_results else None
-        from particles import preset
-        from particles.cli import key_values
+    wds = check_float_list(_float_list(args.weight_decays), "--weight-decays", 0.0, distinct=True)
+    if args.seeds < 1 or args.first_seed < 0:
+        raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
+    if args.max_steps < 1 or args.jobs < 1:
+        raise ValueError(f"--max-steps and --jobs must be >= 1, got {args.max_steps} and {args.jobs}")
+    if args.window < 250:
+        raise ValueError(f"--window must be >= 250 (the check interval), got {args.window}")
+    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    network = NetworkSweep.load(args.network_results) if args.network_results else None
+    from particles import preset
+    from particles.core.cli import key_values
 
-        from .configs import ConstantAttentionConfig
+    from .configs import ConstantAttentionConfig
 
-        base = preset(args.preset)
-        changes = key_values(args.set or [], "--set")
-        if network is not None and changes:
-            raise ValueError("--set changes the network's training; it cannot apply to --network-results")
-        config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction).replace(**changes)
-        check_same_split(config.p, config.train_fraction, base, "--set")
-        out = check_output_folder(args.out, "--out")
-    except (ValueError, TypeError) as exc:
-        print(f"embdyn compare-network: {exc}", file=sys.stderr)
-        return 2
+    base = preset(args.preset)
+    changes = key_values(args.set or [], "--set")
+    if network is not None and changes:
+        raise ValueError("--set changes the network's training; it cannot apply to --network-results")
+    config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction).replace(**changes)
+    check_same_split(config.p, config.train_fraction, base, "--set")
+    out = check_output_folder(args.out, "--out")
     bars: dict[str, ProgressBar] = {}
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -234,21 +220,17 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
             bars[stage] = ProgressBar(f"compare-network: {stage}")
         bars[stage](done, total)
 
-    try:
-        if network is None:
-            from .network_sweep import train_network_sweep
+    if network is None:
+        from .network_sweep import train_network_sweep
 
-            network = train_network_sweep(config, wds, seeds, max_steps=args.max_steps, window=args.window,
-                                          callback=lambda step, total, active: progress("network", step, total))
-            try:
-                network.save(out / "network_sweep.json")
-            except OSError as exc:  # keep going: the comparison is still printed
-                print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
-        result = compare_network(wds, seeds, preset_name=args.preset, network=network, n_jobs=args.jobs,
-                                 callback=progress)
-    except (ValueError, TypeError) as exc:  # e.g. --network-results without the asked runs
-        print(f"embdyn compare-network: {exc}", file=sys.stderr)
-        return 2
+        network = train_network_sweep(config, wds, seeds, max_steps=args.max_steps, window=args.window,
+                                      callback=lambda step, total, active: progress("network", step, total))
+        try:
+            network.save(out / "network_sweep.json")
+        except OSError as exc:  # keep going: the comparison is still printed
+            print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
+    result = compare_network(wds, seeds, preset_name=args.preset, network=network, n_jobs=args.jobs,
+                             callback=progress)
     try:
         result.save(out / "compare_network.json")
         atomic_write_text(out / "compare_network.md", (result.to_markdown() + "\n"))

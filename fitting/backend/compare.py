@@ -23,9 +23,10 @@ from scipy import stats
 
 from particles import STRUCTURES, preset, structure_metrics
 from particles.sweep import DIVERGED, sweep
-from particles.trajectory import atomic_write_text
+from particles.core.io import atomic_write_text
 
-from .checks import check_seeds, check_weight_decays
+from particles.core.validation import check_float_list, check_seeds
+
 from .configs import ConstantAttentionConfig
 from .network_sweep import NetworkSweep, train_network_sweep
 
@@ -236,7 +237,7 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
     -------
     NetworkComparison
     """
-    wds = check_weight_decays(weight_decays)
+    wds = check_float_list(weight_decays, "weight_decays", 0.0, distinct=True)
     seeds = check_seeds(seeds)
     base = preset(preset_name)
     if not isinstance(n_jobs, int) or isinstance(n_jobs, bool) or n_jobs < 1:

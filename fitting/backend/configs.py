@@ -15,8 +15,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from particles.datasets import MAX_P
-from particles.limits import MAX_STEPS
-from particles.validation import MAX_ABS, check_int
+from particles.core.limits import MAX_STEPS
+from particles.core.validation import MAX_ABS, check_int
 
 __all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
            "SparseModularConfig", "MODEL_CONFIGS", "config_for", "MAX_WIDTH", "MAX_EXAMPLES"]
@@ -63,7 +63,7 @@ def _check_full_batch_mlp(cfg: Any) -> None:
 
 
 @dataclass(frozen=True)
-class _Config:
+class TrainingConfig:
     """Fields shared by every model."""
 
     model: ClassVar[str] = ""
@@ -86,7 +86,7 @@ class _Config:
     def _validate(self) -> None:  # pragma: no cover - overridden
         pass
 
-    def replace(self, **changes: Any) -> "_Config":
+    def replace(self, **changes: Any) -> "TrainingConfig":
         unknown = set(changes) - {f.name for f in fields(self)}
         if unknown:
             raise ValueError(f"unknown {self.model} config field(s) {sorted(unknown)}; "
@@ -98,7 +98,7 @@ class _Config:
 
 
 @dataclass(frozen=True)
-class SurvivalMLPConfig(_Config):
+class SurvivalMLPConfig(TrainingConfig):
     """The survival paper's MLP on concatenated embeddings [E_a, E_b].
 
     Ordered pairs of Z_p, 2d -> hidden -> hidden -> p with SiLU, E ~ N(0, 1),
@@ -125,7 +125,7 @@ class SurvivalMLPConfig(_Config):
 
 
 @dataclass(frozen=True)
-class ToyConfig(_Config):
+class ToyConfig(TrainingConfig):
     """The effective-theory toy: decoder(E_a + E_b) on addition (labels a + b).
 
     ``task="regression"`` fits fixed random targets Y_label in R^target_dim
@@ -242,7 +242,7 @@ def toy_phase_setting(name: str, **changes: Any) -> tuple["ToyConfig", dict[str,
 
 
 @dataclass(frozen=True)
-class ConstantAttentionConfig(_Config):
+class ConstantAttentionConfig(TrainingConfig):
     """The particle model's network: E in R^{N x 2}, s = E_a + E_b, ReLU hidden
     layer, linear output over N classes, cross-entropy, full batch, AdamW.
     Unordered pairs of Z_N, split as the particle presets.
@@ -275,7 +275,7 @@ class ConstantAttentionConfig(_Config):
 
 
 @dataclass(frozen=True)
-class SparseModularConfig(_Config):
+class SparseModularConfig(TrainingConfig):
     """Sparse modular addition: T tokens from Z_p, label = sum of the first k mod p.
 
     One block with d-dimensional token and position embeddings, RMSNorm
@@ -315,12 +315,12 @@ class SparseModularConfig(_Config):
         _int_at_least("n_probe", self.n_probe, 1)
 
 
-MODEL_CONFIGS: dict[str, type[_Config]] = {
+MODEL_CONFIGS: dict[str, type[TrainingConfig]] = {
     cls.model: cls for cls in (SurvivalMLPConfig, ToyConfig, ConstantAttentionConfig, SparseModularConfig)
 }
 
 
-def config_for(model: str, **changes: Any) -> _Config:
+def config_for(model: str, **changes: Any) -> TrainingConfig:
     """Default config of ``model`` (one of MODEL_CONFIGS) with ``changes``."""
     if model not in MODEL_CONFIGS:
         raise ValueError(f"model must be one of {tuple(MODEL_CONFIGS)}, got {model!r}")

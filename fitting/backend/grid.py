@@ -43,11 +43,11 @@ import torch
 from torch.nn import functional as F
 
 from effective_theory.metrics import PHASES, classify_phase
-from particles.trajectory import atomic_write, atomic_write_text
+from particles.core.io import atomic_write, atomic_write_text
 
 from .activations import tanh_fast, tanh_of
 from .adamw import adamw_scalars, adamw_update
-from .checks import check_seeds
+from particles.core.validation import check_seeds
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .models import DTYPES, ToyTask, predict_labels, toy_decoder_input

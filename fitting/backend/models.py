@@ -22,7 +22,7 @@ from torch.nn import functional as F
 
 from particles.datasets import addition, modular_addition, permutation_group
 
-from .configs import ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, _Config
+from .configs import ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, TrainingConfig
 
 __all__ = ["make_task", "linear_init", "SurvivalMLP"]
 
@@ -188,7 +188,7 @@ class SparseModularTransformer(nn.Module):
 class _Task:
     """Common recording helpers; subclasses set model, data and optimizers."""
 
-    config: _Config
+    config: TrainingConfig
     model: nn.Module
     optimizers: list[torch.optim.Optimizer]
     layer_groups: dict[str, list[str]]
@@ -419,7 +419,7 @@ _TASKS = {
 }
 
 
-def make_task(config: _Config, seed: int) -> _Task:
+def make_task(config: TrainingConfig, seed: int) -> _Task:
     """The task (model, data, optimizers) of ``config`` for run ``seed``."""
     if type(config) not in _TASKS:
         raise TypeError(f"config must be one of {[c.__name__ for c in _TASKS]}, got {type(config).__name__}")

@@ -28,10 +28,11 @@ import numpy as np
 import torch
 from torch.nn import functional as F
 
-from particles.trajectory import atomic_write_text
+from particles.core.io import atomic_write_text
 
 from .adamw import adamw_scalars, adamw_update
-from .checks import check_int_at_least, check_seeds, check_weight_decays
+from particles.core.validation import check_float_list, check_int, check_seeds
+
 from .configs import ConstantAttentionConfig
 from .models import ConstantAttentionTask
 
@@ -183,12 +184,12 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     config = ConstantAttentionConfig() if config is None else config
     if not isinstance(config, ConstantAttentionConfig):
         raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
-    wds = check_weight_decays(weight_decays)
+    wds = check_float_list(weight_decays, "weight_decays", 0.0, distinct=True)
     seeds = check_seeds(seeds)
-    max_steps = check_int_at_least("max_steps", max_steps, 1)
-    check_every = check_int_at_least("check_every", check_every, 1)
-    window = check_int_at_least("window", window, check_every)
-    tolerance = check_int_at_least("tolerance", tolerance, 0)
+    max_steps = check_int(max_steps, "max_steps", 1)
+    check_every = check_int(check_every, "check_every", 1)
+    window = check_int(window, "window", check_every)
+    tolerance = check_int(tolerance, "tolerance", 0)
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
 

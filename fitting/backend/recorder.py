@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from particles.trajectory import Trajectory
-from particles.version import package_version
+from particles.core.version import package_version
 
 from ..signals import fourier_signals
 

@@ -23,11 +23,12 @@ import numpy as np
 import torch
 
 from particles.simulate import package_version
-from particles.trajectory import Trajectory, atomic_write
-from particles.validation import check_path
+from particles.core.io import atomic_write
+from particles.trajectory import Trajectory
+from particles.core.validation import check_path
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
-from .configs import _Config
+from .configs import TrainingConfig
 from .models import make_task
 
 __all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
@@ -43,7 +44,7 @@ def checkpoint_path(out: str | os.PathLike) -> Path:
     return out.with_name(out.stem + ".ckpt.pt")
 
 
-class _Recorder:
+class SeriesRecorder:
     """Per-step series and snapshots of one run, preallocated."""
 
     def __init__(self, steps: int, K: int, series: list[str]):
@@ -96,7 +97,7 @@ class _Recorder:
         )
 
 
-def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, *,
+def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None = None, *,
           checkpoint_every: int | None = None, resume: bool = False,
           callback: Callable[[int, int], None] | None = None) -> Trajectory:
     """Train one run of ``config`` from ``seed`` and return its trajectory.
@@ -137,7 +138,7 @@ def train(config: _Config, seed: int = 0, out: str | os.PathLike | None = None, 
     groups = list(task.layer_groups)
     series = (["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR] + [f"grad_norm_{g}" for g in groups]
               + list(task.extra_series))
-    rec = _Recorder(config.steps, K, series)
+    rec = SeriesRecorder(config.steps, K, series)
     ckpt = checkpoint_path(out) if out is not None else None
     start = 0
     identity = {"config": config.to_dict(), "seed": int(seed)}

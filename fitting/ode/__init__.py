@@ -21,7 +21,7 @@
 # public names and the submodules that define them; a submodule is imported
 # the first time one of its names is used, so that importing the package (and
 # `embdyn --help`) stays cheap
-from particles.lazy import attach as _attach
+from particles.core.lazy import attach as _attach
 
 _EXPORTS = {
     'FiniteDifference': ('.differentiation', 'FiniteDifference'),

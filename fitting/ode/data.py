@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from particles.validation import check_magnitude
+from particles.core.validation import check_magnitude
 
 from ..derivatives import sample_times
 

@@ -17,9 +17,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
-from particles.validation import check_array, check_float
+from particles.core.validation import check_array, check_float
 
-from .checks import check_int
+from particles.core.validation import check_int
 from .integrate import BlowUpError
 from .models import LinearODE, ODEModel
 
@@ -97,7 +97,7 @@ class BootstrapEnsemble(BaseEstimator):
     def fit(self, x: Any, t: Any = None) -> "BootstrapEnsemble":
         """Fit the estimator on all data and ``n_models`` bootstrap replicates."""
         est = clone(self._check())
-        library, regressor, formulation = est._check_params()
+        library, regressor, formulation = est.resolved_params()
         if getattr(formulation, "weighting", "none") != "none":
             # members refit resampled rows, which the covariance weighting (built
             # run by run) cannot follow: the whole ensemble, estimator_ included,
@@ -105,9 +105,9 @@ class BootstrapEnsemble(BaseEstimator):
             unweighted = copy.copy(formulation)
             unweighted.weighting = "none"
             est.set_params(derivative=unweighted)
-            library, regressor, formulation = est._check_params()
+            library, regressor, formulation = est.resolved_params()
         est.fit(x, t)
-        Theta, Y, runs, owner, formulation, _ = est._prepare(x, t, est.window, library, formulation)
+        Theta, Y, runs, owner, formulation, _ = est.regression_rows(x, t, est.window, library, formulation)
         n_runs = len(np.unique(owner))
         mode = self.resample if self.resample != "auto" else ("runs" if n_runs >= 20 else "rows")
         if mode == "runs" and n_runs < 2:
@@ -121,7 +121,7 @@ class BootstrapEnsemble(BaseEstimator):
             else:
                 chosen = rng.choice(ids, size=len(ids), replace=True)
                 pick = np.concatenate([np.flatnonzero(owner == r) for r in chosen])
-            coef, _, _ = est._solve(Theta[pick], Y[pick], library, regressor, formulation)
+            coef, _, _ = est.solve_rows(Theta[pick], Y[pick], library, regressor, formulation)
             samples.append(coef)
         self.estimator_ = est
         self.coef_samples_ = np.stack(samples)
@@ -169,7 +169,7 @@ class BootstrapEnsemble(BaseEstimator):
         included in more than ``threshold`` of the members."""
         check_is_fitted(self, "coef_samples_")
         threshold = check_float(threshold, "threshold", 0.0, 1.0)
-        variables = self.estimator_._variable_names(names)
+        variables = self.estimator_.variable_names(names)
         terms = self.estimator_.feature_names(variables)
         out = {}
         for i, v in enumerate(variables):

@@ -50,7 +50,7 @@ import numpy as np
 from scipy.linalg import expm, logm
 
 from ..derivatives import is_uniform
-from .checks import check_int
+from particles.core.validation import check_int
 from .differentiation import Formulation
 from .quality import warn_quality
 from .integrate import augmented
@@ -136,7 +136,7 @@ class FlowMap(Formulation):
 
     def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
         H = self.horizon if self.horizon is not None else 1
-        return library._transform(x[:-H]), x[H:]
+        return library.transform(x[:-H]), x[H:]
 
     @property
     def lag(self) -> float:

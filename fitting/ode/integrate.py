@@ -10,7 +10,7 @@ import numpy as np
 from scipy.integrate import solve_ivp
 from scipy.linalg import expm
 
-from particles.validation import check_magnitude
+from particles.core.validation import check_magnitude
 
 from ..derivatives import is_uniform, sample_times
 

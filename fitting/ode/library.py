@@ -15,9 +15,9 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from particles.validation import check_array, describe
+from particles.core.validation import check_array, describe
 
-from .checks import check_bool, check_int
+from particles.core.validation import check_bool, check_int
 
 
 def _check_X(X) -> np.ndarray:

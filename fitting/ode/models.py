@@ -15,7 +15,6 @@ multiplies the predicted derivatives by c, whatever c.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -23,9 +22,9 @@ from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from particles.validation import check_array, check_choice, check_float, describe
+from particles.core.validation import check_array, check_choice, check_float, describe
 
-from .checks import check_bool, check_int, check_number
+from particles.core.validation import check_bool, check_float, check_int
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, fit_flow_map, map_to_generator
@@ -175,11 +174,14 @@ class ODEModel(BaseEstimator):
     def check_params(self) -> None:
         """Check every parameter without fitting (``fit`` does the same
         first): a ValueError or TypeError naming the one that is wrong."""
-        self._check_params()
+        self.resolved_params()
 
-    def _check_params(self) -> tuple[Library, Regressor, Formulation]:
+    def resolved_params(self) -> tuple[Library, Regressor, Formulation]:
+        """The checked parameters as objects: (library, regressor,
+        formulation), the strings resolved to their classes (what ``fit``
+        uses; :class:`~fitting.ode.BootstrapEnsemble` refits with them)."""
         library = self._make_library()
-        check_number(self.alpha, "alpha", 0.0, allow_none=True)
+        check_float(self.alpha, "alpha", 0.0, allow_none=True)
         if self.regressor == "lasso" and self.alpha == 0:
             raise ValueError("alpha must be > 0 for regressor='lasso' (use regressor='ols' for alpha = 0)")
         regressor = as_regressor(self.regressor, self.alpha if self.alpha is not None or self.regressor != "stlsq"
@@ -190,12 +192,13 @@ class ODEModel(BaseEstimator):
         if getattr(formulation, "linear_only", False) and not isinstance(self, LinearODE):
             raise ValueError(f"derivative={formulation!r} exists for LinearODE only")
         check_bool(self.debias, "debias")
-        check_number(self.blowup_factor, "blowup_factor", 1.0, strict=True)
+        check_float(self.blowup_factor, "blowup_factor", 1.0, strict=True)
         check_window(self.window)
         return library, regressor, formulation
 
     # ------------------------------------------------------------- rows
-    def _time_arg(self, t: Any) -> Any:
+    def time_values(self, t: Any) -> Any:
+        """``t`` as given, or when None the fitted time step (``dt_``; 1 before fitting)."""
         if t is not None:
             return t
         dt = getattr(self, "dt_", 1.0)
@@ -203,8 +206,9 @@ class ODEModel(BaseEstimator):
             raise ValueError("t is required: the model was fitted on explicit sample times")
         return dt
 
-    def _prepare(self, x: Any, t: Any, window: Any, library: Library, formulation: Formulation):
-        """Regression rows of all runs inside the window.
+    def regression_rows(self, x: Any, t: Any, window: Any, library: Library, formulation: Formulation):
+        """Regression rows of all runs inside the window (the rows ``fit``
+        solves; :class:`~fitting.ode.BootstrapEnsemble` resamples them).
 
         Returns Theta (n, F), Y (n, K), the runs, the run index of each row,
         the formulation bound to the data (the weak form's window) and the
@@ -213,7 +217,7 @@ class ODEModel(BaseEstimator):
         runs = as_runs(x)
         if hasattr(self, "n_features_in_") and runs[0].shape[1] != self.n_features_in_:
             raise ValueError(f"x has {runs[0].shape[1]} columns, the model was fitted on {self.n_features_in_}")
-        times = run_times(self._time_arg(t), runs)
+        times = run_times(self.time_values(t), runs)
         win = check_window(window)
         kept = []
         for i, (run, ti) in enumerate(zip(runs, times)):
@@ -237,8 +241,10 @@ class ODEModel(BaseEstimator):
         owner = np.concatenate([np.full(len(p[1]), p[0]) for p in pieces])
         return Theta, Y, runs, owner, formulation, [(k[1], k[2]) for k in kept]
 
-    def _solve(self, Theta: np.ndarray, Y: np.ndarray, library: Library, regressor: Regressor,
-               formulation: Formulation) -> tuple[np.ndarray, np.ndarray]:
+    def solve_rows(self, Theta: np.ndarray, Y: np.ndarray, library: Library, regressor: Regressor,
+                   formulation: Formulation) -> tuple[np.ndarray, np.ndarray, dict]:
+        """Coefficients (K, F), the regressor's alphas (K,) and an info dict
+        from regression rows Theta (n, F), Y (n, K), without the weighted refit."""
         K = Y.shape[1]
         mask = self._mask(K, library)
         # the constant column is 1 on every row: pointwise rows, and weak rows
@@ -292,7 +298,7 @@ class ODEModel(BaseEstimator):
             When the states satisfy a linear relation that makes the
             library's columns dependent.
         """
-        library, regressor, formulation = self._check_params()
+        library, regressor, formulation = self.resolved_params()
         x, t, default_names = from_trajectory(x, t)
         runs = as_runs(x)
         variables = self._check_variable_names(names if names is not None else default_names, runs[0].shape[1])
@@ -306,7 +312,7 @@ class ODEModel(BaseEstimator):
 
     def _fit(self, x, t, variables, library, regressor, formulation) -> None:
         """The body of :meth:`fit` on checked parameters."""
-        Theta, Y, runs, _, formulation, samples = self._prepare(x, t, self.window, library, formulation)
+        Theta, Y, runs, _, formulation, samples = self.regression_rows(x, t, self.window, library, formulation)
         K = Y.shape[1]
         mask = self._mask(K, library)
         n_params = int(mask.sum(axis=1).max())
@@ -325,7 +331,7 @@ class ODEModel(BaseEstimator):
             relation = None
         if relation is not None:
             warn_at_caller(warning_text(relation, variables), LinearRelationWarning)
-        self.coef_, self.alphas_, info = self._solve(Theta, Y, library, regressor, formulation)
+        self.coef_, self.alphas_, info = self.solve_rows(Theta, Y, library, regressor, formulation)
         if self._weighted(regressor, formulation):
             # after a misfit, terms STLSQ pruned may return if they clear READMIT_SHARE of its bar on the refitted scale
             readmit = {}
@@ -371,7 +377,7 @@ class ODEModel(BaseEstimator):
 
     # ---------------------------------------------------------- predict
     def _rhs(self, X: np.ndarray) -> np.ndarray:
-        return self.library_._transform(X) @ self.coef_.T
+        return self.library_.transform(X) @ self.coef_.T
 
     def predict(self, x: Any) -> np.ndarray | list[np.ndarray]:
         """dx/dt at the given states: (n, K) -> (n, K); a list gives a list."""
@@ -393,11 +399,12 @@ class ODEModel(BaseEstimator):
         """
         check_is_fitted(self, "coef_")
         x, t, _ = from_trajectory(x, t)
-        Theta, Y, _, _, formulation, _ = self._prepare(x, t, window, self.library_, self.formulation_)
+        Theta, Y, _, _, formulation, _ = self.regression_rows(x, t, window, self.library_, self.formulation_)
         multioutput = check_choice(multioutput, "multioutput", MULTIOUTPUT)
-        return float(r2_score(Y, self._predict_rows(Theta, formulation), multioutput=multioutput))
+        return float(r2_score(Y, self.predict_rows(Theta, formulation), multioutput=multioutput))
 
-    def _predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
+    def predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
+        """The fitted model's prediction (n, K) of the targets of regression rows Theta (n, F)."""
         return Theta @ self.coef_.T
 
     # --------------------------------------------------------- simulate
@@ -470,7 +477,7 @@ class ODEModel(BaseEstimator):
         check_is_fitted(self, "coef_")
         x, t, _ = from_trajectory(x, t)
         runs = as_runs(x)
-        times = run_times(self._time_arg(t), runs)
+        times = run_times(self.time_values(t), runs)
         if start is None and not hasattr(self, "t_fit_end_"):  # a model fitted (and saved) before forecasts existed
             raise ValueError("start is required: this model does not know where its fitted window ended (refit it)")
         start = self.t_fit_end_ if start is None else check_float(start, "start")
@@ -532,7 +539,7 @@ class ODEModel(BaseEstimator):
         check_is_fitted(self, "coef_")
         x, t, _ = from_trajectory(x, t)
         runs = as_runs(x)
-        times = run_times(self._time_arg(t), runs)
+        times = run_times(self.time_values(t), runs)
         win = check_window(window)
         observed, simulated = [], []
         for run, ti in zip(runs, times):
@@ -558,7 +565,8 @@ class ODEModel(BaseEstimator):
         check_is_fitted(self, "coef_")
         return float(np.mean(self.coef_[self.term_mask_] == 0))
 
-    def _variable_names(self, names: Sequence[str] | None) -> list[str]:
+    def variable_names(self, names: Sequence[str] | None = None) -> list[str]:
+        """``names`` checked against the fitted K, or the fitted ``variables_`` when None."""
         if names is None:
             return list(getattr(self, "variables_", None) or [f"x{i + 1}" for i in range(self.n_features_in_)])
         return self._check_variable_names(names, self.n_features_in_)
@@ -579,13 +587,13 @@ class ODEModel(BaseEstimator):
     def feature_names(self, names: Sequence[str] | None = None) -> list[str]:
         """Names of the library terms (columns of ``coef_``)."""
         check_is_fitted(self, "coef_")
-        return self.library_.feature_names(self._variable_names(names))
+        return self.library_.feature_names(self.variable_names(names))
 
     def named_coefficients(self, names: Sequence[str] | None = None, threshold: float = 0.0
                            ) -> dict[str, dict[str, float]]:
         """Coefficients with |value| > threshold as {equation variable: {term: value}}."""
         threshold = check_float(threshold, "threshold", 0.0)
-        variables = self._variable_names(names)
+        variables = self.variable_names(names)
         terms = self.feature_names(variables)
         return {v: {terms[j]: float(self.coef_[i, j]) for j in np.flatnonzero(np.abs(self.coef_[i]) > threshold)}
                 for i, v in enumerate(variables)}
@@ -670,14 +678,14 @@ class LinearODE(ODEModel):
 
     default_threshold = 0.02
 
-    def _check_params(self):
+    def resolved_params(self):
         check_bool(self.stable, "stable")
-        return super()._check_params()
+        return super().resolved_params()
 
     def _weighted(self, regressor, formulation) -> bool:
         return not self.stable and super()._weighted(regressor, formulation)
 
-    def _solve(self, Theta, Y, library, regressor, formulation):
+    def solve_rows(self, Theta, Y, library, regressor, formulation):
         K = Y.shape[1]
         if isinstance(formulation, FlowMap):
             C = fit_flow_map(Theta, Y, formulation.shrinkage_)
@@ -688,7 +696,7 @@ class LinearODE(ODEModel):
                                  "(try a shorter horizon)")
             return coef, np.zeros(K), info
         if not self.stable:
-            return super()._solve(Theta, Y, library, regressor, formulation)
+            return super().solve_rows(Theta, Y, library, regressor, formulation)
         coef, info = stable_least_squares(Theta, Y, np.arange(1, K + 1), 0)
         if not np.all(np.isfinite(coef)) or np.max(np.linalg.eigvals(coef[:, 1:]).real) >= 0:
             raise ValueError("the stable fit failed: no stable A was found (the data may be constant or too few)")
@@ -705,14 +713,14 @@ class LinearODE(ODEModel):
                          f"so its simulations grow without bound past the data; LinearODE(stable=True) fits "
                          f"stable systems only")
 
-    def _predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
+    def predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
         if isinstance(formulation, FlowMap):  # the map a lag ahead: exp(tau [[A, b], [0, 0]])
             from scipy.linalg import expm
 
             K = self.n_features_in_
             P = expm(formulation.lag * augmented(self.A_, self.b_))
             return Theta @ np.column_stack([P[:K, K], P[:K, :K]]).T
-        return super()._predict_rows(Theta, formulation)
+        return super().predict_rows(Theta, formulation)
 
     def _linear_part(self):
         return self.coef_[:, 1:], self.coef_[:, 0]
@@ -771,10 +779,10 @@ class LotkaVolterra(ODEModel):
     def _make_library(self) -> Library:
         return PolynomialLibrary(2)
 
-    def _check_params(self):
+    def resolved_params(self):
         if self.form not in ("general", "classic"):
             raise ValueError(f"form must be 'general' or 'classic', got {self.form!r}")
-        return super()._check_params()
+        return super().resolved_params()
 
     def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> "LotkaVolterra":
         super().fit(x, t, names=names)

@@ -27,9 +27,9 @@ from sklearn.linear_model import Lasso as _SkLasso
 from sklearn.linear_model import LassoLarsCV
 from sklearn.model_selection import TimeSeriesSplit
 
-from particles.validation import check_array
+from particles.core.validation import check_array
 
-from .checks import check_bool, check_int, check_number
+from particles.core.validation import check_bool, check_float, check_int
 from .names import REGRESSORS
 
 __all__ = ["Regressor", "STLSQ", "OLS", "Lasso", "LassoCV", "REGRESSORS", "as_regressor"]
@@ -169,8 +169,8 @@ class STLSQ(Regressor):
         self.standardize = standardize
 
     def check(self) -> None:
-        check_number(self.threshold, "STLSQ threshold", 0.0)
-        check_number(self.ridge, "STLSQ ridge", 0.0)
+        check_float(self.threshold, "STLSQ threshold", 0.0)
+        check_float(self.ridge, "STLSQ ridge", 0.0)
         check_int(self.max_iter, "STLSQ max_iter", 1, MAX_ITER)
         check_bool(self.standardize, "standardize")
 
@@ -212,9 +212,9 @@ class Lasso(Regressor):
         self.tol = tol
 
     def check(self) -> None:
-        check_number(self.alpha, "Lasso alpha", 0.0, strict=True)
+        check_float(self.alpha, "Lasso alpha", 0.0, strict=True)
         check_int(self.max_iter, "Lasso max_iter", 1, MAX_ITER)
-        check_number(self.tol, "Lasso tol", 0.0, strict=True)
+        check_float(self.tol, "Lasso tol", 0.0, strict=True)
         check_bool(self.standardize, "standardize")
 
     def _model(self, has_intercept: bool):

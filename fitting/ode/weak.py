@@ -28,7 +28,7 @@ import numpy as np
 from scipy import stats
 
 from ..derivatives import is_uniform
-from .checks import check_int, check_number
+from particles.core.validation import check_float, check_int
 from .differentiation import Formulation
 from .library import Library
 from .quality import warn_quality
@@ -106,7 +106,7 @@ class WeakForm(Formulation):
         check_int(self.window, "WeakForm window", 2 * (o or NOISY[0]) + 1, allow_none=True,
                   unit=" (2 * order + 1 samples)")
         check_int(self.stride, "WeakForm stride", 1, allow_none=True)
-        check_number(self.period_fraction, "WeakForm period_fraction", 0.0, strict=True, allow_none=True)
+        check_float(self.period_fraction, "WeakForm period_fraction", 0.0, strict=True, allow_none=True)
         check_int(self.min_windows, "WeakForm min_windows", 4)
         if self.weighting not in WEIGHTINGS:
             raise ValueError(f"WeakForm weighting must be one of {WEIGHTINGS}, got {self.weighting!r}")
@@ -213,7 +213,7 @@ class WeakForm(Formulation):
 
     def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
         starts, L, P, dP = self.window_weights(x, t)
-        return windowed(library._transform(x), starts, P), -windowed(x, starts, dP)
+        return windowed(library.transform(x), starts, P), -windowed(x, starts, dP)
 
 
 def windowed(f: np.ndarray, starts: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -30,10 +30,10 @@ import numpy as np
 from scipy import stats
 from scipy.linalg import LinAlgError, solveh_banded
 
-from particles.validation import check_array
+from particles.core.validation import check_array
 
 from ..derivatives import is_uniform
-from .checks import check_number
+from particles.core.validation import check_float
 from .library import Library
 
 __all__ = ["noise_level", "covariance_refit"]
@@ -131,7 +131,7 @@ def _jacobians(library: Library, x: np.ndarray) -> list[np.ndarray]:
         up, down = x.copy(), x.copy()
         up[:, j] += h
         down[:, j] -= h
-        out.append((library._transform(up) - library._transform(down)) / (2 * h))
+        out.append((library.transform(up) - library.transform(down)) / (2 * h))
     return out
 
 
@@ -142,7 +142,7 @@ class _Run:
         from .weak import windowed
 
         self.starts, self.L, self.P, self.dP = formulation.window_weights(x, t)  # (n_windows, L): phi, phi'
-        self.G = windowed(library._transform(x), self.starts, self.P)  # (n_windows, F)
+        self.G = windowed(library.transform(x), self.starts, self.P)  # (n_windows, F)
         self.b = -windowed(x, self.starts, self.dP)  # (n_windows, K)
         self.jac = np.stack(_jacobians(library, x))  # (K, T, F): d Theta / d x_j
 
@@ -309,7 +309,7 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         ``misfit_chi2_per_dof`` (the misfit that started it) when it
         succeeded, ``readmission`` (why not) when it did not.
     """
-    threshold = check_number(threshold, "threshold", 0.0)
+    threshold = check_float(threshold, "threshold", 0.0)
     if mask is not None:
         mask = check_array(mask, "mask", dtype="bool", shape=coef.shape)
     if term_scale is not None:

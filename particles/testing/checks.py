@@ -23,7 +23,7 @@ import numpy as np
 
 from ..datasets import PairDataset
 from ..effective import centroid_sum, effective_loss, simulate_effective, spread
-from ..energy import _Engine, check_law, pair_system
+from ..energy import Engine, check_law, pair_system
 from ..energy import energy as _energy
 from ..energy import energy_and_forces as _energy_and_forces
 from ..energy import forces as _forces
@@ -263,7 +263,7 @@ def check_same_seed_same_trajectory(law, x: np.ndarray, train: PairDataset, *, s
     diff = float(np.abs(runs[1].embeddings - runs[0].embeddings).max())
     if diff != 0.0:
         raise _fail(f"two runs with seed {seed} differ (max |x - x'|)", diff, 0.0)
-    engine = _Engine(x.shape[1], pair_system(train), law, None)
+    engine = Engine(x.shape[1], pair_system(train), law, None)
     for state in runs[0].embeddings:
         state = np.ascontiguousarray(state)
         f_serial, f_parallel = np.empty_like(state), np.empty_like(state)

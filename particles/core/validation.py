@@ -5,7 +5,7 @@ value in its normal form (an int, a float, a float64 array, ...) or raises
 a ``ValueError``/``TypeError`` whose message names the parameter, says what
 is accepted and shows what was given. Public entry points call them before
 any work. ``particles`` imports nothing of ours, so the checks live here and
-``effective_theory`` and ``fitting`` import them from ``particles.validation``.
+``effective_theory`` and ``fitting`` import them from ``particles.core.validation``.
 
 Conventions:
 
@@ -37,7 +37,7 @@ MAX_ABS = 1e100
 
 __all__ = ["MAX_ABS", "check_int", "check_float", "check_bool", "check_choice", "check_array", "check_magnitude",
            "check_path", "check_output_folder",
-           "describe"]
+           "describe", "check_seeds", "check_float_list", "check_nonnegative"]
 
 
 def describe(value: Any) -> str:
@@ -61,15 +61,16 @@ def _range_text(low, high, strict: bool) -> str:
 
 
 def check_int(value: Any, name: str, low: int | None = None, high: int | None = None, *,
-              allow_none: bool = False) -> int | None:
+              allow_none: bool = False, unit: str = "") -> int | None:
     """``value`` as a Python int in [low, high] (None when ``allow_none``).
 
     Integral floats are refused too (``steps=1e3`` is a float); NumPy
-    integers are accepted.
+    integers are accepted. ``unit`` follows the range in the message
+    (e.g. ``" (samples)"``).
     """
     if value is None and allow_none:
         return None
-    what = f"an int {_range_text(low, high, False)}".rstrip()
+    what = f"an int {_range_text(low, high, False)}".rstrip() + unit
     if allow_none:
         what = "None or " + what
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
@@ -104,6 +105,50 @@ def check_float(value: Any, name: str, low: float | None = None, high: float | N
     if high is not None and (v >= high if strict else v > high):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return v
+
+
+def check_seeds(value: Any, name: str = "seeds", *, count: bool = False) -> list[int]:
+    """``value`` as a non-empty list of distinct ints >= 0; with ``count``
+    an int n >= 1 also stands for the seeds 0 .. n - 1."""
+    what = "a non-empty list of distinct ints >= 0" + (" or a count >= 1" if count else "")
+    if count and isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        if value < 1:
+            raise ValueError(f"{name} must be {what}, got {value!r}")
+        return list(range(int(value)))
+    if isinstance(value, (str, bytes, dict, bool, np.bool_)) or not hasattr(value, "__iter__") or np.ndim(value) > 1:
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    seeds = [check_int(s, name, 0) for s in value]
+    if not seeds:
+        raise ValueError(f"{name} must be {what}, got an empty one")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"{name} must be {what}: {sorted(s for s in set(seeds) if seeds.count(s) > 1)} repeat")
+    return seeds
+
+
+def check_nonnegative(value: Any, name: str, *, strict: bool = False) -> float:
+    """``value`` as a finite float >= 0 (> 0 with ``strict``) of magnitude at
+    most ``MAX_ABS``, in the words of the physical parameters: "dt must be >
+    0 and finite (at most 1e+100), got -1.0"."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.floating, np.integer)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    value = float(value)
+    if not math.isfinite(value) or value < 0 or (strict and value == 0) or value > MAX_ABS:
+        raise ValueError(f"{name} must be {'> 0' if strict else '>= 0'} and finite (at most {MAX_ABS:g}), got {value}")
+    return value
+
+
+def check_float_list(value: Any, name: str, low: float | None = None, *, distinct: bool = False) -> list[float]:
+    """``value`` as a non-empty list of finite floats >= ``low`` (distinct
+    with ``distinct``)."""
+    what = f"a non-empty list of {'distinct ' if distinct else ''}numbers {_range_text(low, None, False)}".rstrip()
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__") or np.ndim(value) > 1:
+        raise TypeError(f"{name} must be {what}, got {describe(value)}")
+    out = [check_float(v, name, low) for v in value]
+    if not out:
+        raise ValueError(f"{name} must be {what}, got an empty one")
+    if distinct and len(set(out)) != len(out):
+        raise ValueError(f"{name} must be {what}: {sorted(v for v in set(out) if out.count(v) > 1)} repeat")
+    return out
 
 
 def check_bool(value: Any, name: str) -> bool:

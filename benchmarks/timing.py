@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from particles.trajectory import atomic_write_text
+from particles.core.io import atomic_write_text
 
 
 def write_json(path, obj) -> None:

@@ -1,0 +1,176 @@
+"""The root of the ``embdyn`` command: its parser, the one error boundary
+every subcommand runs inside, and the parsing of ``NAME=VALUE`` options.
+
+Subcommands are registered through the ``embdyn.commands`` entry-point
+group (``pyproject.toml``): each package adds its own with a
+``register_<name>(subparsers)`` function, so this module names none of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib.metadata import entry_points
+from typing import Any, Sequence
+
+__all__ = ["main", "build_parser", "OneLineParser", "StdoutClosed", "parse_value", "key_values", "key_lists",
+           "COMMANDS_GROUP", "GuardedStdout", "one_line_warning", "run_command"]
+
+#: the entry-point group of ``embdyn``'s subcommands
+COMMANDS_GROUP = "embdyn.commands"
+
+
+def parse_value(text: str) -> Any:
+    """``"3"`` -> 3, ``"0.5"`` -> 0.5, ``"true"`` -> True, anything else stays a string."""
+    lowered = text.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text.strip()
+
+
+def key_values(items: Sequence[str], option: str) -> dict[str, Any]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"{option} takes NAME=VALUE, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key.strip()] = parse_value(value)
+    return out
+
+
+def key_lists(items: Sequence[str], option: str) -> dict[str, list[Any]]:
+    out = {}
+    for item in items:
+        if "=" not in item:
+            raise ValueError(f"{option} takes NAME=V1,V2,..., got {item!r}")
+        key, values = item.split("=", 1)
+        out[key.strip()] = [parse_value(v) for v in values.split(",") if v.strip()]
+    return out
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse with usage errors as one line on stderr and exit code 2 (subcommands inherit it)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .version import package_version
+
+    parser = OneLineParser(prog="embdyn", description="Embedding dynamics: simulate, sweep, analyse.")
+    parser.add_argument("--version", action="version", version=f"embdyn (embedding-dynamics) {package_version()}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the full traceback of an error instead of one line")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    registered = set()
+    for ep in sorted(entry_points(group=COMMANDS_GROUP), key=lambda e: e.name):
+        if ep.name in registered:
+            continue
+        ep.load()(subparsers)
+        registered.add(ep.name)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``embdyn``. Bad values (a ``ValueError``/``TypeError`` from the
+    library) end as one line on stderr and exit code 2, an interruption as
+    one line and 130; ``--debug`` shows the traceback instead."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    import warnings
+
+    with warnings.catch_warnings():
+        if getattr(args, "quiet", False):
+            warnings.simplefilter("ignore")
+        elif not args.debug:
+            warnings.showwarning = one_line_warning(args.command)
+        return run_command(args)
+
+
+def one_line_warning(command: str):
+    """``warnings.showwarning`` for the CLI: one line, ``embdyn CMD: warning:
+    ...``, without the source line (``--debug`` keeps Python's format with
+    it; ``--quiet`` silences warnings)."""
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        text = " ".join(str(message).split())
+        print(f"embdyn {command}: warning: {text}", file=sys.stderr if file is None else file)
+
+    return show
+
+
+class StdoutClosed(Exception):
+    """stdout's reader went away (``embdyn ... | head``)."""
+
+
+class GuardedStdout:
+    """sys.stdout for a command: a broken pipe on it becomes
+    :class:`StdoutClosed`, so it is told apart from one elsewhere."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
+    def flush(self):
+        try:
+            return self._stream.flush()
+        except BrokenPipeError:
+            raise StdoutClosed() from None
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run the chosen command inside the one error boundary of ``embdyn``."""
+    real = sys.stdout
+    sys.stdout = GuardedStdout(real)
+    try:
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler below
+        return code
+    except StdoutClosed:
+        # the reader of stdout went away (``embdyn ... | head``): not an error of ours. stdout goes to
+        # devnull so the interpreter's final flush is quiet; exit 141 as a process killed by SIGPIPE does
+        import os
+
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, real.fileno())
+        except (OSError, ValueError, AttributeError):  # no file descriptor (a captured stream)
+            pass
+        return 141
+    except (ValueError, TypeError, OSError, FloatingPointError) as exc:
+        # bad values, files that cannot be read or written, runs that diverged
+        # (NonFiniteStateError and BlowUpError are FloatingPointErrors)
+        if args.debug:
+            raise
+        message = " ".join(str(exc).split())
+        print(f"embdyn {args.command}: {message} (embdyn --debug {args.command} ... shows where)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"embdyn {args.command}: interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if isinstance(sys.stdout, GuardedStdout):
+            sys.stdout = real
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,108 @@
+"""Atomic file writes shared by every package: a file is either the old one
+or the complete new one, never half written, even when the process is
+killed mid-save (temporaries of dead processes are cleaned up on the next
+write to the folder)."""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+__all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask"]
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_name: bool = False) -> Path:
+    """Write a file atomically: ``write(fh)`` fills a temporary file in the
+    same folder, which is synced and renamed over ``path``; on any error the
+    temporary file is removed and ``path`` is untouched.
+
+    ``by_name=True`` is for writers that open the file themselves (e.g. an
+    animation writer): ``write`` then gets the temporary file's name, which
+    ends in ``path``'s suffix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_temporaries(path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.",
+                               suffix=".tmp" + (path.suffix if by_name else ""), dir=path.parent)
+    try:
+        if by_name:
+            os.close(fd)
+            write(tmp)
+            if os.path.getsize(tmp) == 0:  # the writer wrote elsewhere or nothing: keep the old file
+                raise OSError(f"the writer left {tmp!r} empty; {str(path)!r} is unchanged")
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        else:
+            with os.fdopen(fd, "wb") as fh:
+                write(fh)
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.chmod(tmp, 0o666 & ~umask())  # mkstemp creates 0600; give the file the usual mode
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write`)."""
+    data = text.encode()
+    return atomic_write(path, lambda fh: fh.write(data))
+
+
+#: temporary files of atomic_write: .<name>.<pid>.<random>.tmp
+TEMPORARY = re.compile(r"^\..+\.(\d+)\.[a-z0-9_]{8}\.tmp(\.[A-Za-z0-9_-]+)?$")  # mkstemp: 8 random chars
+#: temporaries without a process id (older versions) count as stale after this
+_LEGACYTEMPORARY_AGE = 3600.0
+
+
+def process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def remove_stale_temporaries(folder: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files that killed saves left in ``folder``: those
+    of :func:`atomic_write` whose process is gone (and, from older versions,
+    ``.<name>.<random>.tmp`` files older than an hour). A save in progress in
+    another live process is never touched. Returns the files removed."""
+    removed = []
+    try:
+        entries = list(Path(folder).iterdir())
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        match = TEMPORARY.match(name)
+        if not (match or (name.startswith(".") and name.endswith(".tmp"))):
+            continue
+        try:
+            if match and int(match.group(1)) != os.getpid():
+                stale = not process_alive(int(match.group(1)))
+            elif not match:
+                stale = time.time() - entry.stat().st_mtime > _LEGACYTEMPORARY_AGE
+            else:
+                stale = False
+            if stale and entry.is_file():
+                entry.unlink()
+                removed.append(entry)
+        except OSError:
+            continue
+    return removed
+
+
+def umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
