@@ -166,7 +166,7 @@ def _stage_fitting(out: Path, quick: bool, progress: Progress | None) -> dict[st
             "figures": figures, "figure_titles": {"fitting_fit.png": fit_title}}
 
 
-_STAGE_FUNCTIONS = {"particles": _stage_particles, "theory": _stage_theory, "fitting": _stage_fitting}
+STAGE_FUNCTIONS = {"particles": _stage_particles, "theory": _stage_theory, "fitting": _stage_fitting}
 
 
 # ------------------------------------------------------------------ summary
@@ -178,7 +178,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _heldout_sentence(f: dict[str, Any]) -> str:
+def heldout_sentence(f: dict[str, Any]) -> str:
     """One sentence that says what the held-out trajectory R^2 means."""
     held = f.get("heldout_r2")
     if held is None:
@@ -238,7 +238,7 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
                   f"| Lasso coefficients of A and b that are non-zero | {f['lasso_nonzero']} of "
                   f"{f['n_frequencies'] * (f['n_frequencies'] + 1)} ({100 * f['lasso_sparsity']:.1f} % are zero) |",
                   f"| max Re eigenvalue of A (Lasso) | {_fmt(f['max_real_eigenvalue'])} |", ""]
-        lines += [_heldout_sentence(f), ""]
+        lines += [heldout_sentence(f), ""]
         lines += [f"![{g}]({g})" for g in f["figures"]] + [""]
     if "failed" in summary:
         lines += ["## Failed", "", f"Stage **{summary['failed']['stage']}** failed: {summary['failed']['error']}", ""]
@@ -248,7 +248,7 @@ def _summary_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _inline_html(markdown: str, out: Path) -> str:
+def inline_html(markdown: str, out: Path) -> str:
     """summary.md as a self-contained HTML page, rendered by markdown-it-py
     (CommonMark with tables); images are embedded as data URIs so the page
     can be mailed or attached on its own."""
@@ -279,7 +279,7 @@ def _write_summary(out: Path, summary: dict[str, Any]) -> None:
 
     markdown = _summary_markdown(summary)
     atomic_write_text(out / "summary.md", markdown)
-    atomic_write_text(out / "summary.html", _inline_html(markdown, out))
+    atomic_write_text(out / "summary.html", inline_html(markdown, out))
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
 
 
@@ -313,7 +313,7 @@ def run_demo(out: str | Path = "embdyn-demo", quick: bool = False, progress: Pro
     summary: dict[str, Any] = {"quick": bool(quick), "version": package_version(), "stages": {}, "seconds": 0.0}
     for stage in STAGES:
         try:
-            summary["stages"][stage] = _STAGE_FUNCTIONS[stage](out, quick, progress)
+            summary["stages"][stage] = STAGE_FUNCTIONS[stage](out, quick, progress)
         except Exception as exc:
             summary["failed"] = {"stage": stage, "error": f"{type(exc).__name__}: {exc}"}
             summary["seconds"] = time.perf_counter() - start

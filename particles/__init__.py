@@ -67,7 +67,7 @@ _EXPORTS = {
     'energy_reference': ('.reference', 'energy_reference'),
     'forces_reference': ('.reference', 'forces_reference'),
     'MAX_GROWTH': ('.simulate', 'MAX_GROWTH'),
-    'MAX_STEPS': ('.limits', 'MAX_STEPS'),
+    'MAX_STEPS': ('.core.limits', 'MAX_STEPS'),
     'MinimizeResult': ('.simulate', 'MinimizeResult'),
     'NonFiniteStateError': ('.simulate', 'NonFiniteStateError'),
     'RunawayError': ('.simulate', 'RunawayError'),

@@ -20,7 +20,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import api_battery as battery
+from . import api_battery as battery
 
 #: seconds per call: a huge size must be refused, not attempted (a hang never
 #: ends, so a generous limit still catches it on a busy machine)

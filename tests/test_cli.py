@@ -40,7 +40,7 @@ def test_version_and_help_in_a_fresh_process():
     out = subprocess.run([sys.executable, "-m", "particles.cli", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.startswith("embdyn (embedding-dynamics) ")
     # --help builds the parser without loading the kernels, the fitting code or torch
-    code = ("import sys; from particles.cli import build_parser; build_parser().format_help(); "
+    code = ("import sys; from particles.core.cli import build_parser; build_parser().format_help(); "
             "heavy = [m for m in ('numba', 'sklearn', 'torch', 'scipy.signal', 'matplotlib') if m in sys.modules]; "
             "print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -60,7 +60,8 @@ def _options(parser, path=("embdyn",)):
 
 
 def test_every_option_has_help_and_quiet_has_one_meaning():
-    from particles.cli import QUIET_HELP, build_parser
+    from particles.core.cli import build_parser
+    from particles.core.progress import QUIET_HELP
 
     options = list(_options(build_parser()))
     missing = [f"{path} {action.option_strings or action.dest}" for path, action in options if not action.help]

@@ -11,10 +11,11 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from particles.cli import CompileNote, main
+from particles.cli import main
+from particles.core.progress import CompileNote
+
 
 DATA = Path(__file__).resolve().parents[1] / "fitting" / "data" / "survival_mlp_seed0.npz"
 
@@ -73,20 +74,6 @@ def test_every_writing_command_checks_its_output_folder_first(argv, work, kind, 
     assert blocker.read_text() == "not a folder"
 
 
-def test_output_folder_check_names_the_parameter(tmp_path):
-    from particles.core.validation import check_output_folder
-
-    assert check_output_folder(tmp_path / "a" / "b", "out").is_dir()  # created with its parents
-    assert not any((tmp_path / "a" / "b").iterdir())  # the write probe is removed
-    (tmp_path / "f").write_text("x")
-    with pytest.raises(ValueError, match=r"^out must be a folder \(existing or new\), but .* is a file$"):
-        check_output_folder(tmp_path / "f", "out")
-    with pytest.raises(ValueError, match=r"^--out must be a writable folder, but .* is not: Not a directory$"):
-        check_output_folder(tmp_path / "f" / "g", "--out")
-    with pytest.raises(TypeError, match="out must be a path"):
-        check_output_folder(3, "out")
-
-
 def test_compile_note_only_when_compiling():
     import io
 
@@ -125,7 +112,7 @@ def test_a_closed_pipe_is_not_an_error(tmp_path):
 def test_a_broken_pipe_that_is_not_stdout_is_an_error(capsys, monkeypatch):
     import argparse
 
-    from particles import cli
+    from particles.core import cli
 
     def broken(args):
         raise BrokenPipeError(32, "Broken pipe to a worker")
@@ -157,7 +144,7 @@ def test_a_nan_window_says_nan(capsys, tmp_path):
 def test_cli_warnings_are_one_line_and_quiet_silences_them(capsys):
     import argparse
 
-    from particles import cli
+    from particles.core import cli
 
     def warn(args):
         warnings.warn("a fit may be wrong:\n  see fit_info_", UserWarning)
@@ -184,69 +171,3 @@ class _Fixed:
 
     def parse_args(self, argv):
         return self.args
-
-
-def test_theory_curves_each_write_json(tmp_path, capsys):
-    import json
-
-    runs = {"critical-fraction": ["--p", "5", "--samples", "20"], "grokking-rate": ["--p", "5", "--samples", "2"],
-            "steps": ["--p", "5", "--sets", "1"], "digits": ["--steps", "6"]}
-    names = {"critical-fraction": "critical_fraction", "grokking-rate": "grokking_rate",
-             "steps": "steps_predicted_vs_measured", "digits": "digits_collapse"}
-    for curve, argv in runs.items():
-        assert main(["theory", curve, *argv, "--quiet", "--out", str(tmp_path)]) == 0
-        data = json.loads((tmp_path / f"{names[curve]}.json").read_text())
-        assert data and (tmp_path / f"{names[curve]}.png").stat().st_size > 0
-    help_text = subprocess.run([sys.executable, "-m", "particles.cli", "theory", "steps", "--help"],
-                               capture_output=True, text=True).stdout
-    assert "(default: 10)" in " ".join(help_text.split())  # --sets shows its default
-    assert "l3 is the third-smallest eigenvalue" in " ".join(help_text.split())
-
-
-def test_sweep_table_prints_readably():
-    from particles.sweep import SweepTable
-
-    rows = [dict(lam=lam, seed=s, circularity=0.5 + s / 100, structure="circle" if s % 2 else "grid")
-            for lam in (1, 3) for s in range(10)]
-    text = repr(SweepTable(rows, ["lam"]))
-    lines = text.splitlines()
-    assert lines[0] == "SweepTable: 20 runs, parameters lam"
-    assert "  lam=1: circle 0.50, grid 0.50" in lines
-    assert len(lines) <= 20 and all(len(line) < 120 for line in lines)
-    assert any(line.split()[:2] == ["...", "..."] for line in lines)  # 20 rows: the middle is cut
-    assert repr(SweepTable()) == "SweepTable: 0 runs, parameters (none)"
-
-
-def test_surviving_frequencies_as_mask_or_frequencies():
-    from fitting import surviving_frequencies
-
-    rng = np.random.default_rng(3)
-    signals = rng.uniform(0, 1, (4, 8))
-    signals[-1, [1, 5]] = 20.0
-    mask = surviving_frequencies(signals, dc=0.5)
-    ks = surviving_frequencies(signals, dc=0.5, output="frequencies")
-    assert mask.dtype == bool and ks.tolist() == (np.flatnonzero(mask) + 1).tolist() == [2, 6]
-    with pytest.raises(ValueError, match="output must be one of"):
-        surviving_frequencies(signals, dc=0.5, output="ks")
-
-
-def test_compile_for_compiles_each_kernel_once_without_running_it():
-    from particles.energy import compile_for
-
-    class FakeKernel:
-        def __init__(self):
-            self.signatures, self.compiled = [], []
-
-        def compile(self, signature):
-            self.compiled.append(signature)
-            self.signatures.append(signature)
-
-        def __call__(self, *args):
-            raise AssertionError("compile_for must not run the kernel")
-
-    a, b = FakeKernel(), FakeKernel()
-    args = (np.zeros((3, 2)), 1.5)
-    compile_for((a, args), (b, args))
-    compile_for((a, args), (b, args))
-    assert len(a.compiled) == len(b.compiled) == 1
-    compile_for((len, args))  # not a dispatcher: skipped

@@ -124,12 +124,8 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
             + ("" if seeds == [0] else f"_seeds{seeds[0]}-{seeds[-1]}"))
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
-    try:
-        result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
-                            resume=args.resume, callback=bar, tanh=args.tanh, n_jobs=args.jobs)
-    except ValueError as exc:  # e.g. a checkpoint of another grid in --out
-        print(f"embdyn toy-phases: {exc}", file=sys.stderr)
-        return 2
+    result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
+                        resume=args.resume, callback=bar, tanh=args.tanh, n_jobs=args.jobs)
     counts = result.phase_counts()
     title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase, {args.tanh} tanh; "
              f"{result.meta['seconds'] / 60:.1f} min")
@@ -231,14 +227,10 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
             print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
     result = compare_network(wds, seeds, preset_name=args.preset, network=network, n_jobs=args.jobs,
                              callback=progress)
-    try:
-        result.save(out / "compare_network.json")
-        atomic_write_text(out / "compare_network.md", (result.to_markdown() + "\n"))
-        save_figure(result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds"),
-                    out / "compare_network.png", dpi=120)
-    except OSError as exc:
-        print(f"embdyn compare-network: cannot write to {str(out)!r}: {exc}", file=sys.stderr)
-        return 2
+    result.save(out / "compare_network.json")
+    atomic_write_text(out / "compare_network.md", (result.to_markdown() + "\n"))
+    save_figure(result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds"),
+                out / "compare_network.png", dpi=120)
     print(result.to_markdown())
     print(f"-> {out / 'compare_network.json'}")
     return 0

@@ -16,7 +16,7 @@ import numpy as np
 
 from particles.datasets import MAX_P
 from particles.core.limits import MAX_STEPS
-from particles.core.validation import MAX_ABS, check_int
+from particles.core.validation import check_choice, check_float, check_int
 
 __all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
            "SparseModularConfig", "MODEL_CONFIGS", "config_for", "MAX_WIDTH", "MAX_EXAMPLES"]
@@ -36,20 +36,10 @@ def _int_at_least(name: str, value: Any, low: int) -> None:
     check_int(value, name, low, _HIGH.get(name, MAX_WIDTH))
 
 
-def _positive(name: str, value: Any, allow_zero: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (value >= 0 if allow_zero else value > 0)
-    if not ok or value != value or abs(value) > MAX_ABS:
-        raise ValueError(f"{name} must be a finite number {'>= 0' if allow_zero else '> 0'}, got {value!r}")
-
-
 def _fraction(name: str, value: Any) -> None:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value < 1:
+    """A share in (0, 1), worded "NAME must be in (0, 1)" as the trainers always said."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1:
         raise ValueError(f"{name} must be in (0, 1), got {value!r}")
-
-
-def _choice(name: str, value: Any, options: tuple) -> None:
-    if value not in options:
-        raise ValueError(f"{name} must be one of {options}, got {value!r}")
 
 
 def _check_full_batch_mlp(cfg: Any) -> None:
@@ -57,8 +47,8 @@ def _check_full_batch_mlp(cfg: Any) -> None:
     _int_at_least("p", cfg.p, 3)
     _int_at_least("d", cfg.d, 1)
     _int_at_least("hidden", cfg.hidden, 1)
-    _positive("lr", cfg.lr)
-    _positive("weight_decay", cfg.weight_decay, allow_zero=True)
+    check_float(cfg.lr, "lr", 0.0, strict=True)
+    check_float(cfg.weight_decay, "weight_decay", 0.0)
     _fraction("train_fraction", cfg.train_fraction)
 
 
@@ -80,7 +70,7 @@ class TrainingConfig:
                 object.__setattr__(self, f.name, float(value))
         _int_at_least("steps", self.steps, 1)
         _int_at_least("snapshot_every", self.snapshot_every, 1)
-        _choice("dtype", self.dtype, ("float64", "float32"))
+        check_choice(self.dtype, "dtype", ("float64", "float32"))
         self._validate()
 
     def _validate(self) -> None:  # pragma: no cover - overridden
@@ -161,7 +151,7 @@ class ToyConfig(TrainingConfig):
     snapshot_every: int = 50
 
     def _validate(self) -> None:
-        _choice("group", self.group, ("addition", "permutation"))
+        check_choice(self.group, "group", ("addition", "permutation"))
         if self.group == "permutation":
             if self.p != 6:
                 raise ValueError(f"p must be 6 (the elements of S_3) when group='permutation', got {self.p!r}")
@@ -171,12 +161,12 @@ class ToyConfig(TrainingConfig):
         if self.d > 8:
             raise ValueError(f"d must be an int in [1, 8], got {self.d!r}")
         _int_at_least("hidden", self.hidden, 1)
-        _choice("task", self.task, ("regression", "classification"))
+        check_choice(self.task, "task", ("regression", "classification"))
         _int_at_least("target_dim", self.target_dim, 1)
-        _positive("embedding_lr", self.embedding_lr)
-        _positive("decoder_lr", self.decoder_lr)
-        _positive("embedding_weight_decay", self.embedding_weight_decay, allow_zero=True)
-        _positive("decoder_weight_decay", self.decoder_weight_decay, allow_zero=True)
+        check_float(self.embedding_lr, "embedding_lr", 0.0, strict=True)
+        check_float(self.decoder_lr, "decoder_lr", 0.0, strict=True)
+        check_float(self.embedding_weight_decay, "embedding_weight_decay", 0.0)
+        check_float(self.decoder_weight_decay, "decoder_weight_decay", 0.0)
         _fraction("train_fraction", self.train_fraction)
         if self.n_train is not None:
             _int_at_least("n_train", self.n_train, 1)
@@ -265,7 +255,7 @@ class ConstantAttentionConfig(TrainingConfig):
     def _validate(self) -> None:
         _check_full_batch_mlp(self)
         if self.embedding_weight_decay is not None:
-            _positive("embedding_weight_decay", self.embedding_weight_decay, allow_zero=True)
+            check_float(self.embedding_weight_decay, "embedding_weight_decay", 0.0)
 
     @property
     def embedding_decay(self) -> float:
@@ -306,7 +296,7 @@ class SparseModularConfig(TrainingConfig):
             raise ValueError(f"k must be in [1, seq_len={self.seq_len}], got {self.k}")
         _int_at_least("d", self.d, 1)
         _int_at_least("mlp_hidden", self.mlp_hidden, 1)
-        _positive("lr", self.lr)
+        check_float(self.lr, "lr", 0.0, strict=True)
         _int_at_least("batch_size", self.batch_size, 1)
         _int_at_least("n_train", self.n_train, 1)
         if self.batch_size > self.n_train:

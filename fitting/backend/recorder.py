@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from particles.trajectory import Trajectory
+from particles.core.validation import check_int
 from particles.core.version import package_version
 
 from ..signals import fourier_signals
@@ -31,12 +32,6 @@ def _as_matrix(value: Any, name: str) -> np.ndarray:
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise ValueError(f"{name} must be a real matrix (p, d), got shape {arr.shape} and dtype {arr.dtype}")
     return np.array(arr, dtype=np.float64)
-
-
-def _check_int(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    return int(value)
 
 
 class EmbeddingRecorder:
@@ -75,12 +70,11 @@ class EmbeddingRecorder:
                             f"{type(embedding).__name__}")
         self._source = embedding
         first = self._read()
-        self.p = first.shape[0] if p is None else _check_int("p", p, 3)
+        self.p = first.shape[0] if p is None else check_int(p, "p", 3)
         if self.p > first.shape[0]:
             raise ValueError(f"p = {self.p} is more than the embedding's {first.shape[0]} rows")
-        self.every = _check_int("every", every, 1)
-        self.snapshot_every = 100 * self.every if snapshot_every is None else _check_int("snapshot_every",
-                                                                                         snapshot_every, 1)
+        self.every = check_int(every, "every", 1)
+        self.snapshot_every = 100 * self.every if snapshot_every is None else check_int(snapshot_every, "snapshot_every", 1)
         if power not in (1, 2):
             raise ValueError(f"power must be 1 or 2, got {power!r}")
         self.power = power
@@ -102,7 +96,7 @@ class EmbeddingRecorder:
     def record(self, step: int | None = None) -> None:
         """Record the current state (call it after each optimiser step);
         ``step`` defaults to the number of calls so far."""
-        step = self.calls if step is None else _check_int("step", step, 0)
+        step = self.calls if step is None else check_int(step, "step", 0)
         if step <= self._last_step:
             raise ValueError(f"step must increase, got {step} after {self._last_step}")
         due_signal = self.calls % self.every == 0
@@ -178,12 +172,12 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
     """
     if isinstance(paths, (str, os.PathLike)) or not len(paths):
         raise TypeError("paths must be a non-empty list of checkpoint files")
-    steps = list(range(len(paths))) if steps is None else [_check_int("steps[i]", s, 0) for s in steps]
+    steps = list(range(len(paths))) if steps is None else [check_int(s, "steps[i]", 0) for s in steps]
     if len(steps) != len(paths):
         raise ValueError(f"steps has {len(steps)} entries for {len(paths)} checkpoints")
     if any(b <= a for a, b in zip(steps, steps[1:])):
         raise ValueError("steps must increase")
-    p = None if p is None else _check_int("p", p, 3)
+    p = None if p is None else check_int(p, "p", 3)
     snaps = []
     for path in paths:
         path = Path(path)

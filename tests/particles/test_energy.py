@@ -1,5 +1,6 @@
 """The compiled force law against the NumPy reference (whole model; the
-kernels' separate jobs are tested in test_kernel_jobs.py)."""
+kernels' separate jobs are tested in tests/particles/kernels/test_jobs.py);
+the same-class partner lists and compile_for (particles.energy)."""
 import math
 
 import numpy as np
@@ -8,6 +9,7 @@ from hypothesis import given, settings, strategies as st
 
 from particles import (ForceParams, addition, energy_and_forces, energy_reference, forces, forces_reference,
                        modular_addition)
+from particles.energy import pair_system, same_class_partners
 
 PARAM_CASES = [
     ForceParams(),
@@ -88,3 +90,39 @@ def test_classifier_weight_decay_switches_alignment_on_continuously():
     gaps = [np.abs(forces(x, train, ForceParams(**base, lam=3.0, wd=w)) - clustering).max() for w in (1e-3, 1e-2, 1e-1)]
     assert gaps[0] < gaps[1] < gaps[2] and gaps[0] < 1e-4
     assert ForceParams(**base, lam=3.0, wd=1e6).effective_eps == pytest.approx(0.1)
+
+
+def test_partner_lists_are_built_once_per_dataset():
+    train = modular_addition(11)
+    assert pair_system(train) is pair_system(train)
+    ptr, idx = same_class_partners(train.labels)
+    assert np.array_equal(pair_system(train).same_ptr, ptr) and np.array_equal(pair_system(train).same_idx, idx)
+
+
+def test_same_class_partners():
+    labels = np.array([2, 0, 2, 1, 0, 2])
+    ptr, idx = same_class_partners(labels)
+    partners = [list(idx[ptr[u]:ptr[u + 1]]) for u in range(len(labels))]
+    assert partners == [[2, 5], [4], [5], [], [], []]
+
+
+def test_compile_for_compiles_each_kernel_once_without_running_it():
+    from particles.energy import compile_for
+
+    class FakeKernel:
+        def __init__(self):
+            self.signatures, self.compiled = [], []
+
+        def compile(self, signature):
+            self.compiled.append(signature)
+            self.signatures.append(signature)
+
+        def __call__(self, *args):
+            raise AssertionError("compile_for must not run the kernel")
+
+    a, b = FakeKernel(), FakeKernel()
+    args = (np.zeros((3, 2)), 1.5)
+    compile_for((a, args), (b, args))
+    compile_for((a, args), (b, args))
+    assert len(a.compiled) == len(b.compiled) == 1
+    compile_for((len, args))  # not a dispatcher: skipped

@@ -171,3 +171,17 @@ def test_review_findings_stay_fixed():
         check_float(10**400, "x")
     with pytest.raises(ValueError, match="got NaN"):
         check_array([1.0, np.nan], "x", low=2, finite=False)
+
+
+def test_output_folder_check_names_the_parameter(tmp_path):
+    from particles.core.validation import check_output_folder
+
+    assert check_output_folder(tmp_path / "a" / "b", "out").is_dir()  # created with its parents
+    assert not any((tmp_path / "a" / "b").iterdir())  # the write probe is removed
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ValueError, match=r"^out must be a folder \(existing or new\), but .* is a file$"):
+        check_output_folder(tmp_path / "f", "out")
+    with pytest.raises(ValueError, match=r"^--out must be a writable folder, but .* is not: Not a directory$"):
+        check_output_folder(tmp_path / "f" / "g", "--out")
+    with pytest.raises(TypeError, match="out must be a path"):
+        check_output_folder(3, "out")

@@ -1,6 +1,6 @@
 """Sweeps (particles.sweep): journals that resume a killed sweep, shards
 that merge into one sweep, the joblib backend taken from parallel_config,
-and the CLI's shard/merge commands."""
+the CLI's shard/merge commands, and the table of results."""
 import json
 
 import joblib
@@ -175,3 +175,72 @@ def test_shard_journal_is_not_reused_by_another_shard(tmp_path):
     sweep(GRID, 1, base=BASE, n_jobs=1, journal=journal, shard="0/2")
     with pytest.raises(JournalError, match="another sweep"):
         sweep(GRID, 1, base=BASE, n_jobs=1, journal=journal, shard="1/2")
+
+
+def test_sweep_table():
+    table = sweep({"lam": [0.0, 1.0], "steps": [100]}, seeds=2, base="grids", n_jobs=1)
+    assert len(table) == 4
+    assert table.parameters == ["lam", "steps"]
+    assert sorted(table.column("seed")) == [0, 0, 1, 1]
+    rates = table.rates()
+    assert set(rates) == {(0.0, 100), (1.0, 100)}
+    for shares in rates.values():
+        assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_sweep_parallel_equals_serial():
+    grid = [{"wd": 0.1}, {"wd": 0.3}]
+    a = sweep(grid, [0, 1], base=preset("circles").replace(steps=200), n_jobs=2)
+    b = sweep(grid, [0, 1], base=preset("circles").replace(steps=200), n_jobs=1)
+    assert [r["circularity"] for r in a] == [r["circularity"] for r in b]
+
+
+def test_sweep_validates_before_work():
+    with pytest.raises(ValueError, match="unknown preset or force parameter"):
+        sweep({"nonsense": [1]}, seeds=1)
+    with pytest.raises(ValueError, match="seeds"):
+        sweep({"lam": [1.0]}, seeds=[])
+
+
+def test_sweep_table_csv_round_trip(tmp_path):
+    from particles import SweepTable
+    table = sweep({"lam": [0.0, 0.5]}, seeds=1, base=preset("grids").replace(steps=50), n_jobs=1)
+    back = SweepTable.from_csv(table.to_csv(tmp_path / "t.csv"))
+    assert back.parameters == ["lam"]
+    assert back.rates() == table.rates()
+    assert list(back.column("circularity")) == pytest.approx(list(table.column("circularity")))
+
+
+def test_sweep_table_with_a_diverged_first_run_writes_csv(tmp_path):
+    base = preset("circles").replace(dt=50.0, steps=400, record_every=10)  # x grows 14-fold a step
+    table = sweep([{"lam": 3.0}], [0], base=base, n_jobs=1)
+    assert table.column("structure")[0] == "diverged"
+    text = table.to_csv(tmp_path / "s.csv").read_text()
+    assert "line_ratio" in text.splitlines()[0]
+
+
+@pytest.mark.parametrize("bad, err", [("5", TypeError), (2.5, TypeError), ([1, "2"], TypeError), (True, TypeError)])
+def test_sweep_seeds_checked(bad, err):
+    from particles import sweep
+    with pytest.raises(err, match="seeds"):
+        sweep({"wd": [0.1]}, bad, base="grids")
+
+
+def test_sweep_table_from_csv_refuses_a_file_descriptor():
+    from particles.sweep import SweepTable
+    with pytest.raises(TypeError, match="path"):
+        SweepTable.from_csv(3)
+
+
+def test_sweep_table_prints_readably():
+    from particles.sweep import SweepTable
+
+    rows = [dict(lam=lam, seed=s, circularity=0.5 + s / 100, structure="circle" if s % 2 else "grid")
+            for lam in (1, 3) for s in range(10)]
+    text = repr(SweepTable(rows, ["lam"]))
+    lines = text.splitlines()
+    assert lines[0] == "SweepTable: 20 runs, parameters lam"
+    assert "  lam=1: circle 0.50, grid 0.50" in lines
+    assert len(lines) <= 20 and all(len(line) < 120 for line in lines)
+    assert any(line.split()[:2] == ["...", "..."] for line in lines)  # 20 rows: the middle is cut
+    assert repr(SweepTable()) == "SweepTable: 0 runs, parameters (none)"

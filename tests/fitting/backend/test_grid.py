@@ -318,7 +318,7 @@ def test_numpy_grid_values_and_seeds_are_accepted():
 @pytest.mark.parametrize("kwargs,name", [
     (dict(grid={"lr": [1.0]}), "grid keys"), (dict(grid={"decoder_lr": []}), "decoder_lr"),
     (dict(grid={"decoder_lr": [float("nan")]}), "decoder_lr"), (dict(grid={"decoder_lr": "0.1"}), "decoder_lr"),
-    (dict(seeds="5"), "seeds"), (dict(seeds=[0, 0]), "seeds"), (dict(steps=0), "steps"),
+    (dict(seeds=[0, 0]), "seeds"), (dict(steps=0), "steps"),
     (dict(threshold=1.5), "threshold"), (dict(gap=-1), "gap"), (dict(stop_when="soon"), "stop_when"),
     (dict(compile="yes"), "compile"), (dict(out="x.npz"), "out"), (dict(checkpoint_every=5), "out"),
     (dict(tanh="approx"), "tanh"), (dict(n_jobs=0), "n_jobs"), (dict(n_jobs=9), "n_jobs"),
@@ -329,6 +329,12 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
     grid = args.pop("grid")
     with pytest.raises(ValueError, match=name):
         train_grid(SMALL, grid, **args)
+
+
+def test_seeds_of_the_wrong_type_are_a_type_error():
+    # one check_seeds for the sweeps and the trainers (a string was a ValueError here, a TypeError in sweep)
+    with pytest.raises(TypeError, match="seeds"):
+        train_grid(SMALL, GRID, seeds="5")
 
 
 def test_config_type_is_checked():

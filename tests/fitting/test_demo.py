@@ -57,7 +57,7 @@ def test_a_failing_stage_keeps_finished_stages_and_says_what_failed(tmp_path, mo
     def broken(out, quick, progress):
         raise RuntimeError("simulated failure")
 
-    monkeypatch.setitem(demo._STAGE_FUNCTIONS, "fitting", broken)
+    monkeypatch.setitem(demo.STAGE_FUNCTIONS, "fitting", broken)
     with pytest.raises(demo.DemoError, match="stage 'fitting' failed: RuntimeError: simulated failure"):
         demo.run_demo(tmp_path, quick=True)
     assert (tmp_path / "theory_critical_fraction.png").stat().st_size > 0
@@ -76,7 +76,7 @@ def test_summary_html_is_rendered_by_markdown_it_with_images_inline(tmp_path):
     from matplotlib.figure import Figure
 
     Figure(figsize=(1, 1)).savefig(tmp_path / "a.png")
-    html = demo._inline_html("# Title\n\n| x | y |\n|---|---|\n| 1 | **2** |\n\n![a.png](a.png)\n\n"
+    html = demo.inline_html("# Title\n\n| x | y |\n|---|---|\n| 1 | **2** |\n\n![a.png](a.png)\n\n"
                              "a `b` <script>", tmp_path)
     assert "<h1>Title</h1>" in html and "<td><strong>2</strong></td>" in html and "<code>b</code>" in html
     assert 'src="data:image/png;base64,' in html and 'alt="a.png"' in html
@@ -86,5 +86,5 @@ def test_summary_html_is_rendered_by_markdown_it_with_images_inline(tmp_path):
 @pytest.mark.parametrize("held, eig, words", [(-1958.0, 0.0026, "grows away"), (-3.0, -0.01, "drifts away"),
                                               (0.9, -0.01, "still follows"), (None, 0.1, "not available")])
 def test_the_held_out_r2_gets_a_sentence(held, eig, words):
-    sentence = demo._heldout_sentence({"heldout_r2": held, "max_real_eigenvalue": eig, "notes": []})
+    sentence = demo.heldout_sentence({"heldout_r2": held, "max_real_eigenvalue": eig, "notes": []})
     assert words in sentence

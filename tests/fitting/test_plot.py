@@ -1,6 +1,5 @@
-"""`embdyn fit` on trajectory files, and the fitting figures."""
+"""The fitting figures (fitting.plot)."""
 
-import json
 import os
 
 import numpy as np
@@ -9,60 +8,8 @@ from matplotlib.figure import Figure
 
 from fitting import LinearODE, LotkaVolterra, fourier_signals, surviving_frequencies
 from fitting.plot import plot_coefficients, plot_fit, plot_signals, save_figure
-from particles import Trajectory, preset
-from particles.cli import main
 
-
-def growing_circle_trajectory(p=13, T=60, seed=0):
-    """Embeddings whose frequency-3 circle grows while the rest decays."""
-    rng = np.random.default_rng(seed)
-    n = np.arange(p)
-    circle = np.column_stack([np.cos(2 * np.pi * 3 * n / p), np.sin(2 * np.pi * 3 * n / p), np.zeros(p)])
-    noise = rng.normal(size=(p, 3))
-    t = np.arange(T)
-    E = np.stack([(1 - np.exp(-0.05 * s)) * circle + np.exp(-0.03 * s) * noise for s in t])
-    return Trajectory(embeddings=E, snapshot_steps=t * 10, meta={"source": "test"})
-
-
-def test_cli_fit_on_a_trajectory_file(tmp_path, capsys):
-    path = growing_circle_trajectory().save(tmp_path / "run.npz")
-    out = tmp_path / "fit"
-    code = main(["fit", str(path), "--regressor", "ols", "--derivative", "central", "--window", "0", "400",
-                 "--out", str(out)])
-    assert code == 0
-    report = json.loads((out / "fit.json").read_text())
-    assert report["survivors"] == [3]
-    assert report["frequencies"] == 6 and report["samples"] == 60
-    assert report["rows_r2"] > 0.9 and "estimated derivatives" in report["scores"]["rows_r2"]["what"]
-    # past the window: a forecast from the observed state at the window's end, beside persistence
-    assert {"forecast_error", "persistence_error", "forecast_skill"} <= set(report["scores"])
-    assert "t = 390" in report["scores"]["forecast_error"]["what"]  # the last sample inside [0, 400)
-    for name in ("signals.png", "fit.png", "coefficients.png"):
-        assert (out / name).stat().st_size > 1000
-    printed = capsys.readouterr().out
-    assert "rows_r2:" in printed and "(R^2 of estimated derivatives" in printed and "dS3/dt" in printed
-
-
-def test_cli_fit_on_a_particle_simulation(tmp_path):
-    config = preset("circles").replace(steps=600)
-    path = config.run(0).save(tmp_path / "circles.npz")
-    code = main(["fit", str(path), "--model", "lv-classic", "--regressor", "lasso_cv", "--derivative", "central",
-                 "--out", str(tmp_path / "f"),
-                 "--quiet"])
-    assert code == 0
-    report = json.loads((tmp_path / "f" / "fit.json").read_text())
-    assert report["model"] == "lv-classic" and report["frequencies"] == 8
-    assert np.isfinite(report["rows_r2"])
-    assert "forecast_skill" not in report["scores"]  # fitted on everything: nothing to forecast, and a note says so
-    assert any("no forecast" in note for note in report["notes"])
-
-
-def test_cli_fit_errors_name_the_problem(tmp_path, capsys):
-    assert main(["fit", str(tmp_path / "missing.npz"), "--out", str(tmp_path)]) == 2
-    assert "no trajectory file" in capsys.readouterr().err
-    path = growing_circle_trajectory(T=4).save(tmp_path / "short.npz")
-    assert main(["fit", str(path), "--model", "lv-general", "--regressor", "ols", "--out", str(tmp_path)]) == 2
-    assert "fewer than" in capsys.readouterr().err
+from .helpers import growing_circle_trajectory
 
 
 def test_plots_return_figures():
@@ -93,17 +40,6 @@ def test_plot_fit_marks_a_blow_up():
     long_x = np.exp(np.minimum(long_t, 2))[:, None] * np.array([1.0, 2.0])
     fig = plot_fit(model, long_x, long_t)
     assert any(text.get_text().strip() == "blow-up" for text in fig.axes[1].texts)
-
-
-def test_cli_fit_bad_values_are_one_line_with_exit_code_2(tmp_path, capsys):
-    path = growing_circle_trajectory().save(tmp_path / "run.npz")
-    for args in (["--derivative", "bogus"], ["--alpha", "abc"], ["--alpha", "-1"], ["--window", "5", "1"],
-                 ["--model", "lv-classic", "--stable"]):
-        with pytest.raises(SystemExit) as info:
-            raise SystemExit(main(["fit", str(path), "--out", str(tmp_path / "o"), *args]))
-        assert info.value.code == 2, args
-        err = capsys.readouterr().err
-        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
 
 
 def test_phase_grid_marks_cells_without_a_majority():
