@@ -13,21 +13,21 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 import torch
 from torch.nn import functional as F
 
+from particles.core.validation import check_choice, check_seeds
+from particles.core.version import package_version
 from particles.datasets import modular_addition
-from particles.simulate import package_version
-from particles.core.io import atomic_write
 from particles.trajectory import Trajectory
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
-from particles.core.validation import check_seeds
 from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
+from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import survival_initial_parameters
 from .threads import threads_per_job, worker_sigint
 from .trainer import TrainingDivergedError, SeriesRecorder
@@ -93,6 +93,94 @@ def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out
     return Path(out_dir) / f"{config.model}_batched_seed{seeds[0]}-{seeds[-1]}_n{len(seeds)}.ckpt.pt"
 
 
+def _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs) -> list[int]:
+    """The arguments of :func:`train_batched` checked (the seeds as a list)."""
+    if not isinstance(config, SurvivalMLPConfig):
+        raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
+    seeds = check_seeds(seeds)
+    check_choice(compile, "compile", ("auto", "never"))
+    check_checkpointing(checkpoint_every, resume, out_dir, "an output folder (out_dir=...)")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= len(seeds):
+        raise ValueError(f"n_jobs must be an int in [1, {len(seeds)}] (at most one job per seed), got {n_jobs!r}")
+    return seeds
+
+
+class StackedRuns(NamedTuple):
+    """The survival MLPs of several seeds as stacked tensors (leading axis: the seed)."""
+
+    splits: list
+    tr_pairs: torch.Tensor  # (B, n, 2)
+    tr_labels: torch.Tensor
+    va_pairs: torch.Tensor
+    va_labels: torch.Tensor
+    E: torch.Tensor  # (B, p, d)
+    weights: list  # three (B, out, in)
+    biases: list  # three (B, out)
+    params: list  # E, w0, b0, w1, b1, w2, b2
+
+
+def _stacked_runs(cfg: SurvivalMLPConfig, seeds: list[int]) -> StackedRuns:
+    """Every seed's split and initial parameters, stacked (the same values
+    as the single-run trainer draws for that seed)."""
+    data = modular_addition(cfg.p, ordered=True)
+    inits = [survival_initial_parameters(cfg, s) for s in seeds]
+    splits = [data.split(cfg.train_fraction, np.random.default_rng(ss)) for _, _, ss in inits]
+
+    def stacked(part: int, field: str) -> torch.Tensor:
+        return torch.as_tensor(np.stack([getattr(split[part], field) for split in splits]), dtype=torch.long)
+
+    E = torch.stack([e for e, _, _ in inits]).requires_grad_()
+    weights = [torch.stack([layers[i][0] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
+    biases = [torch.stack([layers[i][1] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
+    params = [E, *[t for pair in zip(weights, biases) for t in pair]]
+    return StackedRuns(splits, stacked(0, "pairs"), stacked(0, "labels"), stacked(1, "pairs"), stacked(1, "labels"),
+                       E, weights, biases, params)
+
+
+def _metas(cfg: SurvivalMLPConfig, seeds: list[int], splits: list) -> list[dict]:
+    """Every seed's trajectory metadata."""
+    base = {"source": "fitting.backend", "model": cfg.model, "p": cfg.p, "d": cfg.d, "config": cfg.to_dict(),
+            "signal_power": 1, "version": package_version(), "torch_version": torch.__version__,
+            "batched": len(seeds)}
+    return [{**base, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
+            for s, (t, v) in zip(seeds, splits)]
+
+
+def _restore(state: dict | None, params: list, optimizer, recorders: list) -> int:
+    """Parameters, optimiser and recorders from a checkpoint's state; the step to start from (0 without)."""
+    if state is None:
+        return 0
+    with torch.no_grad():
+        for param, saved in zip(params, state["params"]):
+            param.copy_(saved)
+    optimizer.load_state_dict(state["optimizer"])
+    start = 0
+    for rec, rec_state in zip(recorders, state["recorders"]):
+        start = rec.load_state(rec_state)
+    return start
+
+
+def _grad_norms(runs: StackedRuns) -> dict[str, np.ndarray]:
+    """The gradient norm of the embedding and of each layer, per seed."""
+    norms = {"grad_norm_embedding": runs.E.grad.pow(2).sum(dim=(1, 2))}
+    for i, name in enumerate(LAYERS):
+        norms[f"grad_norm_{name}"] = (runs.weights[i].grad.pow(2).sum(dim=(1, 2))
+                                      + runs.biases[i].grad.pow(2).sum(dim=1))
+    return {k: v.sqrt().numpy() for k, v in norms.items()}
+
+
+def _per_run_losses(runs: StackedRuns, forward: Callable, d: int) -> Callable:
+    """``(pairs, labels) -> (per-seed losses, per-seed accuracies)`` of the stacked networks."""
+
+    def per_run(pairs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
+        w, b = runs.weights, runs.biases
+        losses, logits = forward(runs.E, w[0], b[0], w[1], b[1], w[2], b[2], pairs, labels, d)
+        acc = (logits.detach().argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
+        return losses, acc.numpy()
+
+    return per_run
+
+
 def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
                   callback: Callable[[int, int], None] | None = None, compile: str = "never",
                   checkpoint_every: int | None = None, resume: bool = False, n_jobs: int = 1) -> list[Trajectory]:
@@ -103,9 +191,8 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     config : SurvivalMLPConfig
     seeds : sequence of distinct ints >= 0
     out_dir : folder, optional
-        One trajectory file per seed, ``survival-mlp_seed<seed>.npz``
-        (written atomically, also when interrupted, with
-        ``meta["completed"] = False``).
+        One trajectory file per seed, ``survival-mlp_seed<seed>.npz`` (written
+        atomically, also when interrupted, with ``meta["completed"] = False``).
     callback : callable(done, total), optional
     compile : {"never", "auto"}
         ``"auto"`` fuses the forward (and its backward) with
@@ -119,131 +206,77 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         uninterrupted run); a checkpoint of another config, seed list or
         compile mode is refused.
     n_jobs : int >= 1
-        Split the seeds into ``n_jobs`` contiguous groups, each trained as
-        one stack in its own process (joblib) with ``cores // n_jobs`` torch
-        threads; checkpoints are per group. ``callback`` then reports as
-        groups finish.
+        Split the seeds into ``n_jobs`` contiguous groups, each trained as one
+        stack in its own process (joblib) with ``cores // n_jobs`` torch
+        threads; checkpoints are per group; ``callback`` reports as groups finish.
 
     Returns
     -------
     list of Trajectory, one per seed, in the order of ``seeds``
     """
-    if not isinstance(config, SurvivalMLPConfig):
-        raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
-    seeds = check_seeds(seeds)
-    if compile not in ("auto", "never"):
-        raise ValueError(f"compile must be 'auto' or 'never', got {compile!r}")
-    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
-                                         or checkpoint_every < 1):
-        raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
-    if (checkpoint_every or resume) and out_dir is None:
-        raise ValueError("checkpoint_every and resume need an output folder (out_dir=...)")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= len(seeds):
-        raise ValueError(f"n_jobs must be an int in [1, {len(seeds)}] (at most one job per seed), got {n_jobs!r}")
+    seeds = _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs)
     if n_jobs > 1:
         return _train_in_groups(config, seeds, out_dir, callback=callback, compile=compile,
                                 checkpoint_every=checkpoint_every, resume=resume, n_jobs=n_jobs)
-    B, cfg = len(seeds), config
-    data = modular_addition(cfg.p, ordered=True)
-    inits = [survival_initial_parameters(cfg, s) for s in seeds]
-    splits = [data.split(cfg.train_fraction, np.random.default_rng(ss)) for _, _, ss in inits]
-    tr_pairs = torch.as_tensor(np.stack([t.pairs for t, _ in splits]), dtype=torch.long)  # (B, n, 2)
-    tr_labels = torch.as_tensor(np.stack([t.labels for t, _ in splits]), dtype=torch.long)
-    va_pairs = torch.as_tensor(np.stack([v.pairs for _, v in splits]), dtype=torch.long)
-    va_labels = torch.as_tensor(np.stack([v.labels for _, v in splits]), dtype=torch.long)
-    E = torch.stack([e for e, _, _ in inits]).requires_grad_()
-    weights = [torch.stack([layers[i][0] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
-    biases = [torch.stack([layers[i][1] for _, layers, _ in inits]).requires_grad_() for i in range(3)]
-    params = [E, *[t for pair in zip(weights, biases) for t in pair]]
+    cfg = config
+    runs = _stacked_runs(cfg, seeds)
+    E, params, splits = runs.E, runs.params, runs.splits
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
-    forward = compiled_or_plain(_forward, compile)
-
-    def per_run(pairs: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, np.ndarray]:
-        losses, logits = forward(E, weights[0], biases[0], weights[1], biases[1], weights[2], biases[2], pairs,
-                                 labels, cfg.d)
-        acc = (logits.detach().argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
-        return losses, acc.numpy()
+    per_run = _per_run_losses(runs, compiled_or_plain(_forward, compile), cfg.d)
 
     K = n_frequencies(cfg.p)
     series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR, "grad_norm_embedding",
               *[f"grad_norm_{name}" for name in LAYERS]]
     recorders = [SeriesRecorder(cfg.steps, K, series) for _ in seeds]
-    base_meta = {"source": "fitting.backend", "model": cfg.model, "p": cfg.p, "d": cfg.d,
-                 "config": cfg.to_dict(), "signal_power": 1, "version": package_version(),
-                 "torch_version": torch.__version__, "batched": B}
-    metas = [{**base_meta, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
-             for s, (t, v) in zip(seeds, splits)]
+    metas = _metas(cfg, seeds, splits)
     paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
-    ckpt = None if out_dir is None else batched_checkpoint_path(cfg, seeds, out_dir)
-    identity = {"config": cfg.to_dict(), "seeds": seeds, "compile": compile, "torch_version": str(torch.__version__)}
-    start = 0
-    if resume and ckpt is not None and ckpt.exists():
-        state = torch.load(ckpt, weights_only=True)
-        if state["identity"] != identity:
-            raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another batched run: {state['identity']} "
-                             f"instead of {identity}")
+    checkpoint = Checkpoint(None if out_dir is None else batched_checkpoint_path(cfg, seeds, out_dir),
+                            {"config": cfg.to_dict(), "seeds": seeds, "compile": compile,
+                             "torch_version": str(torch.__version__)}, kind="batched run")
+    start = _restore(checkpoint.load() if resume else None, params, optimizer, recorders)
+
+    def step(t: int, progress: Progress) -> None:
+        optimizer.zero_grad(set_to_none=False)
+        losses, train_acc = per_run(runs.tr_pairs, runs.tr_labels)
+        losses.sum().backward()
         with torch.no_grad():
-            for param, saved in zip(params, state["params"]):
-                param.copy_(saved)
-        optimizer.load_state_dict(state["optimizer"])
-        for rec, rec_state in zip(recorders, state["recorders"]):
-            start = rec.load_state(rec_state)
-    n_done = start
-    consistent = True
-
-    def save_checkpoint() -> None:
-        state = {"identity": identity, "params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
-                 "recorders": [rec.to_state(n_done) for rec in recorders]}
-        atomic_write(ckpt, lambda fh: torch.save(state, fh))
-
-    try:
-        for t in range(start, cfg.steps):
-            optimizer.zero_grad(set_to_none=False)
-            losses, train_acc = per_run(tr_pairs, tr_labels)
-            losses.sum().backward()
-            with torch.no_grad():
-                val_losses, val_acc = per_run(va_pairs, va_labels)
-            train_loss = losses.detach().numpy()
-            val_loss = val_losses.numpy()
-            if not (np.all(np.isfinite(train_loss)) and np.all(np.isfinite(val_loss))):
-                bad = [s for s, a, b in zip(seeds, train_loss, val_loss) if not (np.isfinite(a) and np.isfinite(b))]
-                raise TrainingDivergedError(f"survival-mlp: non-finite loss at step {t} for seeds {bad}")
-            norms = {"grad_norm_embedding": E.grad.pow(2).sum(dim=(1, 2))}
-            for i, name in enumerate(LAYERS):
-                norms[f"grad_norm_{name}"] = weights[i].grad.pow(2).sum(dim=(1, 2)) + biases[i].grad.pow(2).sum(dim=1)
-            norms = {k: v.sqrt().numpy() for k, v in norms.items()}
-            emb = E.detach().numpy().copy()
-            signals = fourier_signals(emb, dc=True)  # (B, K + 1)
-            consistent = False
-            for b, rec in enumerate(recorders):
-                values = {"train_loss": train_loss[b], "train_acc": train_acc[b], "val_loss": val_loss[b],
-                          "val_acc": val_acc[b], DC_SCALAR: signals[b, 0], **{k: v[b] for k, v in norms.items()}}
-                if t % cfg.snapshot_every == 0:
-                    rec.snapshot(t, emb[b], {})
-                rec.record(t, values, signals[b, 1:])
-            optimizer.step()
-            n_done = t + 1
-            consistent = True
-            if checkpoint_every and n_done % checkpoint_every == 0 and n_done < cfg.steps:
-                save_checkpoint()
-            if callback is not None:
-                callback(n_done, cfg.steps)
-        final = E.detach().numpy().copy()
+            val_losses, val_acc = per_run(runs.va_pairs, runs.va_labels)
+        train_loss = losses.detach().numpy()
+        val_loss = val_losses.numpy()
+        if not (np.all(np.isfinite(train_loss)) and np.all(np.isfinite(val_loss))):
+            bad = [s for s, a, b in zip(seeds, train_loss, val_loss) if not (np.isfinite(a) and np.isfinite(b))]
+            raise TrainingDivergedError(f"survival-mlp: non-finite loss at step {t} for seeds {bad}")
+        norms = _grad_norms(runs)
+        emb = E.detach().numpy().copy()
+        signals = fourier_signals(emb, dc=True)  # (B, K + 1)
+        progress.consistent = False
+        values = {"train_loss": train_loss, "train_acc": train_acc, "val_loss": val_loss, "val_acc": val_acc,
+                  DC_SCALAR: signals[:, 0], **norms}
         for b, rec in enumerate(recorders):
-            rec.snapshot(cfg.steps, final[b], {})
-    except BaseException as exc:
+            if t % cfg.snapshot_every == 0:
+                rec.snapshot(t, emb[b], {})
+            rec.record(t, {k: v[b] for k, v in values.items()}, signals[b, 1:])
+        optimizer.step()
+
+    def save(done: int) -> None:
+        checkpoint.save({"params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
+                         "recorders": [rec.to_state(done) for rec in recorders]})
+
+    def on_stop(done: int, exc: BaseException) -> None:
         if out_dir is not None:
             for rec, meta, path in zip(recorders, metas, paths):
-                rec.trajectory(n_done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": n_done,
-                                                      "stopped_by": type(exc).__name__}).save(path)
-            if checkpoint_every and consistent and n_done > start:
-                save_checkpoint()
-        raise
+                rec.trajectory(done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": done,
+                                                    "stopped_by": type(exc).__name__}).save(path)
+
+    run_steps(start, cfg.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
+              on_stop=on_stop)
+    final = E.detach().numpy().copy()
+    for b, rec in enumerate(recorders):
+        rec.snapshot(cfg.steps, final[b], {})
     trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
                     for rec, meta in zip(recorders, metas)]
     for traj, path in zip(trajectories, paths):
         if path is not None:
             traj.save(path)
-    if ckpt is not None and ckpt.exists():
-        ckpt.unlink()
+    checkpoint.remove()
     return trajectories

@@ -43,13 +43,14 @@ import torch
 from torch.nn import functional as F
 
 from effective_theory.metrics import PHASES, classify_phase
-from particles.core.io import atomic_write, atomic_write_text
+from particles.core.io import atomic_write_text
 
 from .activations import tanh_fast, tanh_of
 from .adamw import adamw_scalars, adamw_update
 from particles.core.validation import check_seeds
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
+from .loop import Checkpoint, Progress, run_steps
 from .models import DTYPES, ToyTask, predict_labels, toy_decoder_input
 from .threads import threads_per_job, worker_sigint
 from .trainer import checkpoint_path
@@ -487,11 +488,12 @@ def _train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
     steps_run = np.zeros(n, dtype=np.int64)
     last = np.full((n, 3), np.nan)  # train_acc, val_acc, train_loss
     diverged = np.zeros(n, dtype=bool)
-    start, elapsed, cell_steps = 0, 0.0, 0
-    if resume and ckpt is not None and ckpt.exists():
-        state = torch.load(ckpt, weights_only=True)
-        if {"tanh": TANH_BEFORE_OPTION, **state["identity"]} != identity:
-            raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another grid run")
+    start, elapsed = 0, 0.0
+    cell_steps = [0]
+    checkpoint = Checkpoint(ckpt, identity, kind="grid run",
+                            same=lambda saved: {"tanh": TANH_BEFORE_OPTION, **saved} == identity)
+    state = checkpoint.load() if resume else None
+    if state is not None:
         stack.tensors = state["tensors"]
         if "incidence" not in stack.tensors:
             # a checkpoint written before the stack kept it (and before the embedding gradient and the
@@ -501,86 +503,74 @@ def _train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: l
         steps_train, steps_val, steps_run = (state[k].numpy().copy() for k in ("steps_train", "steps_val",
                                                                                "steps_run"))
         last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
-        start, elapsed, cell_steps = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
+        start, elapsed, cell_steps[0] = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
     step_fn, update = compiled_or_plain(_decoder_step, compile), compiled_or_plain(adamw_update, compile)
     classification = config.task == "classification"
     additive = config.group != "permutation"
     dtype = DTYPES[config.dtype]
-    tensors = stack.tensors
     names = _Stack.NAMES
     decoder = set(names[1:])
 
-    def save_checkpoint(step: int) -> None:
-        state = {"identity": identity, "tensors": stack.tensors, "step": step, "elapsed": elapsed + time.perf_counter()
-                 - t0, "cell_steps": cell_steps, "steps_train": torch.from_numpy(steps_train),
-                 "steps_val": torch.from_numpy(steps_val), "steps_run": torch.from_numpy(steps_run),
-                 "last": torch.from_numpy(last), "diverged": torch.from_numpy(diverged)}
-        atomic_write(ckpt, lambda fh: torch.save(state, fh))
+    def save(step: int) -> None:
+        checkpoint.save({"tensors": stack.tensors, "step": step, "elapsed": elapsed + time.perf_counter() - t0,
+                         "cell_steps": cell_steps[0], "steps_train": torch.from_numpy(steps_train),
+                         "steps_val": torch.from_numpy(steps_val), "steps_run": torch.from_numpy(steps_run),
+                         "last": torch.from_numpy(last), "diverged": torch.from_numpy(diverged)})
+
+    def one_step(step: int, progress: Progress) -> None:
+        tensors = stack.tensors
+        embedding = tensors["embedding"].requires_grad_(not additive)
+        x_train = toy_decoder_input(embedding, tensors["train_pairs"], config.group, config.d)
+        with torch.no_grad():
+            x_val = toy_decoder_input(embedding, tensors["val_pairs"], config.group, config.d)
+            loss, train_acc, val_acc, *decoder_grads, g_x = step_fn(
+                x_train.detach(), x_val, *(tensors[k] for k in names[1:]), tensors["train_labels"],
+                tensors["val_labels"], tensors["targets"], classification, tanh == "fast",
+                tensors["incidence"] if additive else None)
+        if additive:
+            g_embedding = g_x
+        else:  # products of matrices: autograd through the gather
+            (g_embedding,) = torch.autograd.grad(x_train, embedding, g_x)
+        grads = [g_embedding, *decoder_grads]
+        progress.consistent = False  # from here until the next step starts, the state is mid-update
+        idx = tensors["index"].numpy()
+        loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
+        last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
+        steps_run[idx] = step
+        bad = ~np.isfinite(loss_np)
+        diverged[idx[bad]] = True
+        new_train = (steps_train[idx] < 0) & (tr_np >= threshold) & ~bad
+        new_val = (steps_val[idx] < 0) & (va_np >= threshold) & ~bad
+        steps_train[idx[new_train]] = step
+        steps_val[idx[new_val]] = step
+        stop = bad.copy()
+        if stop_when == "decided":
+            stop |= (steps_train[idx] >= 0) & (steps_val[idx] >= 0)
+        cell_steps[0] += len(idx)
+        with torch.no_grad():
+            embedding.requires_grad_(False)
+            decays, step_sizes = {}, {}
+            for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
+                                            ("emb", ("embedding_lr", "embedding_weight_decay"))):
+                decays[group], step_sizes[group], bc2s = adamw_scalars(tensors[lr_key], tensors[wd_key],
+                                                                       step + 1, dtype)
+            groups = ["dec" if k in decoder else "emb" for k in names]
+            update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
+                   [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups],
+                   [step_sizes[g] for g in groups], bc2s)
+        steps_run[idx[~stop]] = step + 1
+        if stop.any():
+            stack.select(torch.as_tensor(~stop))
 
     t0 = time.perf_counter()
-    step = start
-    consistent = True
-    try:
-        while step < steps and len(stack) > 0:
-            tensors = stack.tensors
-            embedding = tensors["embedding"].requires_grad_(not additive)
-            x_train = toy_decoder_input(embedding, tensors["train_pairs"], config.group, config.d)
-            with torch.no_grad():
-                x_val = toy_decoder_input(embedding, tensors["val_pairs"], config.group, config.d)
-                loss, train_acc, val_acc, *decoder_grads, g_x = step_fn(
-                    x_train.detach(), x_val, *(tensors[k] for k in names[1:]), tensors["train_labels"],
-                    tensors["val_labels"], tensors["targets"], classification, tanh == "fast",
-                    tensors["incidence"] if additive else None)
-            if additive:
-                g_embedding = g_x
-            else:  # products of matrices: autograd through the gather
-                (g_embedding,) = torch.autograd.grad(x_train, embedding, g_x)
-            grads = [g_embedding, *decoder_grads]
-            consistent = False  # from here until the next step starts, the state is mid-update
-            idx = tensors["index"].numpy()
-            loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
-            last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
-            steps_run[idx] = step
-            bad = ~np.isfinite(loss_np)
-            diverged[idx[bad]] = True
-            new_train = (steps_train[idx] < 0) & (tr_np >= threshold) & ~bad
-            new_val = (steps_val[idx] < 0) & (va_np >= threshold) & ~bad
-            steps_train[idx[new_train]] = step
-            steps_val[idx[new_val]] = step
-            stop = bad.copy()
-            if stop_when == "decided":
-                stop |= (steps_train[idx] >= 0) & (steps_val[idx] >= 0)
-            cell_steps += len(idx)
-            with torch.no_grad():
-                embedding.requires_grad_(False)
-                decays, step_sizes = {}, {}
-                for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
-                                                ("emb", ("embedding_lr", "embedding_weight_decay"))):
-                    decays[group], step_sizes[group], bc2s = adamw_scalars(tensors[lr_key], tensors[wd_key],
-                                                                           step + 1, dtype)
-                groups = ["dec" if k in decoder else "emb" for k in names]
-                update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
-                       [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups],
-                       [step_sizes[g] for g in groups], bc2s)
-            step += 1
-            steps_run[idx[~stop]] = step
-            if stop.any():
-                stack.select(torch.as_tensor(~stop))
-            consistent = True
-            if checkpoint_every and step % checkpoint_every == 0 and step < steps and len(stack) > 0:
-                save_checkpoint(step)
-            if callback is not None:
-                callback(step, steps)
-        if callback is not None and step < steps:
-            callback(steps, steps)  # every cell stopped early: the work is done
-    except BaseException:
-        if checkpoint_every and consistent and step > start:
-            save_checkpoint(step)  # an interruption between steps keeps its progress
-        raise
+    step = run_steps(start, steps, one_step, save=save if ckpt is not None else None,
+                     checkpoint_every=checkpoint_every, callback=callback, running=lambda: len(stack) > 0)
+    if callback is not None and step < steps:
+        callback(steps, steps)  # every cell stopped early: the work is done
     if ckpt is not None and checkpoint_every and "parts" in identity:
-        save_checkpoint(step)  # a finished part keeps its result until the whole grid is written
+        save(step)  # a finished part keeps its result until the whole grid is written
     return {"steps_train": steps_train, "steps_val": steps_val, "steps_run": steps_run, "last": last,
-            "diverged": diverged, "seconds": elapsed + time.perf_counter() - t0, "cell_steps": int(cell_steps),
+            "diverged": diverged, "seconds": elapsed + time.perf_counter() - t0, "cell_steps": int(cell_steps[0]),
             "compiled": bool(getattr(update, "is_compiled", False) and getattr(step_fn, "is_compiled", False)),
             "threads": torch.get_num_threads()}
 

@@ -22,13 +22,13 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from particles.simulate import package_version
-from particles.core.io import atomic_write
-from particles.trajectory import Trajectory
 from particles.core.validation import check_path
+from particles.core.version import package_version
+from particles.trajectory import Trajectory
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import TrainingConfig
+from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import make_task
 
 __all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
@@ -123,11 +123,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     TrainingDivergedError
         if a loss becomes non-finite (the steps before it are saved).
     """
-    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
-                                         or checkpoint_every < 1):
-        raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
-    if (checkpoint_every or resume) and out is None:
-        raise ValueError("checkpoint_every and resume need an output path (out=...)")
+    check_checkpointing(checkpoint_every, resume, out)
     if out is not None:
         out = check_path(out, "out")
     if out is not None and Path(out).suffix != ".npz":
@@ -139,60 +135,46 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     series = (["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR] + [f"grad_norm_{g}" for g in groups]
               + list(task.extra_series))
     rec = SeriesRecorder(config.steps, K, series)
-    ckpt = checkpoint_path(out) if out is not None else None
+    checkpoint = Checkpoint(checkpoint_path(out) if out is not None else None,
+                            {"config": config.to_dict(), "seed": int(seed)})
     start = 0
-    identity = {"config": config.to_dict(), "seed": int(seed)}
-    if resume and ckpt is not None and ckpt.exists():
-        state = torch.load(ckpt, weights_only=True)
-        if state["identity"] != identity:
-            raise ValueError(f"checkpoint {str(ckpt)!r} belongs to another run: {state['identity']} "
-                             f"instead of {identity}")
+    state = checkpoint.load() if resume else None
+    if state is not None:
         task.load_state_dict(state["task"])
         start = rec.load_state(state["recorder"])
     meta = {"source": "fitting.backend", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}
-    n_done = start
-    consistent = True
 
-    def save_checkpoint() -> None:
-        state = {"identity": identity, "task": task.state_dict(), "recorder": rec.to_state(n_done)}
-        atomic_write(ckpt, lambda fh: torch.save(state, fh))
+    def step(t: int, progress: Progress) -> None:
+        values = task.step()
+        values.update(task.evaluate())
+        if not (np.isfinite(values["train_loss"]) and np.isfinite(values["val_loss"])):
+            raise TrainingDivergedError(f"{config.model}: non-finite loss at step {t} "
+                                        f"(train {values['train_loss']}, val {values['val_loss']})")
+        values.update({f"grad_norm_{g}": v for g, v in task.grad_norms().items()})
+        E = task.embedding()
+        S = fourier_signals(E, dc=True)
+        values[DC_SCALAR] = float(S[0])
+        if t % config.snapshot_every == 0:
+            rec.snapshot(t, E, task.probe_arrays())
+        rec.record(t, values, S[1:])
+        progress.consistent = False
+        task.apply_update()
 
-    try:
-        for t in range(start, config.steps):
-            values = task.step()
-            values.update(task.evaluate())
-            if not (np.isfinite(values["train_loss"]) and np.isfinite(values["val_loss"])):
-                raise TrainingDivergedError(f"{config.model}: non-finite loss at step {t} "
-                                            f"(train {values['train_loss']}, val {values['val_loss']})")
-            values.update({f"grad_norm_{g}": v for g, v in task.grad_norms().items()})
-            E = task.embedding()
-            S = fourier_signals(E, dc=True)
-            values[DC_SCALAR] = float(S[0])
-            if t % config.snapshot_every == 0:
-                rec.snapshot(t, E, task.probe_arrays())
-            rec.record(t, values, S[1:])
-            consistent = False
-            task.apply_update()
-            consistent = True
-            n_done = t + 1
-            if checkpoint_every and n_done % checkpoint_every == 0 and n_done < config.steps:
-                save_checkpoint()
-            if callback is not None:
-                callback(n_done, config.steps)
-        rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
-    except BaseException as exc:
+    def save(done: int) -> None:
+        checkpoint.save({"task": task.state_dict(), "recorder": rec.to_state(done)})
+
+    def on_stop(done: int, exc: BaseException) -> None:
         if out is not None:
-            partial = rec.trajectory(n_done, p, d, {**meta, "completed": False, "steps_done": n_done,
-                                                    "stopped_by": type(exc).__name__})
-            partial.save(out)
-            if checkpoint_every and consistent and n_done > start:
-                save_checkpoint()
-        raise
+            rec.trajectory(done, p, d, {**meta, "completed": False, "steps_done": done,
+                                        "stopped_by": type(exc).__name__}).save(out)
+
+    run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
+              on_stop=on_stop)
+    rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
     traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps})
     if out is not None:
         traj.save(out)
-        if ckpt is not None and ckpt.exists():
-            ckpt.unlink()
+        checkpoint.remove()
     return traj

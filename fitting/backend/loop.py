@@ -1,0 +1,135 @@
+"""The skeleton every trainer runs on: checkpoints, the step loop and what
+happens when a run is interrupted.
+
+A trainer supplies one ``step(t, progress)`` function (one optimiser step
+with its recording; it sets ``progress.consistent = False`` before it starts
+changing the parameters) and the states to save; :func:`run_steps` does the
+rest the same way for the single-run, batched, grid and network-sweep
+trainers:
+
+* a checkpoint every ``checkpoint_every`` steps (:class:`Checkpoint`: one
+  file, written atomically, with the run's identity so that a checkpoint of
+  another run is refused on resume);
+* the callback ``callback(done, total)`` after every step;
+* on an interruption (any exception, Ctrl-C included) ``on_stop(done, exc)``
+  (e.g. write the partial trajectories) and, when the parameters are not in
+  the middle of an update, a last checkpoint, so that ``resume=True`` continues
+  to the same result as an uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from particles.core.io import atomic_write
+from particles.core.validation import check_int
+
+__all__ = ["Checkpoint", "Progress", "run_steps", "check_checkpointing"]
+
+
+def check_checkpointing(checkpoint_every: Any, resume: Any, out: Any, what: str = "an output path (out=...)"
+                        ) -> int | None:
+    """``checkpoint_every`` (None or an int >= 1) checked, and that it and
+    ``resume`` come with an output location ``out``."""
+    if checkpoint_every is not None and (isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int)
+                                         or checkpoint_every < 1):
+        raise ValueError(f"checkpoint_every must be None or an int >= 1, got {checkpoint_every!r}")
+    if (checkpoint_every or resume) and out is None:
+        raise ValueError(f"checkpoint_every and resume need {what}")
+    return checkpoint_every
+
+
+class Checkpoint:
+    """One checkpoint file of a run.
+
+    Parameters
+    ----------
+    path : path or None
+        Where the checkpoint lives (None: the run keeps no checkpoint).
+    identity : dict
+        What the run is (config, seeds, options); saved with every state
+        and compared on :meth:`load`.
+    kind : str
+        The run's kind in the refusal message ("run", "batched run", ...).
+    same : callable(saved identity) -> bool, optional
+        How a saved identity is compared (default: equal to ``identity``).
+    """
+
+    def __init__(self, path: str | os.PathLike | None, identity: dict, kind: str = "run",
+                 same: Callable[[dict], bool] | None = None):
+        self.path = None if path is None else Path(path)
+        self.identity = identity
+        self.kind = kind
+        self.same = same if same is not None else (lambda saved: saved == identity)
+
+    def load(self) -> dict | None:
+        """The saved state (a dict of what :meth:`save` was given), or None
+        without a checkpoint; ValueError when it belongs to another run."""
+        import torch
+
+        if self.path is None or not self.path.exists():
+            return None
+        state = torch.load(self.path, weights_only=True)
+        if not self.same(state["identity"]):
+            raise ValueError(f"checkpoint {str(self.path)!r} belongs to another {self.kind}: {state['identity']} "
+                             f"instead of {self.identity}")
+        return state
+
+    def save(self, state: dict) -> None:
+        """Write ``state`` (tensors, arrays as tensors, numbers) with the identity, atomically."""
+        import torch
+
+        full = {"identity": self.identity, **state}
+        atomic_write(self.path, lambda fh: torch.save(full, fh))
+
+    def remove(self) -> None:
+        if self.path is not None and self.path.exists():
+            self.path.unlink()
+
+
+@dataclass
+class Progress:
+    """Where a run is: ``done`` steps finished; ``consistent`` is False
+    while a step is changing the parameters (no checkpoint then)."""
+
+    done: int
+    consistent: bool = True
+
+
+def run_steps(start: int, total: int, step: Callable[[int, Progress], None], *,
+              save: Callable[[int], None] | None = None, checkpoint_every: int | None = None,
+              callback: Callable[[int, int], None] | None = None,
+              on_stop: Callable[[int, BaseException], None] | None = None,
+              running: Callable[[], bool] | None = None) -> int:
+    """Run ``step(t, progress)`` for t = start .. total - 1 (while
+    ``running()``, when given) and return the steps done.
+
+    ``save(done)`` writes a checkpoint: every ``checkpoint_every`` steps
+    (not after the last one) and, after an interruption between steps,
+    once more; ``on_stop(done, exc)`` runs first on an interruption, then
+    the exception goes on.
+    """
+    check_int(start, "start", 0)
+    progress = Progress(start)
+    try:
+        t = start
+        while t < total and (running is None or running()):
+            step(t, progress)
+            t += 1
+            progress.done = t
+            progress.consistent = True
+            if save is not None and checkpoint_every and t % checkpoint_every == 0 and t < total \
+                    and (running is None or running()):
+                save(t)
+            if callback is not None:
+                callback(t, total)
+    except BaseException as exc:
+        if on_stop is not None:
+            on_stop(progress.done, exc)
+        if save is not None and checkpoint_every and progress.consistent and progress.done > start:
+            save(progress.done)  # an interruption between steps keeps its progress
+        raise
+    return progress.done
