@@ -112,8 +112,6 @@ def test_every_command_is_an_entry_point_and_no_module_is_named_in_a_string():
 #: that has become short (take it off the list)
 STILL_LONG = {
     "particles.simulate.simulate",
-    "fitting.backend.grid.train_grid",
-    "fitting.backend.network_sweep.train_network_sweep",
     "fitting.ode.weighted.covariance_refit",
 }
 

@@ -79,7 +79,7 @@ load_checkpoints = _needs_torch("recorder", "load_checkpoints",
                                 "A Trajectory from a series of saved torch checkpoints")
 
 #: classes that need torch, imported on first access
-_LAZY_CLASSES = {"GridResult": "grid", "TrainingDivergedError": "trainer", "NetworkSweep": "network_sweep",
+_LAZY_CLASSES = {"GridResult": "grid_result", "TrainingDivergedError": "trainer", "NetworkSweep": "network_sweep",
                  "NetworkComparison": "compare", "EmbeddingRecorder": "recorder"}
 
 

@@ -113,7 +113,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
         grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
     seeds = _seeds_of(args)
     cells = len(seeds) * math.prod(len(v) for v in grid.values())
-    from .grid import max_jobs
+    from .grid_parts import max_jobs
     if not 1 <= args.jobs <= max_jobs(cells):
         raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
                          f"got {args.jobs}")

@@ -145,6 +145,68 @@ def _loss_acc(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor,
     return loss, acc
 
 
+def _stacked_state(config: ConstantAttentionConfig, runs: list[tuple[float, int]]
+                   ) -> tuple[dict[str, torch.Tensor], torch.dtype]:
+    """Every run's parameters, AdamW moments, data and rates as stacked
+    tensors (leading axis: the run), and the parameters' dtype."""
+    tasks = [ConstantAttentionTask(config.replace(weight_decay=w), s) for w, s in runs]
+    dtype = tasks[0].model.embedding.dtype
+    t: dict[str, torch.Tensor] = {
+        "embedding": torch.stack([k.model.embedding.detach() for k in tasks]).clone(),
+        "w1": torch.stack([k.model.hidden.weight.detach().T for k in tasks]).contiguous(),
+        "b1": torch.stack([k.model.hidden.bias.detach() for k in tasks]).clone(),
+        "w2": torch.stack([k.model.output.weight.detach().T for k in tasks]).contiguous(),
+        "b2": torch.stack([k.model.output.bias.detach() for k in tasks]).clone(),
+    }
+    for name in NAMES:
+        t[f"m_{name}"] = torch.zeros_like(t[name])
+        t[f"v_{name}"] = torch.zeros_like(t[name])
+    t["train_pairs"] = torch.stack([k.train_pairs for k in tasks])
+    t["train_labels"] = torch.stack([k.train_labels for k in tasks])
+    t["val_pairs"] = torch.stack([k.val_pairs for k in tasks])
+    t["val_labels"] = torch.stack([k.val_labels for k in tasks])
+    t["lr"] = torch.full((len(runs),), float(config.lr), dtype=torch.float64)
+    t["wd"] = torch.tensor([w for w, _ in runs], dtype=torch.float64)
+    t["emb_wd"] = torch.tensor([k.config.embedding_decay for k in tasks], dtype=torch.float64)
+    t["index"] = torch.arange(len(runs))
+    return t, dtype
+
+
+def _settled(history: list[list[float]], index: list[int], val_acc: np.ndarray, bad: np.ndarray, due: bool,
+             n_checks: int, tolerance: float) -> np.ndarray:
+    """Append each active run's validation accuracy to its history; True
+    where the last ``n_checks + 1`` checks stay within ``tolerance`` (a
+    share of the validation pairs) and the window is ``due``."""
+    settled = np.zeros(len(val_acc), dtype=bool)
+    for j, i in enumerate(index):
+        history[i].append(float(val_acc[j]))
+        recent = history[i][-(n_checks + 1):]
+        settled[j] = due and len(recent) == n_checks + 1 and not bad[j] and max(recent) - min(recent) <= tolerance
+    return settled
+
+
+def _check_sweep_args(config, weight_decays, seeds, callback) -> tuple[ConstantAttentionConfig, list, list]:
+    """(config, weight decays, seeds) of :func:`train_network_sweep` checked."""
+    config = ConstantAttentionConfig() if config is None else config
+    if not isinstance(config, ConstantAttentionConfig):
+        raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
+    if callback is not None and not callable(callback):
+        raise TypeError("callback must be callable")
+    return config, check_float_list(weight_decays, "weight_decays", 0.0, distinct=True), check_seeds(seeds)
+
+
+def _adamw_step(t: dict[str, torch.Tensor], grads, step: int, dtype: torch.dtype) -> None:
+    """AdamW step ``step + 1`` of every stacked run, in place (the embedding with its own decay)."""
+    with torch.no_grad():
+        for k in NAMES:
+            t[k].requires_grad_(False)
+        decay, step_size, bc2s = adamw_scalars(t["lr"], t["wd"], step + 1, dtype)
+        emb_decay, _, _ = adamw_scalars(t["lr"], t["emb_wd"], step + 1, dtype)
+        adamw_update([t[k] for k in NAMES], list(grads), [t[f"m_{k}"] for k in NAMES],
+                     [t[f"v_{k}"] for k in NAMES], [emb_decay] + [decay] * (len(NAMES) - 1),
+                     [step_size] * len(NAMES), bc2s)
+
+
 def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0),
                         seeds: Sequence[int] = tuple(range(100)), *, max_steps: int = 50_000,
                         check_every: int = 250, window: int = 5000, tolerance: int = 1,
@@ -181,39 +243,14 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     -------
     NetworkSweep
     """
-    config = ConstantAttentionConfig() if config is None else config
-    if not isinstance(config, ConstantAttentionConfig):
-        raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
-    wds = check_float_list(weight_decays, "weight_decays", 0.0, distinct=True)
-    seeds = check_seeds(seeds)
+    config, wds, seeds = _check_sweep_args(config, weight_decays, seeds, callback)
     max_steps = check_int(max_steps, "max_steps", 1)
     check_every = check_int(check_every, "check_every", 1)
     window = check_int(window, "window", check_every)
     tolerance = check_int(tolerance, "tolerance", 0)
-    if callback is not None and not callable(callback):
-        raise TypeError("callback must be callable")
 
     runs = [(w, s) for w in wds for s in seeds]
-    tasks = [ConstantAttentionTask(config.replace(weight_decay=w), s) for w, s in runs]
-    dtype = tasks[0].model.embedding.dtype
-    t: dict[str, torch.Tensor] = {
-        "embedding": torch.stack([k.model.embedding.detach() for k in tasks]).clone(),
-        "w1": torch.stack([k.model.hidden.weight.detach().T for k in tasks]).contiguous(),
-        "b1": torch.stack([k.model.hidden.bias.detach() for k in tasks]).clone(),
-        "w2": torch.stack([k.model.output.weight.detach().T for k in tasks]).contiguous(),
-        "b2": torch.stack([k.model.output.bias.detach() for k in tasks]).clone(),
-    }
-    for name in NAMES:
-        t[f"m_{name}"] = torch.zeros_like(t[name])
-        t[f"v_{name}"] = torch.zeros_like(t[name])
-    t["train_pairs"] = torch.stack([k.train_pairs for k in tasks])
-    t["train_labels"] = torch.stack([k.train_labels for k in tasks])
-    t["val_pairs"] = torch.stack([k.val_pairs for k in tasks])
-    t["val_labels"] = torch.stack([k.val_labels for k in tasks])
-    t["lr"] = torch.full((len(runs),), float(config.lr), dtype=torch.float64)
-    t["wd"] = torch.tensor([w for w, _ in runs], dtype=torch.float64)
-    t["emb_wd"] = torch.tensor([k.config.embedding_decay for k in tasks], dtype=torch.float64)
-    t["index"] = torch.arange(len(runs))
+    t, dtype = _stacked_state(config, runs)
     history: list[list[float]] = [[] for _ in runs]
     n_checks = window // check_every
     n_val = int(t["val_labels"].shape[1])
@@ -243,12 +280,9 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
             conv = np.zeros(len(va), dtype=bool)
             bad = ~np.isfinite(lo)
             if step % check_every == 0:  # the window is made of regular checks only
-                for j, i in enumerate(t["index"].tolist()):
-                    history[i].append(float(va[j]))
-                    recent = history[i][-(n_checks + 1):]
-                    if step >= window and len(recent) == n_checks + 1 and not bad[j] and \
-                            (max(recent) - min(recent)) * n_val <= tolerance + 1e-9:
-                        done[j] = conv[j] = True
+                conv[:] = _settled(history, t["index"].tolist(), va, bad, step >= window, n_checks,
+                                   (tolerance + 1e-9) / n_val)
+                done |= conv
             done |= bad
             if step >= max_steps:
                 done[:] = True
@@ -264,15 +298,7 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
                 t = {k: v.detach()[keep].contiguous() for k, v in t.items()}
                 params = [t[k].requires_grad_() for k in NAMES]
                 loss, _ = _loss_acc(_forward(*params, t["train_pairs"]), t["train_labels"])
-        grads = torch.autograd.grad(loss.sum(), params)
-        with torch.no_grad():
-            for k in NAMES:
-                t[k].requires_grad_(False)
-            decay, step_size, bc2s = adamw_scalars(t["lr"], t["wd"], step + 1, dtype)
-            emb_decay, _, _ = adamw_scalars(t["lr"], t["emb_wd"], step + 1, dtype)
-            adamw_update([t[k] for k in NAMES], list(grads), [t[f"m_{k}"] for k in NAMES],
-                         [t[f"v_{k}"] for k in NAMES], [emb_decay] + [decay] * (len(NAMES) - 1),
-                         [step_size] * len(NAMES), bc2s)
+        _adamw_step(t, torch.autograd.grad(loss.sum(), params), step, dtype)
         step += 1
     meta = {"config": config.to_dict(), "weight_decays": wds, "seeds": seeds, "max_steps": max_steps,
             "check_every": check_every, "window": window, "tolerance": tolerance, "seconds": time.perf_counter() - t0,
