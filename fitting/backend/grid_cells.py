@@ -15,9 +15,10 @@ from .adamw import adamw_scalars, adamw_update
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
 from .grid_result import TANH_BEFORE_OPTION
-from .grid_stack import CellStack, decoder_step, pair_incidence
+from .grid_stack import CellStack
 from .loop import Checkpoint, Progress, run_steps
 from .models import DTYPES, toy_decoder_input
+from .stacked import decoder_step, pair_incidence
 
 __all__ = ["train_cells"]
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 
 import torch
-from torch.nn import functional as F
 
 
-from .activations import tanh_fast
 from .configs import ToyConfig
 from .grid_result import GRID_FIELDS
-from .models import ToyTask, predict_labels
+from .models import ToyTask
+from .stacked import pair_incidence
 
-__all__ = ["CellStack", "pair_incidence", "decoder_step"]
+__all__ = ["CellStack"]
 
 
 class CellStack:
@@ -52,75 +51,3 @@ class CellStack:
         return int(self.tensors["index"].shape[0])
 
 
-def pair_incidence(pairs: torch.Tensor, p: int, dtype: torch.dtype) -> torch.Tensor:
-    """(C, p, n): how often symbol i occurs in training pair r of each cell
-    (pairs (C, n, 2))."""
-    symbols = torch.arange(p)[None, :, None]
-    return (pairs[:, None, :, 0] == symbols).to(dtype) + (pairs[:, None, :, 1] == symbols).to(dtype)
-
-
-def decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor,
-                  b2: torch.Tensor, w3: torch.Tensor, b3: torch.Tensor, train_labels: torch.Tensor,
-                  val_labels: torch.Tensor, targets: torch.Tensor, classification: bool,
-                  fast_tanh: bool = False, incidence: torch.Tensor | None = None) -> tuple[torch.Tensor, ...]:
-    """Forward of the stacked tanh decoders on the training and validation
-    inputs together, and the backward of the per-cell training loss, written
-    out (no autograd).
-
-    Shapes: ``x_*`` (C, n, in), ``w_k`` (C, in_k, out_k) (weights stored
-    transposed), ``b_k`` (C, out_k), labels (C, n) and (C, m), ``targets``
-    (C, labels, out). Returns the per-cell training loss (C,), the per-cell
-    training and validation accuracy (C,) (float64; predictions by
-    :func:`~fitting.backend.models.predict_labels`), the gradients of w1,
-    b1, w2, b2, w3, b3 and that of ``x_train``, or, given ``incidence`` (C, p, n) (how often each symbol
-    occurs in each training pair), that of the embedding, for decoder inputs
-    E_a + E_b.
-
-    One product per layer serves both row sets (the validation rows ride
-    along at no extra call), and the backward runs on the training rows only;
-    a first layer with a single input is an outer product, done element-wise.
-    The formulas are autograd's for ``train``'s loss (mean squared error over
-    rows and output components, or mean cross-entropy), so every cell follows
-    its single run to float rounding. ``fast_tanh`` uses
-    :func:`~fitting.backend.activations.tanh_fast` (absolute error <= 2 eps)
-    instead of ``torch.tanh``."""
-    tanh = tanh_fast if fast_tanh else torch.tanh
-    n = x_train.shape[1]
-    x = torch.cat([x_train, x_val], dim=1)
-    if x.shape[2] == 1:
-        h1 = tanh(x * w1 + b1[:, None, :])
-    else:
-        h1 = tanh(torch.baddbmm(b1[:, None, :], x, w1))
-    h2 = tanh(torch.baddbmm(b2[:, None, :], h1, w2))
-    out = torch.baddbmm(b3[:, None, :], h2, w3)
-    out_train = out[:, :n]
-    if classification:
-        logp = torch.log_softmax(out_train, dim=2)
-        loss = -logp.gather(2, train_labels[:, :, None]).squeeze(2).mean(dim=1)
-        g_out = torch.exp(logp)
-        g_out = (g_out - F.one_hot(train_labels, out.shape[2]).to(out.dtype)) / n
-    else:
-        rows = torch.arange(out.shape[0])[:, None]
-        diff = out_train - targets[rows, train_labels]
-        loss = diff.pow(2).mean(dim=(1, 2))
-        g_out = diff * (2.0 / (n * out.shape[2]))
-    h1t, h2t = h1[:, :n], h2[:, :n]
-    g_w3 = torch.bmm(h2t.transpose(1, 2), g_out)
-    g_b3 = g_out.sum(dim=1)
-    g_a2 = torch.bmm(g_out, w3.transpose(1, 2)) * (1 - h2t * h2t)
-    g_w2 = torch.bmm(h1t.transpose(1, 2), g_a2)
-    g_b2 = g_a2.sum(dim=1)
-    g_a1 = torch.bmm(g_a2, w2.transpose(1, 2)) * (1 - h1t * h1t)
-    g_b1 = g_a1.sum(dim=1)
-    if x.shape[2] == 1:
-        g_w1 = (x_train * g_a1).sum(dim=1, keepdim=True)
-        g_x = (g_a1 * w1).sum(dim=2, keepdim=True)
-    else:
-        g_w1 = torch.bmm(x_train.transpose(1, 2), g_a1)
-        g_x = torch.bmm(g_a1, w1.transpose(1, 2))
-    pred = predict_labels(out, targets, classification)
-    train_acc = (pred[:, :n] == train_labels).to(torch.float64).mean(dim=1)
-    val_acc = (pred[:, n:] == val_labels).to(torch.float64).mean(dim=1)
-    if incidence is not None:  # x = E_a + E_b: the embedding's gradient sums its rows' gradients
-        g_x = torch.bmm(incidence, g_x)
-    return loss, train_acc, val_acc, g_w1, g_b1, g_w2, g_b2, g_w3, g_b3, g_x

@@ -26,7 +26,6 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
-from torch.nn import functional as F
 
 from particles.core.io import atomic_write_text
 
@@ -35,6 +34,7 @@ from particles.core.validation import check_float_list, check_int, check_seeds
 
 from .configs import ConstantAttentionConfig
 from .models import ConstantAttentionTask
+from .stacked import constant_attention_forward, loss_and_accuracy
 
 __all__ = ["train_network_sweep", "NetworkSweep", "NetworkSweepFormatError"]
 
@@ -128,21 +128,6 @@ class NetworkSweep:
 
 
 NAMES = ("embedding", "w1", "b1", "w2", "b2")
-
-
-def _forward(embedding: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
-             pairs: torch.Tensor) -> torch.Tensor:
-    """Logits (runs, n, p) of the stacked network on ``pairs`` (runs, n, 2)."""
-    rows = torch.arange(embedding.shape[0])[:, None]
-    s = embedding[rows, pairs[..., 0]] + embedding[rows, pairs[..., 1]]
-    h = F.relu(torch.baddbmm(b1[:, None, :], s, w1))
-    return torch.baddbmm(b2[:, None, :], h, w2)
-
-
-def _loss_acc(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    loss = F.cross_entropy(logits.transpose(1, 2), labels, reduction="none").mean(dim=1)
-    acc = (logits.detach().argmax(dim=2) == labels).to(torch.float64).mean(dim=1)
-    return loss, acc
 
 
 def _stacked_state(config: ConstantAttentionConfig, runs: list[tuple[float, int]]
@@ -271,10 +256,10 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     step = 0
     while True:
         params = [t[k].requires_grad_() for k in NAMES]
-        loss, train_acc = _loss_acc(_forward(*params, t["train_pairs"]), t["train_labels"])
+        loss, train_acc = loss_and_accuracy(constant_attention_forward(*params, t["train_pairs"]), t["train_labels"])
         if step % check_every == 0 or step == max_steps:
             with torch.no_grad():
-                _, val_acc = _loss_acc(_forward(*params, t["val_pairs"]), t["val_labels"])
+                _, val_acc = loss_and_accuracy(constant_attention_forward(*params, t["val_pairs"]), t["val_labels"])
             va, tr, lo = val_acc.numpy(), train_acc.numpy(), loss.detach().to(torch.float64).numpy()
             done = np.zeros(len(va), dtype=bool)
             conv = np.zeros(len(va), dtype=bool)
@@ -297,7 +282,7 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
                 keep = torch.as_tensor(~done)
                 t = {k: v.detach()[keep].contiguous() for k, v in t.items()}
                 params = [t[k].requires_grad_() for k in NAMES]
-                loss, _ = _loss_acc(_forward(*params, t["train_pairs"]), t["train_labels"])
+                loss, _ = loss_and_accuracy(constant_attention_forward(*params, t["train_pairs"]), t["train_labels"])
         _adamw_step(t, torch.autograd.grad(loss.sum(), params), step, dtype)
         step += 1
     meta = {"config": config.to_dict(), "weight_decays": wds, "seeds": seeds, "max_steps": max_steps,
