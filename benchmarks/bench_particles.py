@@ -47,6 +47,7 @@ from particles import (ForceParams, cosine_alignment, energy_and_forces, forces,
                        gaussian_clustering, modular_addition, preset, simulate, warmup)
 from particles.energy import BUILTIN_KERNELS, pair_system
 from particles.kernels import forces as kernels
+from particles.kernels.records import ExactLaw
 from particles.threads import dynamic_schedule, kernel_choice
 
 BENCH_PARAMS = ForceParams(lam=1.0)
@@ -114,7 +115,7 @@ def bench_forces(sizes, repeats: int) -> list[dict]:
 
         def parallel_kernel():
             with dynamic_schedule():
-                kernels.forces_parallel(x, system, prm, ws, out)
+                kernels.forces_parallel(x, ExactLaw(system, prm, ws), out)
 
         if n <= DENSE_MAX_PAIRS:
             ref_name, ref = "dense", lambda: forces_reference(x, train.pairs, train.labels, BENCH_PARAMS)
@@ -134,7 +135,7 @@ def bench_forces(sizes, repeats: int) -> list[dict]:
                     if time.perf_counter() - settle >= 0.5 and (timed or numba.get_num_threads() < 2):
                         break
                 t_pub = best_time(lambda: forces(x, train, BENCH_PARAMS), short)
-                t_ser = best_time(lambda: kernels.forces_serial(x, system, prm, ws, out), short)
+                t_ser = best_time(lambda: kernels.forces_serial(x, ExactLaw(system, prm, ws), out), short)
                 t_par = best_time(parallel_kernel, short)
                 t_ref = best_time(ref, 1, min_time=0.0)
             rows.append(dict(p=p, pairs=n, busy_neighbour=neighbour, public=t_pub, serial=t_ser, parallel=t_par,

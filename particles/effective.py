@@ -20,7 +20,7 @@ e_i - e_j for every same-label pair (:func:`particles.parallelograms.label_const
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
@@ -29,6 +29,8 @@ from numba import njit
 from .datasets import PairDataset
 from .energy import check_embedding
 from .parallelograms import constraint_matrix, label_constraints
+from .kernels.euler import EulerSchedule
+from .kernels.records import Recording, Span
 from .kernels.status import NONFINITE, OK, check_state
 from .core.validation import check_nonnegative
 from .simulate import (MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, chunk_bounds, growth_bound,
@@ -158,16 +160,40 @@ def loss_and_grad(E, L, m, centred, grad):
     return l0, z
 
 
+class EffectiveFlow(NamedTuple):
+    """The effective-loss flow as the compiled loop takes it: the constraint
+    Laplacian L, the constraint count m, the normalisation (``centred``) and,
+    with ``project``, the spread Z the state is rescaled to after every step."""
+
+    L: Any  # scipy.sparse CSR pieces or a dense array, as loss_and_grad takes it
+    m: float
+    centred: bool
+    project: bool
+    z_target: float
+
+
 @njit(cache=True)
-def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_every, max_abs, traj, series, slot0):
-    """Euler steps start..stop-1 on E in place; records E and (l_eff, Z, C_0..C_{d-1})
-    before step i when i % record_every == 0. With ``project`` E is rescaled
-    about its mean after every step so that Z = z_target. Stops with RUNAWAY
-    once max |E| exceeds max_abs. Returns (status, step, slot)."""
+def _run_effective(E, flow, sched, span, rec):
+    """Euler steps ``span.start .. span.stop - 1`` on E in place (step
+    ``sched.dt``); records E into ``rec.traj`` and (l_eff, Z, C_0..C_{d-1})
+    into ``rec.energies`` before step i when i % sched.record_every == 0.
+    With ``flow.project`` E is rescaled about its mean after every step so
+    that Z = flow.z_target. Stops with RUNAWAY once max |E| exceeds
+    sched.max_abs. Returns (status, step, slot)."""
+    L = flow.L
+    m = flow.m
+    centred = flow.centred
+    project = flow.project
+    z_target = flow.z_target
+    dt = sched.dt
+    record_every = sched.record_every
+    max_abs = sched.max_abs
+    traj = rec.traj
+    series = rec.energies
     p, d = E.shape
     grad = np.empty_like(E)
-    slot = slot0
-    for i in range(start, stop):
+    slot = span.slot
+    for i in range(span.start, span.stop):
         l0, z = loss_and_grad(E, L, m, centred, grad)
         if not (np.isfinite(l0) and np.isfinite(z)) or z <= 0.0:
             return NONFINITE, i, slot
@@ -197,7 +223,7 @@ def _run_effective(E, L, m, centred, project, z_target, start, stop, dt, record_
         code = check_state(E, max_abs)
         if code != OK:
             return code, i + 1, slot
-    return OK, stop, slot
+    return OK, span.stop, slot
 
 
 def effective_loss(E: np.ndarray, system: EffectiveLoss | PairDataset, normalization: str = "centred") -> float:
@@ -324,9 +350,11 @@ def simulate_effective(
     slot = 0
     z0 = spread(E, normalization)
     report = progress_reporter(callback, steps)
+    flow = EffectiveFlow(loss.laplacian, m, centred, bool(project), z0)
+    sched = EulerSchedule(dt, record_every, 0.0, 0.0, steps, bound)
+    rec = Recording(traj, series)
     for start, stop in zip(bounds[:-1], bounds[1:]):
-        status, reached, slot = _run_effective(E, loss.laplacian, m, centred, project, z0, start, stop, dt,
-                                               record_every, bound, traj, series, slot)
+        status, reached, slot = _run_effective(E, flow, sched, Span(start, stop, slot), rec)
         if status != OK:
             raise stopped(status, int(reached), bound, None, "simulate_effective")
         report(stop)

@@ -14,6 +14,7 @@ from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .kernels import euler as _euler
 from .kernels import minimize as _minimize
+from .kernels.records import CellLaw, ExactLaw, Recording, Span
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
@@ -131,40 +132,67 @@ def compile_for(*calls) -> None:
 
 
 class Engine:
-    """Kernels, records and buffers of one system for a run: the exact path,
-    or the cell-list path when a repulsion cut-off is asked for."""
+    """The force law on one system for a run, and the one place that picks
+    its compiled code: exact sums or the cell-list cut-off (chosen here,
+    once) times the serial or the parallel kernel (chosen per call, see
+    :data:`particles.threads.kernel_choice`).
+
+    Attributes
+    ----------
+    law : ExactLaw or CellLaw
+        The record every kernel of this engine takes.
+    splittable : bool
+        Whether the parallel kernel has work to split.
+    key : tuple
+        What the kernel chooser keeps timings for.
+    """
 
     def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams | PairEnergy,
                  repulsion_tol: float | None):
+        prm = params.kernel_params()
+        kernels = params.kernels() if isinstance(params, PairEnergy) else BUILTIN_KERNELS
+        ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
         self.system = system
-        self.prm = params.kernel_params()
-        self.kernels = params.kernels() if isinstance(params, PairEnergy) else BUILTIN_KERNELS
-        self.ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
-        self.cells = None
         n_blocks = len(system.block_ptr) - 1
-        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, self.prm)
+        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, prm)
+        cells = None
         if repulsion_tol is not None and params.k_r > 0:
-            self.cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol),
-                                           n_blocks)
-            self.prm_align = self.prm._replace(k_a=0.0, k_r=0.0)
+            cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol), n_blocks)
             self.splittable = n_blocks > 1  # the cell path splits by blocks only
-        #: what the kernel chooser keeps timings for
-        self.key = (len(system.pairs), d, self.cells is not None, id(self.kernels))
+            self.law = CellLaw(system, prm, prm._replace(k_a=0.0, k_r=0.0), ws, cells)
+            self._forces = (_forces.forces_serial_cells, _forces.forces_parallel_cells)
+            self._loops = (_euler.run_euler_serial_cells, _euler.run_euler_parallel_cells)
+        else:
+            self.law = ExactLaw(system, prm, ws)
+            self._forces = (kernels.forces_serial, kernels.forces_parallel)
+            self._loops = (kernels.euler_serial, kernels.euler_parallel)
+        self.key = (len(system.pairs), d, cells is not None, id(kernels))
 
     def force_call(self, x: np.ndarray, force: np.ndarray, parallel: bool):
-        """The force kernel of this engine (serial or parallel) and its arguments."""
-        if self.cells is None:
-            kernel = self.kernels.forces_parallel if parallel else self.kernels.forces_serial
-            return kernel, (x, self.system, self.prm, self.ws, force)
-        kernel = _forces.forces_parallel_cells if parallel else _forces.forces_serial_cells
-        return kernel, (x, self.system, self.prm, self.prm_align, self.ws, self.cells, force)
+        """The force kernel (serial or parallel) and its arguments."""
+        return self._forces[bool(parallel)], (x, self.law, force)
+
+    def step_call(self, x: np.ndarray, sched: _euler.EulerSchedule, span: Span, rng: np.random.Generator,
+                  rec: Recording, parallel: bool):
+        """The Euler step loop (serial or parallel) and its arguments."""
+        return self._loops[bool(parallel)], (x, self.law, sched, span, rng, rec)
 
     def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
-        kernel, args = self.force_call(x, force, parallel)
-        if parallel:
-            with dynamic_schedule():
-                return kernel(*args)
-        return kernel(*args)
+        """U(x), with the forces into ``force``."""
+        return _call(*self.force_call(x, force, parallel), parallel)
+
+    def run_steps(self, x: np.ndarray, sched: _euler.EulerSchedule, span: Span, rng: np.random.Generator,
+                  rec: Recording, parallel: bool) -> tuple[int, int, int]:
+        """Euler steps of ``span`` in place on x: (status, step reached, next slot)."""
+        return _call(*self.step_call(x, sched, span, rng, rec, parallel), parallel)
+
+
+def _call(kernel, args: tuple, parallel: bool):
+    """``kernel(*args)``, with blocks handed to threads one at a time when parallel."""
+    if parallel:
+        with dynamic_schedule():
+            return kernel(*args)
+    return kernel(*args)
 
 
 def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *,

@@ -19,11 +19,12 @@ from .datasets import PairDataset, make_rng
 from .energy import check_inputs, Engine, check_repulsion_tol, compile_for, evaluate, pair_system
 from .kernels import euler, status
 from .kernels.forces import make_workspace
-from .kernels.minimize import minimize_serial
+from .kernels.minimize import Descent, minimize_serial
+from .kernels.records import ExactLaw, Recording, Span
 from .core.limits import MAX_STEPS
 from .pair_energy import PairEnergy
 from .params import ForceParams
-from .threads import dynamic_schedule, kernel_choice, usable_threads
+from .threads import kernel_choice, usable_threads
 from .trajectory import Trajectory
 from .core.version import package_version  # noqa: F401 (part of this module's API since 0.1)
 from .core.validation import check_int, check_nonnegative
@@ -174,24 +175,30 @@ def _segments(steps: int, engine: Engine, parallel: bool | None, callback: Calla
         start = stop
 
 
-def _step_call(engine: Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
-    """The engine's step loop (exact or cell list, serial or parallel) and its arguments."""
-    if engine.cells is None:
-        loop = engine.kernels.euler_parallel if use_parallel else engine.kernels.euler_serial
-        return loop, (x, engine.system, engine.prm, engine.ws, sched, start, stop, rng, traj, energies, slot)
-    loop = euler.run_euler_parallel_cells if use_parallel else euler.run_euler_serial_cells
-    return loop, (x, engine.system, engine.prm, engine.prm_align, engine.ws, engine.cells, sched, start, stop, rng,
-                  traj, energies, slot)
-
-
-def _run_steps(engine: Engine, use_parallel: bool, x, sched, start, stop, rng, traj, energies, slot):
-    """Steps start .. stop-1 with the engine's step loop (exact or cell
-    list, serial or parallel)."""
-    loop, args = _step_call(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
-    if use_parallel:
-        with dynamic_schedule():
-            return loop(*args)
-    return loop(*args)
+def _run_segments(x: np.ndarray, engine: Engine, sched: euler.EulerSchedule, rng: np.random.Generator,
+                  rec: Recording, record_steps: list[int], parallel: bool | None, callback: Callable | None) -> int:
+    """All steps of a run, segment by segment (:func:`_segments`), in place
+    on x; the next free record slot. A stopped run raises with the records
+    made so far."""
+    steps = sched.total
+    slot = 0
+    report = progress_reporter(callback, steps)
+    if parallel is None and engine.splittable and usable_threads() >= 2:  # the run may switch loops: compile both
+        compile_for(*(engine.step_call(x, sched, Span(0, steps, 0), rng, rec, kind) for kind in (False, True)))
+    for start, stop, use_parallel, timed in _segments(steps, engine, parallel, callback):
+        began = time.perf_counter()
+        try:
+            code, reached, slot = engine.run_steps(x, sched, Span(start, stop, slot), rng, rec, use_parallel)
+        except ZeroDivisionError:  # numba's complex division raises even under NumPy's error model
+            raise NonFiniteStateError(start, None, "simulate", ZERO_DIVISION.format(start=start, stop=stop)) from None
+        if timed:
+            kernel_choice.report(engine.key, use_parallel, time.perf_counter() - began, stop - start)
+        if code != status.OK:
+            partial = Trajectory(rec.traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
+                                 scalars={"energy": rec.energies[:slot]}) if slot else None
+            raise stopped(code, int(reached), sched.max_abs, partial, "simulate")
+        report(stop)
+    return slot
 
 
 def simulate(
@@ -274,57 +281,25 @@ def simulate(
     final_temperature = check_nonnegative(final_temperature, "final_temperature")
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
+    tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
     rng = make_rng(seed)
-
     n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
     check_record_memory(n_records, x.shape[0], x.shape[1])
-    traj = np.empty((n_records, x.shape[0], x.shape[1]))
-    energies = np.empty(n_records)
+    traj, energies = np.empty((n_records, x.shape[0], x.shape[1])), np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]
-    tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    system = pair_system(train)
-    engine = Engine(x.shape[1], system, params, tol)
+    engine = Engine(x.shape[1], pair_system(train), params, tol)
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
-
-    slot = 0
-    report = progress_reporter(callback, steps)
-    if parallel is None and engine.splittable and usable_threads() >= 2:  # the run may switch loops: compile both
-        compile_for(*(_step_call(engine, kind, x, sched, 0, steps, rng, traj, energies, slot) for kind in (False, True)))
-    for start, stop, use_parallel, timed in _segments(steps, engine, parallel, callback):
-        began = time.perf_counter()
-        try:
-            code, reached, slot = _run_steps(engine, use_parallel, x, sched, start, stop, rng, traj, energies, slot)
-        except ZeroDivisionError:  # numba's complex division raises even under NumPy's error model
-            raise NonFiniteStateError(start, None, "simulate", ZERO_DIVISION.format(start=start, stop=stop)) from None
-        if timed:
-            kernel_choice.report(engine.key, use_parallel, time.perf_counter() - began, stop - start)
-        if code != status.OK:
-            partial = Trajectory(traj[:slot], np.asarray(record_steps[:slot], dtype=np.int64),
-                                 scalars={"energy": energies[:slot]}) if slot else None
-            raise stopped(code, int(reached), bound, partial, "simulate")
-        report(stop)
+    slot = _run_segments(x, engine, sched, rng, Recording(traj, energies), record_steps, parallel, callback)
     final_energy, _ = evaluate(x, engine, False)
     if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
         raise NonFiniteStateError(steps, None, "simulate")
     traj[slot] = x
     energies[slot] = final_energy
-    info = {
-        "source": "particles.simulate",
-        "p": int(x.shape[0]),
-        "d": int(x.shape[1]),
-        "params": params.to_dict(),
-        "steps": steps,
-        "dt": dt,
-        "record_every": record_every,
-        "temperature": temperature,
-        "final_temperature": final_temperature,
-        "repulsion_tol": tol,
-        "seed": seed if isinstance(seed, (int, np.integer)) else None,
-        "dataset": train.name,
-        "train_indices": train.indices.tolist(),
-        "version": package_version(),
-    }
-    info.update(meta or {})
+    info = {"source": "particles.simulate", "p": int(x.shape[0]), "d": int(x.shape[1]), "params": params.to_dict(),
+            "steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
+            "final_temperature": final_temperature, "repulsion_tol": tol,
+            "seed": seed if isinstance(seed, (int, np.integer)) else None, "dataset": train.name,
+            "train_indices": train.indices.tolist(), "version": package_version(), **(meta or {})}
     return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies}, meta=info)
 
 
@@ -363,7 +338,8 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnerg
     ws = make_workspace(x.shape[1], system, 1)
     kernel = params.kernels().minimize if isinstance(params, PairEnergy) else minimize_serial
     try:
-        code, n, energy, fmax = kernel(x, system, params.kernel_params(), ws, max_steps, step, gtol, bound, force)
+        code, n, energy, fmax = kernel(x, ExactLaw(system, params.kernel_params(), ws),
+                                       Descent(max_steps, step, gtol, bound), force)
     except ZeroDivisionError:
         raise NonFiniteStateError(0, None, "minimize", ZERO_DIVISION.format(start=0, stop=max_steps)) from None
     if code in (status.NONFINITE, status.RUNAWAY):

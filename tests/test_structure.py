@@ -107,20 +107,10 @@ def test_every_command_is_an_entry_point_and_no_module_is_named_in_a_string():
                     f"{module_of(path)} names {node.value!r}"
 
 
-#: functions still longer than 100 lines (issue 39 is open on them); the list
-#: may only shrink: a new long function fails, and so does one listed here
-#: that has become short (take it off the list)
-STILL_LONG = {
-    "particles.simulate.simulate",
-    "fitting.ode.weighted.covariance_refit",
-}
-
-
 def test_no_function_longer_than_100_lines():
     long = set()
     for path in sources(*PACKAGES):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100:
                 long.add(f"{module_of(path)}.{node.name}")
-    assert long <= STILL_LONG, f"functions longer than 100 lines: {sorted(long - STILL_LONG)}"
-    assert long == STILL_LONG, f"no longer long, take them off STILL_LONG: {sorted(STILL_LONG - long)}"
+    assert not long, f"functions longer than 100 lines: {sorted(long)}"

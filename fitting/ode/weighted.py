@@ -327,27 +327,8 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         return coef, {**info, "status": f"library not differentiable at the data ({exc})"}
     if not all(np.all(np.isfinite(p.jac)) for p in pieces):
         return coef, {**info, "status": "library derivative not finite at the data"}
-    original, dropped, parts, more = coef, [], None, []
     eliminate = eliminate and int(support.sum()) <= ELIMINATE_MAX_TERMS
-    for _ in range(ELIMINATE_ROUNDS if eliminate else 0):  # again with the covariance at the reduced support
-        coef, more, parts = _eliminate(pieces, coef, sigma)
-        dropped += more
-        if not more or not coef.any():
-            break
-    if dropped:
-        support = coef != 0
-        if not support.any():
-            return original, {**info, "status": "empty support", "eliminated": dropped}
-    # the last round's rows at coef, when it removed nothing: the first GLS step needs exactly those
-    refit, out = _iterate(pieces, coef, support, sigma, info, first_parts=None if (not parts or more) else parts)
-    if dropped and out["status"] != "converged":
-        # the weighting did not settle or does not fit: neither is what it eliminated trusted, so the
-        # regressor's own terms are refitted and reported, as without the elimination
-        coef, support = original, original != 0
-        refit, out = _iterate(pieces, coef, support, sigma, info)
-        out = {**out, "elimination": f"discarded ({len(dropped)} terms; its refit ended '{out['status']}')"}
-    elif dropped:
-        out = {**out, "eliminated": dropped}
+    coef, refit, out = _refit_after_elimination(pieces, coef, sigma, info, ELIMINATE_ROUNDS if eliminate else 0)
     if out["status"] != "misfit" or mask is None:
         return refit, out
     scale = np.ones(coef.shape) if term_scale is None else term_scale
@@ -355,6 +336,35 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
     if grown is None:
         return refit, {**out, **grown_info}
     return grown, {**grown_info, "misfit_chi2_per_dof": out["chi2_per_dof"]}
+
+
+def _refit_after_elimination(pieces: list[_Run], coef: np.ndarray, sigma: np.ndarray, info: dict, rounds: int
+                             ) -> tuple[np.ndarray, np.ndarray, dict]:
+    """Up to ``rounds`` rounds of backward elimination (:func:`_eliminate`,
+    each with the covariance at the support left), then the iterated GLS
+    refit; an elimination whose refit does not converge is discarded and
+    the regressor's own terms refitted. Returns (the support's coefficients
+    before the refit, the refit, info)."""
+    original, dropped, parts, more = coef, [], None, []
+    for _ in range(rounds):  # again with the covariance at the reduced support
+        coef, more, parts = _eliminate(pieces, coef, sigma)
+        dropped += more
+        if not more or not coef.any():
+            break
+    support = coef != 0
+    if dropped and not support.any():
+        return original, original, {**info, "status": "empty support", "eliminated": dropped}
+    # the last round's rows at coef, when it removed nothing: the first GLS step needs exactly those
+    refit, out = _iterate(pieces, coef, support, sigma, info, first_parts=None if (not parts or more) else parts)
+    if dropped and out["status"] != "converged":
+        # the weighting did not settle or does not fit: neither is what it eliminated trusted, so the
+        # regressor's own terms are refitted and reported, as without the elimination
+        coef = original
+        refit, out = _iterate(pieces, coef, original != 0, sigma, info)
+        out = {**out, "elimination": f"discarded ({len(dropped)} terms; its refit ended '{out['status']}')"}
+    elif dropped:
+        out = {**out, "eliminated": dropped}
+    return coef, refit, out
 
 
 def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: np.ndarray, info: dict,

@@ -1,8 +1,13 @@
 """Overdamped Euler (Langevin) step loops, the whole loop in compiled code.
 
-``run_euler_serial`` and ``run_euler_parallel`` differ only in the force
-kernel (a loop that could call either would compile both, and the parallel
-kernel takes most of the compile time); they give bit-identical results.
+One loop body (:func:`_advance`: check, record, move, add noise) serves
+four entry points that differ only in the force kernel they call, serial or
+parallel, exact or cell list: Numba caches compiled code per function, so a
+loop taking its force kernel as an argument would be compiled again in every
+process (a dispatcher in the signature defeats the on-disk cache), and a loop
+that could call either kernel would compile both (the parallel kernel takes
+most of the compile time). They give bit-identical results. Each takes at
+most six arguments, the records of :mod:`particles.kernels.records`.
 """
 
 from __future__ import annotations
@@ -79,49 +84,55 @@ def _advance(x, force, energy, i, sched, rng, traj, energies, slot):
 
 
 @njit(cache=True)
-def run_euler_serial(x, system, prm, ws, sched, start, stop, rng, traj, energies, slot):
-    """Euler steps ``start .. stop-1`` in place on x, recording into traj and
-    energies from ``slot``. Returns (status, step reached, next slot)."""
+def run_euler_serial(x, law, sched, span, rng, rec):
+    """Euler steps ``span.start .. span.stop - 1`` in place on x under
+    ``law`` (an :class:`~particles.kernels.records.ExactLaw`), recording into
+    ``rec`` from ``span.slot``. Returns (status, step reached, next slot)."""
     force = np.empty_like(x)
-    for i in range(start, stop):
-        energy = forces_serial(x, system, prm, ws, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+    slot = span.slot
+    for i in range(span.start, span.stop):
+        energy = forces_serial(x, law, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
         if status != OK:
             return status, reached, slot
-    return OK, stop, slot
+    return OK, span.stop, slot
 
 
 @njit(cache=True)
-def run_euler_parallel(x, system, prm, ws, sched, start, stop, rng, traj, energies, slot):
+def run_euler_parallel(x, law, sched, span, rng, rec):
     """As :func:`run_euler_serial` with the parallel force kernel."""
     force = np.empty_like(x)
-    for i in range(start, stop):
-        energy = forces_parallel(x, system, prm, ws, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+    slot = span.slot
+    for i in range(span.start, span.stop):
+        energy = forces_parallel(x, law, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
         if status != OK:
             return status, reached, slot
-    return OK, stop, slot
+    return OK, span.stop, slot
 
 
 @njit(cache=True)
-def run_euler_serial_cells(x, system, prm, prm_align, ws, cells, sched, start, stop, rng, traj, energies, slot):
-    """As :func:`run_euler_serial` with the repulsion cut off (cell list)."""
+def run_euler_serial_cells(x, law, sched, span, rng, rec):
+    """As :func:`run_euler_serial` with the repulsion cut off (``law``: a
+    :class:`~particles.kernels.records.CellLaw`)."""
     force = np.empty_like(x)
-    for i in range(start, stop):
-        energy = forces_serial_cells(x, system, prm, prm_align, ws, cells, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+    slot = span.slot
+    for i in range(span.start, span.stop):
+        energy = forces_serial_cells(x, law, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
         if status != OK:
             return status, reached, slot
-    return OK, stop, slot
+    return OK, span.stop, slot
 
 
 @njit(cache=True)
-def run_euler_parallel_cells(x, system, prm, prm_align, ws, cells, sched, start, stop, rng, traj, energies, slot):
-    """As :func:`run_euler_parallel` with the repulsion cut off (cell list)."""
+def run_euler_parallel_cells(x, law, sched, span, rng, rec):
+    """As :func:`run_euler_parallel` with the repulsion cut off."""
     force = np.empty_like(x)
-    for i in range(start, stop):
-        energy = forces_parallel_cells(x, system, prm, prm_align, ws, cells, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, traj, energies, slot)
+    slot = span.slot
+    for i in range(span.start, span.stop):
+        energy = forces_parallel_cells(x, law, force)
+        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
         if status != OK:
             return status, reached, slot
-    return OK, stop, slot
+    return OK, span.stop, slot

@@ -186,8 +186,13 @@ def _finish(x, system, prm, ws, force):
 
 
 @njit(cache=True)
-def forces_serial(x, system, prm, ws, force):
-    """Particle forces into ``force`` (p, d); returns the energy U(x). One thread."""
+def forces_serial(x, law, force):
+    """Particle forces into ``force`` (p, d) under ``law`` (an
+    :class:`~particles.kernels.records.ExactLaw`); returns the energy U(x).
+    One thread."""
+    system = law.system
+    prm = law.prm
+    ws = law.ws
     pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
     for t in range(ws.block_energy.shape[0]):
         run_block(t, system, prm, ws, ws.scratch[0])
@@ -195,8 +200,16 @@ def forces_serial(x, system, prm, ws, force):
     return _finish(x, system, prm, ws, force)
 
 
+@njit(cache=True)
+def forces_parallel(x, law, force):
+    """As :func:`forces_serial`, with the blocks spread over threads (see
+    :func:`_forces_parallel`; Numba's parallel loops take the records' fields
+    as arguments, not the records)."""
+    return _forces_parallel(x, law.system, law.prm, law.ws, force)
+
+
 @njit(cache=True, parallel=True)
-def forces_parallel(x, system, prm, ws, force):
+def _forces_parallel(x, system, prm, ws, force):
     """As :func:`forces_serial`, with the blocks spread over threads, each
     thread using its own scratch; a one-block system with both forces on
     runs its clustering and its alignment on two threads instead
@@ -235,10 +248,15 @@ def _finish_cells(x, system, prm, ws, cells, force):
 
 
 @njit(cache=True)
-def forces_serial_cells(x, system, prm, prm_align, ws, cells, force):
+def forces_serial_cells(x, law, force):
     """As :func:`forces_serial` with the repulsion cut off at cells.r_cut
-    (d = 2; see :mod:`particles.kernels.cells`). ``prm_align`` is ``prm``
-    with k_a = k_r = 0 (the block pass then does the alignment only)."""
+    (d = 2; see :mod:`particles.kernels.cells`); ``law`` is a
+    :class:`~particles.kernels.records.CellLaw`."""
+    system = law.system
+    prm = law.prm
+    prm_align = law.prm_align
+    ws = law.ws
+    cells = law.cells
     pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
     build_cells(ws.S, cells)
     nb = ws.block_energy.shape[0]
@@ -249,9 +267,15 @@ def forces_serial_cells(x, system, prm, prm_align, ws, cells, force):
     return _finish_cells(x, system, prm, ws, cells, force)
 
 
-@njit(cache=True, parallel=True)
-def forces_parallel_cells(x, system, prm, prm_align, ws, cells, force):
+@njit(cache=True)
+def forces_parallel_cells(x, law, force):
     """As :func:`forces_serial_cells`, blocks spread over threads."""
+    return _forces_parallel_cells(x, law.system, law.prm, law.prm_align, law.ws, law.cells, force)
+
+
+@njit(cache=True, parallel=True)
+def _forces_parallel_cells(x, system, prm, prm_align, ws, cells, force):
+    """The parallel body of :func:`forces_parallel_cells`."""
     pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
     build_cells(ws.S, cells)
     nb = ws.block_energy.shape[0]

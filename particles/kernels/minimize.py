@@ -2,18 +2,32 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
 from .forces import forces_serial
 from .status import BUDGET_USED, NONFINITE, OK, RUNAWAY, check_state
 
-__all__ = ["minimize_serial"]
+__all__ = ["minimize_serial", "Descent"]
+
+
+class Descent(NamedTuple):
+    """Budget and tolerances of a descent: at most ``max_steps`` accepted
+    steps from step size ``step0``, until max |F| < ``gtol``; RUNAWAY once
+    max |x| exceeds ``max_abs``."""
+
+    max_steps: int
+    step0: float
+    gtol: float
+    max_abs: float
 
 
 @njit(cache=True)
-def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, max_abs, force):
-    """Descend U from x (in place) until max |F| < gtol.
+def minimize_serial(x, law, descent, force):
+    """Descend U from x (in place) under ``law`` (an
+    :class:`~particles.kernels.records.ExactLaw`) until max |F| < gtol.
 
     Every accepted step lowers U by at least half the linear prediction
     (Armijo). Returns (status, steps, energy, max |F|): OK when converged or
@@ -21,10 +35,11 @@ def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, max_abs, force):
     max_steps, NONFINITE on a NaN or infinite state, RUNAWAY once max |x|
     exceeds max_abs.
     """
+    max_steps, gtol, max_abs = descent.max_steps, descent.gtol, descent.max_abs
     trial = np.empty_like(x)
     ftrial = np.empty_like(x)
-    energy = forces_serial(x, system, prm, ws, force)
-    step = step0
+    energy = forces_serial(x, law, force)
+    step = descent.step0
     fmax = 0.0
     for it in range(max_steps):
         g2 = 0.0
@@ -43,7 +58,7 @@ def minimize_serial(x, system, prm, ws, max_steps, step0, gtol, max_abs, force):
             for a in range(x.shape[0]):
                 for k in range(x.shape[1]):
                     trial[a, k] = x[a, k] + step * force[a, k]
-            e_trial = forces_serial(trial, system, prm, ws, ftrial)
+            e_trial = forces_serial(trial, law, ftrial)
             if e_trial <= energy - 0.5 * step * g2:
                 accepted = True
                 break

@@ -13,6 +13,7 @@ from particles.kernels import BUDGET_USED, NONFINITE, OK, STATUS_NAMES
 from particles.kernels import alignment, clustering, euler, fastmath, forces, minimize, pair_sums
 from particles.kernels.record import KernelParams
 from particles.threads import dynamic_schedule
+from particles.kernels.records import ExactLaw, Recording, Span
 
 
 PARAMS = [
@@ -175,7 +176,8 @@ def test_step_loops_as_python_match_compiled():
         x = x0.copy()
         traj, energies = np.empty((3, 23, 2)), np.empty(3)
         with dynamic_schedule():
-            code, reached, slot = fn(x, system, prm, ws, sched, 0, 10, np.random.default_rng(2), traj, energies, 0)
+            code, reached, slot = fn(x, ExactLaw(system, prm, ws), sched, Span(0, 10, 0), np.random.default_rng(2),
+                                     Recording(traj, energies))
         assert code == OK and reached == 10 and slot == 2
         outs.append((x, traj[:2], energies[:2]))
     for other in outs[1:]:
@@ -187,8 +189,8 @@ def test_step_loop_reports_a_nonfinite_state_by_name():
     train, system, x0, prm, ws = _inputs(1, ForceParams(wd=1e100))
     x = x0.copy()
     traj, energies = np.empty((11, 5, 2)), np.empty(11)
-    code, reached, _ = euler.run_euler_serial(x, system, prm, ws, euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10, np.inf), 0, 10,
-                                              np.random.default_rng(0), traj, energies, 0)
+    code, reached, _ = euler.run_euler_serial(x, ExactLaw(system, prm, ws), euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10, np.inf),
+                                              Span(0, 10, 0), np.random.default_rng(0), Recording(traj, energies))
     assert code == NONFINITE and STATUS_NAMES[code] == "non-finite state" and reached < 10
 
 
@@ -197,11 +199,12 @@ def test_minimize_as_python_matches_compiled_and_names_its_status():
     results = []
     for fn in (minimize.minimize_serial, minimize.minimize_serial.py_func):
         x = x0.copy()
-        results.append((fn(x, system, prm, ws, 50, 1e-2, 1e-8, 1e6, np.empty_like(x)), x))
+        results.append((fn(x, ExactLaw(system, prm, ws), minimize.Descent(50, 1e-2, 1e-8, 1e6), np.empty_like(x)), x))
     (r1, x1), (r2, x2) = results
     assert r1[0] == r2[0] and r1[1] == r2[1]
     np.testing.assert_allclose(x1, x2, rtol=1e-9, atol=1e-12)
-    code = minimize.minimize_serial(x0.copy(), system, prm, ws, 2, 1e-2, 1e-14, 1e6, np.empty_like(x0))[0]
+    code = minimize.minimize_serial(x0.copy(), ExactLaw(system, prm, ws), minimize.Descent(2, 1e-2, 1e-14, 1e6),
+                                    np.empty_like(x0))[0]
     assert code == BUDGET_USED and STATUS_NAMES[BUDGET_USED] == "step budget used up"
 
 

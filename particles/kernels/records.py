@@ -1,0 +1,48 @@
+"""The typed records the compiled entry points take (Numba compiles a
+NamedTuple into a struct): the force law at a system, the span of steps a
+call runs and the buffers it records into. The parameters themselves are
+:class:`~particles.kernels.record.KernelParams`; a run's time step, noise and
+bounds its schedule (:class:`~particles.kernels.euler.EulerSchedule`)."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["ExactLaw", "CellLaw", "Span", "Recording"]
+
+
+class ExactLaw(NamedTuple):
+    """The force law on a system, every pair-pair interaction summed."""
+
+    system: Any  # forces.PairSystem
+    prm: Any  # record.KernelParams
+    ws: Any  # forces.Workspace
+
+
+class CellLaw(NamedTuple):
+    """The force law with the repulsion cut off on a cell list (d = 2);
+    ``prm_align`` is ``prm`` with k_a = k_r = 0 (the block pass then runs the
+    alignment only)."""
+
+    system: Any
+    prm: Any
+    prm_align: Any
+    ws: Any
+    cells: Any  # cells.CellList
+
+
+class Span(NamedTuple):
+    """Global steps ``start .. stop - 1``, recording from ``slot``."""
+
+    start: int
+    stop: int
+    slot: int
+
+
+class Recording(NamedTuple):
+    """Where a run records the states before due steps and their energies."""
+
+    traj: np.ndarray  # (R, p, d)
+    energies: np.ndarray  # (R,)
