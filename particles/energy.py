@@ -14,7 +14,7 @@ from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .kernels import euler as _euler
 from .kernels import minimize as _minimize
-from .kernels.records import CellLaw, ExactLaw, Recording, Span
+from .kernels.records import CellLaw, ExactLaw, Recording, Span, Threaded
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
@@ -49,8 +49,8 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
 
 
 #: the built-in law's compiled functions
-BUILTIN_KERNELS = Kernels(_forces.forces_serial, _forces.forces_parallel, _euler.run_euler_serial,
-                          _euler.run_euler_parallel, _minimize.minimize_serial)
+BUILTIN_KERNELS = Kernels(_forces.forces_serial, _forces.forces_parallel, _euler.run_euler, _euler.run_euler,
+                          _minimize.minimize_serial)
 
 
 def check_law(params) -> ForceParams | PairEnergy:
@@ -161,11 +161,12 @@ class Engine:
             self.splittable = n_blocks > 1  # the cell path splits by blocks only
             self.law = CellLaw(system, prm, prm._replace(k_a=0.0, k_r=0.0), ws, cells)
             self._forces = (_forces.forces_serial_cells, _forces.forces_parallel_cells)
-            self._loops = (_euler.run_euler_serial_cells, _euler.run_euler_parallel_cells)
         else:
             self.law = ExactLaw(system, prm, ws)
             self._forces = (kernels.forces_serial, kernels.forces_parallel)
-            self._loops = (kernels.euler_serial, kernels.euler_parallel)
+        self._loops = (kernels.euler_serial, kernels.euler_parallel)
+        # the built-in loop picks its kernel by the record's type; a custom law's loops have theirs built in
+        self._laws = (self.law, Threaded(self.law) if kernels is BUILTIN_KERNELS else self.law)
         self.key = (len(system.pairs), d, cells is not None, id(kernels))
 
     def force_call(self, x: np.ndarray, force: np.ndarray, parallel: bool):
@@ -175,7 +176,7 @@ class Engine:
     def step_call(self, x: np.ndarray, sched: _euler.EulerSchedule, span: Span, rng: np.random.Generator,
                   rec: Recording, parallel: bool):
         """The Euler step loop (serial or parallel) and its arguments."""
-        return self._loops[bool(parallel)], (x, self.law, sched, span, rng, rec)
+        return self._loops[bool(parallel)], (x, self._laws[bool(parallel)], sched, span, rng, rec)
 
     def forces(self, x: np.ndarray, force: np.ndarray, parallel: bool) -> float:
         """U(x), with the forces into ``force``."""

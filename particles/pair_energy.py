@@ -450,9 +450,10 @@ class PairEnergy(_Immutable):
                 slots[f"{prefix}_same"] = _slot(same, dsame)
                 slots[f"{prefix}_other"] = _slot(other, dother)
             memo: dict = {}
-            cached = Kernels(*(rebind(k, slots, memo) for k in (
-                forces.forces_serial, forces.forces_parallel, euler.run_euler_serial, euler.run_euler_parallel,
-                minimize.minimize_serial)))
+            serial, parallel = rebind(forces.forces_serial, slots, memo), rebind(forces.forces_parallel, slots, memo)
+            # the step loop with this law's force kernel in its law_forces slot, once per kernel
+            loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in (serial, parallel)]
+            cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo))
             _COMPILED[key] = cached
         object.__setattr__(self, "_kernels", cached)
         return cached

@@ -1,13 +1,13 @@
 """Overdamped Euler (Langevin) step loops, the whole loop in compiled code.
 
-One loop body (:func:`_advance`: check, record, move, add noise) serves
-four entry points that differ only in the force kernel they call, serial or
-parallel, exact or cell list: Numba caches compiled code per function, so a
-loop taking its force kernel as an argument would be compiled again in every
-process (a dispatcher in the signature defeats the on-disk cache), and a loop
-that could call either kernel would compile both (the parallel kernel takes
-most of the compile time). They give bit-identical results. Each takes at
-most six arguments, the records of :mod:`particles.kernels.records`.
+One loop, :func:`run_euler`, for every force kernel: the type of its law
+record selects the kernel at compile time (exact sums or the cell list;
+``Threaded`` for the parallel kernel; see
+:func:`~particles.kernels.forces.law_forces`), so each specialisation
+compiles, and caches on disk, only the kernel it calls. Serial and parallel
+give bit-identical results. A custom pair energy runs copies of the same
+loop with its own force kernels in the ``law_forces`` slot
+(:mod:`particles.kernels.rebind`).
 """
 
 from __future__ import annotations
@@ -17,11 +17,10 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .forces import forces_parallel, forces_parallel_cells, forces_serial, forces_serial_cells
+from .forces import law_forces
 from .status import NONFINITE, OK, check_state
 
-__all__ = ["EulerSchedule", "run_euler_serial", "run_euler_parallel", "run_euler_serial_cells",
-           "run_euler_parallel_cells"]
+__all__ = ["EulerSchedule", "run_euler"]
 
 
 class EulerSchedule(NamedTuple):
@@ -84,54 +83,15 @@ def _advance(x, force, energy, i, sched, rng, traj, energies, slot):
 
 
 @njit(cache=True)
-def run_euler_serial(x, law, sched, span, rng, rec):
+def run_euler(x, law, sched, span, rng, rec):
     """Euler steps ``span.start .. span.stop - 1`` in place on x under
-    ``law`` (an :class:`~particles.kernels.records.ExactLaw`), recording into
-    ``rec`` from ``span.slot``. Returns (status, step reached, next slot)."""
+    ``law`` (:func:`~particles.kernels.forces.law_forces`: exact or cell
+    list, serial or ``Threaded``), recording into ``rec`` from ``span.slot``.
+    Returns (status, step reached, next slot)."""
     force = np.empty_like(x)
     slot = span.slot
     for i in range(span.start, span.stop):
-        energy = forces_serial(x, law, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
-        if status != OK:
-            return status, reached, slot
-    return OK, span.stop, slot
-
-
-@njit(cache=True)
-def run_euler_parallel(x, law, sched, span, rng, rec):
-    """As :func:`run_euler_serial` with the parallel force kernel."""
-    force = np.empty_like(x)
-    slot = span.slot
-    for i in range(span.start, span.stop):
-        energy = forces_parallel(x, law, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
-        if status != OK:
-            return status, reached, slot
-    return OK, span.stop, slot
-
-
-@njit(cache=True)
-def run_euler_serial_cells(x, law, sched, span, rng, rec):
-    """As :func:`run_euler_serial` with the repulsion cut off (``law``: a
-    :class:`~particles.kernels.records.CellLaw`)."""
-    force = np.empty_like(x)
-    slot = span.slot
-    for i in range(span.start, span.stop):
-        energy = forces_serial_cells(x, law, force)
-        status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
-        if status != OK:
-            return status, reached, slot
-    return OK, span.stop, slot
-
-
-@njit(cache=True)
-def run_euler_parallel_cells(x, law, sched, span, rng, rec):
-    """As :func:`run_euler_parallel` with the repulsion cut off."""
-    force = np.empty_like(x)
-    slot = span.slot
-    for i in range(span.start, span.stop):
-        energy = forces_parallel_cells(x, law, force)
+        energy = law_forces(x, law, force)
         status, reached, slot = _advance(x, force, energy, i, sched, rng, rec.traj, rec.energies, slot)
         if status != OK:
             return status, reached, slot

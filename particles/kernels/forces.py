@@ -16,15 +16,17 @@ from typing import NamedTuple
 import numba
 import numpy as np
 from numba import njit, prange
+from numba.extending import overload
 
 from .alignment import alignment_block, alignment_forces
 from .cells import build_cells, cell_block, same_class_corrections, unsort_forces
 from .clustering import clustering_block
 from .fastmath import FAST
 from .pair_sums import pair_sums, scatter_to_particles, weight_decay_energy
+from .records import CellLaw, ExactLaw, Threaded
 
 __all__ = ["PairSystem", "Workspace", "make_system", "make_workspace", "blocks_for", "block_rows", "run_block",
-           "sum_blocks", "run_term", "splits_by_term", "combine_energies", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
+           "sum_blocks", "run_term", "splits_by_term", "combine_energies", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "law_forces", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
 
 #: blocks of rows from this many training pairs on (below: one block)
 MIN_BLOCKED_PAIRS = 256
@@ -288,3 +290,35 @@ def _forces_parallel_cells(x, system, prm, prm_align, ws, cells, force):
     for j in prange(stripes):
         sum_blocks(ws.F, ws.A, ws.B, j * n // stripes, (j + 1) * n // stripes)
     return _finish_cells(x, system, prm, ws, cells, force)
+
+
+def law_forces(x, law, force):
+    """The forces of ``law`` into ``force`` and U(x), by the record's type:
+    ExactLaw -> :func:`forces_serial`, CellLaw -> :func:`forces_serial_cells`,
+    ``Threaded(...)`` -> their parallel kernels. Compiled code selects the
+    kernel at compile time (an overload on the record's type); this Python
+    body is what the loops run as plain Python."""
+    if isinstance(law, Threaded):
+        inner = law.law
+        return (forces_parallel_cells if isinstance(inner, CellLaw) else forces_parallel)(x, inner, force)
+    return (forces_serial_cells if isinstance(law, CellLaw) else forces_serial)(x, law, force)
+
+
+def _record_class(typ):
+    return getattr(typ, "instance_class", None)
+
+
+@overload(law_forces, jit_options={"cache": True})
+def _law_forces_compiled(x, law, force):
+    outer = _record_class(law)
+    if outer is Threaded:
+        inner = _record_class(law.types[0])
+        if inner is CellLaw:
+            return lambda x, law, force: forces_parallel_cells(x, law.law, force)
+        if inner is ExactLaw:
+            return lambda x, law, force: forces_parallel(x, law.law, force)
+    if outer is CellLaw:
+        return lambda x, law, force: forces_serial_cells(x, law, force)
+    if outer is ExactLaw:
+        return lambda x, law, force: forces_serial(x, law, force)
+    raise TypeError(f"law_forces takes an ExactLaw, a CellLaw or a Threaded one, got {law}")

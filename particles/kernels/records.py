@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ExactLaw", "CellLaw", "Span", "Recording"]
+__all__ = ["ExactLaw", "CellLaw", "Threaded", "Span", "Recording"]
 
 
 class ExactLaw(NamedTuple):
@@ -31,6 +31,15 @@ class CellLaw(NamedTuple):
     prm_align: Any
     ws: Any
     cells: Any  # cells.CellList
+
+
+class Threaded(NamedTuple):
+    """``law`` (an ExactLaw or a CellLaw) with its blocks spread over
+    threads: the step loop compiled for this type calls the parallel force
+    kernel (the type, not a value, selects it, so each specialisation
+    compiles only the kernel it calls)."""
+
+    law: Any
 
 
 class Span(NamedTuple):

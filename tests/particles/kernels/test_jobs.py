@@ -13,7 +13,7 @@ from particles.kernels import BUDGET_USED, NONFINITE, OK, STATUS_NAMES
 from particles.kernels import alignment, clustering, euler, fastmath, forces, minimize, pair_sums
 from particles.kernels.record import KernelParams
 from particles.threads import dynamic_schedule
-from particles.kernels.records import ExactLaw, Recording, Span
+from particles.kernels.records import ExactLaw, Recording, Span, Threaded
 
 
 PARAMS = [
@@ -172,11 +172,12 @@ def test_step_loops_as_python_match_compiled():
     assert len(system.block_ptr) - 1 == forces.BLOCKS
     sched = euler.EulerSchedule(1e-2, 5, 0.1, 0.0, 10, 1e6)
     outs = []
-    for fn in (euler.run_euler_serial, euler.run_euler_serial.py_func, euler.run_euler_parallel):
+    law = ExactLaw(system, prm, ws)
+    for fn, record in ((euler.run_euler, law), (euler.run_euler.py_func, law), (euler.run_euler, Threaded(law))):
         x = x0.copy()
         traj, energies = np.empty((3, 23, 2)), np.empty(3)
         with dynamic_schedule():
-            code, reached, slot = fn(x, ExactLaw(system, prm, ws), sched, Span(0, 10, 0), np.random.default_rng(2),
+            code, reached, slot = fn(x, record, sched, Span(0, 10, 0), np.random.default_rng(2),
                                      Recording(traj, energies))
         assert code == OK and reached == 10 and slot == 2
         outs.append((x, traj[:2], energies[:2]))
@@ -189,7 +190,7 @@ def test_step_loop_reports_a_nonfinite_state_by_name():
     train, system, x0, prm, ws = _inputs(1, ForceParams(wd=1e100))
     x = x0.copy()
     traj, energies = np.empty((11, 5, 2)), np.empty(11)
-    code, reached, _ = euler.run_euler_serial(x, ExactLaw(system, prm, ws), euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10, np.inf),
+    code, reached, _ = euler.run_euler(x, ExactLaw(system, prm, ws), euler.EulerSchedule(1e300, 1, 0.0, 0.0, 10, np.inf),
                                               Span(0, 10, 0), np.random.default_rng(0), Recording(traj, energies))
     assert code == NONFINITE and STATUS_NAMES[code] == "non-finite state" and reached < 10
 
