@@ -87,12 +87,17 @@ API = {
     },
 }
 INTERNALS = {
+    "particles.core (the base every package builds on)": {
+        "particles.core": "", "particles.core.validation": None, "particles.core.io": None,
+        "particles.core.cli": None, "particles.core.progress": None, "particles.core.limits": None,
+    },
     "particles.kernels (compiled)": {
-        "particles.kernels": "", "particles.kernels.status": None,
-        "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
+        "particles.kernels": "", "particles.kernels.records": None, "particles.kernels.euler": None,
+        "particles.kernels.status": None, "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
     },
     "engine helpers": {
-        "particles.threads": None, "particles.core.validation": None, "fitting.backend.activations": None,
+        "particles.threads": None, "fitting.backend.loop": None, "fitting.backend.stacked": None,
+        "fitting.backend.activations": None,
     },
 }
 # sklearn's request-routing helpers are not ours to document

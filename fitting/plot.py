@@ -87,7 +87,7 @@ def _flowmap_rows(model: ODEModel, run: np.ndarray, times: np.ndarray):
     H = int(round(tau / dt)) if dt > 0 else 0
     if H < 1 or H >= len(run) or abs(H * dt - tau) > 1e-6 * abs(tau):
         return None
-    pred = model.predict_rows(model.library_.transform(run[:-H]), form)
+    pred = model.predict_rows(model.library_.features(run[:-H]), form)
     return times[H:], run[H:], pred, H, tau
 
 

@@ -10,11 +10,11 @@ import json
 import sys
 from pathlib import Path
 
-from .core.cli import key_lists, key_values, main
-from .core.progress import CompileNote, ProgressBar, add_quiet
+from .core.cli import key_lists, key_values, main, parse_value
+from .core.progress import QUIET_HELP, CompileNote, ProgressBar, add_quiet
 from .core.validation import check_output_folder, check_seeds
 
-__all__ = ["register_simulate", "register_sweep", "main"]
+__all__ = ["register_simulate", "register_sweep", "main", "parse_value", "QUIET_HELP"]
 
 
 # ---------------------------------------------------------------- simulate
@@ -154,7 +154,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
 
         print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
               "starts afresh)", file=sys.stderr)
-    check_seeds(args.seeds, "--seeds", count=True)  # refused before compiling
+    check_seeds(args.seeds, "--seeds", count=True, distinct=False)  # refused before compiling
     check_output_folder(out, "--out")
     # workers load the kernels from the cache this fills
     _compile_kernels(base, both=any(name in grid for name in ("p", "fraction")), quiet=args.quiet)

@@ -64,7 +64,8 @@ class PairDataset:
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {type(self.name).__name__}")
         if pairs.size and (pairs.min() < 0 or pairs.max() >= self.p):
-            raise ValueError(f"pairs must hold token indices in [0, {self.p}), got range [{pairs.min()}, {pairs.max()}]")
+            raise ValueError(f"pairs must hold token indices in [0, {self.p}) for p = {self.p}, got range "
+                             f"[{pairs.min()}, {pairs.max()}] (is p = {self.p} the number of tokens?)")
         indices = np.arange(len(pairs)) if self.indices is None else check_array(self.indices, "indices",
                                                                                      dtype="int", low=0)
         if indices.shape != (pairs.shape[0],):

@@ -18,7 +18,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .datasets import MAX_P, PairDataset, modular_addition
-from .core.limits import MAX_STEPS
+from .core.limits import MAX_STEPS, check_memory
 from .params import ForceParams
 from .trajectory import Trajectory
 from .core.validation import check_float, check_int, describe
@@ -107,6 +107,8 @@ class Preset:
         """``(x0, train, noise_rng)`` for ``seed``."""
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
+        # x0 is drawn here: refuse a p x d that cannot fit before drawing it (simulate checks the snapshots)
+        check_memory(8.0 * self.p * self.d, f"x0 of p x d = {self.p} x {self.d}", "lower d (or p)")
         split_ss, init_ss, noise_ss = np.random.SeedSequence(int(seed)).spawn(3)
         train, _ = self.dataset().split(self.fraction, np.random.default_rng(split_ss))
         x0 = self.init_scale * np.random.default_rng(init_ss).standard_normal((self.p, self.d))

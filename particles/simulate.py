@@ -8,7 +8,6 @@ is identical either way.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
@@ -21,7 +20,7 @@ from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import Descent, minimize_serial
 from .kernels.records import ExactLaw, Recording, Span
-from .core.limits import MAX_STEPS
+from .core.limits import MAX_STEPS, check_memory
 from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import kernel_choice, usable_threads
@@ -80,24 +79,12 @@ def growth_bound(x0: np.ndarray, max_growth: Any) -> float:
     return max_growth * max(1.0, float(np.max(np.abs(x0))))
 
 
-def physical_memory() -> int | None:
-    """Bytes of physical memory of this machine (None where unknown)."""
-    try:
-        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
-        return None
-
-
 def check_record_memory(n_records: int, p: int, d: int, extra_series: int = 1) -> None:
     """Refuse, before allocating, a run whose snapshots (n_records x p x d
     float64, plus ``extra_series`` per-record numbers) would not fit in
     this machine's memory; the message names ``steps`` and ``record_every``."""
-    need = 8 * n_records * (p * d + extra_series)
-    total = physical_memory()
-    if total is not None and need > total:
-        raise ValueError(f"steps / record_every = {n_records} snapshots of {p} x {d} would need "
-                         f"{need / 2**30:.3g} GiB, more than this machine's {total / 2**30:.3g} GiB; raise "
-                         "record_every or lower steps")
+    check_memory(8.0 * n_records * (p * d + extra_series), f"steps / record_every = {n_records} snapshots of {p} x {d}",
+                 "raise record_every or lower steps")
 
 
 def stopped(code: int, step: int, bound: float, trajectory: Trajectory | None, integrator: str) -> Exception:

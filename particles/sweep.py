@@ -364,7 +364,7 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     points = [{k: _plain(v) for k, v in point.items()} for point in grid_points(grid)]
     for point in points:  # validate every point before any work starts
         base.replace(**point)
-    seed_list = check_seeds(seeds, count=True)
+    seed_list = check_seeds(seeds, count=True, distinct=False)  # repeated seeds run again, as before
     shard = parse_shard(shard)
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
         raise ValueError(f"n_jobs must be a non-zero int (negative: joblib's count from all cores) or None, "

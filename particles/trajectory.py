@@ -32,10 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from .core.io import atomic_write
+from .core.io import atomic_write, atomic_write_text, remove_stale_temporaries  # the last two re-exported
 from .core.validation import check_bool, check_path
 
-__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION"]
+# atomic_write_text and remove_stale_temporaries live in particles.core.io; importing them from here still works
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write_text", "remove_stale_temporaries"]
 
 SCHEMA_VERSION = 1
 

@@ -28,7 +28,7 @@ from .compiling import compiled_or_plain
 from .configs import SurvivalMLPConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import survival_initial_parameters
-from .threads import threads_per_job, worker_sigint
+from .processes import run_parts
 from .trainer import TrainingDivergedError, SeriesRecorder
 from .stacked import survival_mlp_forward
 
@@ -37,29 +37,14 @@ __all__ = ["train_batched", "batched_checkpoint_path"]
 LAYERS = ("layer1", "layer2", "layer3")
 
 
-def _group_worker(threads: int, *args, **kwargs) -> list[Trajectory]:
-    torch.set_num_threads(threads)
-    worker_sigint(ignore=False)  # a Ctrl-C writes the group's files as interrupted (a grid part may have
-    # left this reused worker ignoring it)
-    return train_batched(*args, **kwargs)
-
-
 def _train_in_groups(config: SurvivalMLPConfig, seeds: list[int], out_dir, *, callback, compile: str,
                      checkpoint_every: int | None, resume: bool, n_jobs: int) -> list[Trajectory]:
-    from joblib import Parallel, delayed
-
-    groups = [list(g) for g in np.array_split(np.array(seeds), n_jobs)]
-    threads = threads_per_job(n_jobs)
-    jobs = (delayed(_group_worker)(threads, config, [int(s) for s in g], out_dir, compile=compile,
-                                   checkpoint_every=checkpoint_every, resume=resume) for g in groups)
-    out: list[Trajectory] = []
-    done = 0
-    for trajs in Parallel(n_jobs=n_jobs, backend="loky", return_as="generator")(jobs):
-        out.extend(trajs)
-        done += len(trajs)
-        if callback is not None:
-            callback(done * config.steps, len(seeds) * config.steps)
-    return out
+    """The seeds in ``n_jobs`` contiguous groups, each a stack of its own in
+    a worker process (:func:`fitting.backend.processes.run_parts`)."""
+    groups = [[int(s) for s in g] for g in np.array_split(np.array(seeds), n_jobs)]
+    jobs = [((config, group, out_dir), {"compile": compile, "checkpoint_every": checkpoint_every,
+                                        "resume": resume}) for group in groups]
+    return [traj for trajs in run_parts(train_batched, jobs, config.steps, callback=callback) for traj in trajs]
 
 
 def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike) -> Path:
@@ -156,6 +141,13 @@ def _per_run_losses(runs: StackedRuns, forward: Callable, d: int) -> Callable:
     return per_run
 
 
+def _final_snapshots(recorders: list, E: torch.Tensor, step: int) -> None:
+    """Every seed's embedding after the last step."""
+    final = E.detach().numpy().copy()
+    for b, rec in enumerate(recorders):
+        rec.snapshot(step, final[b], {})
+
+
 def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
                   callback: Callable[[int, int], None] | None = None, compile: str = "never",
                   checkpoint_every: int | None = None, resume: bool = False, n_jobs: int = 1) -> list[Trajectory]:
@@ -244,10 +236,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
                                                     "stopped_by": type(exc).__name__}).save(path)
 
     run_steps(start, cfg.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-              on_stop=on_stop)
-    final = E.detach().numpy().copy()
-    for b, rec in enumerate(recorders):
-        rec.snapshot(cfg.steps, final[b], {})
+              on_stop=on_stop, finish=lambda done: _final_snapshots(recorders, E, cfg.steps))
     trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
                     for rec, meta in zip(recorders, metas)]
     for traj, path in zip(trajectories, paths):

@@ -23,6 +23,21 @@ from .stacked import decoder_step, pair_incidence
 __all__ = ["train_cells"]
 
 
+def _adamw_step(update, tensors: dict, grads: list, step: int, dtype) -> None:
+    """AdamW step ``step + 1`` of every cell, in place: the decoder and the
+    embedding with their own rates and decays (``update``: the plain or the
+    compiled :func:`~fitting.backend.adamw.adamw_update`)."""
+    names = CellStack.NAMES
+    decoder = set(names[1:])
+    decays, step_sizes = {}, {}
+    for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
+                                    ("emb", ("embedding_lr", "embedding_weight_decay"))):
+        decays[group], step_sizes[group], bc2s = adamw_scalars(tensors[lr_key], tensors[wd_key], step + 1, dtype)
+    groups = ["dec" if k in decoder else "emb" for k in names]
+    update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
+           [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups], [step_sizes[g] for g in groups], bc2s)
+
+
 def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: list[int], identity: dict, *,
                  steps: int, threshold: float, stop_when: str, ckpt: Path | None, checkpoint_every: int | None,
                  resume: bool, callback: Callable[[int, int], None] | None, compile: str, tanh: str
@@ -58,7 +73,6 @@ def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: li
     additive = config.group != "permutation"
     dtype = DTYPES[config.dtype]
     names = CellStack.NAMES
-    decoder = set(names[1:])
 
     def save(step: int) -> None:
         checkpoint.save({"tensors": stack.tensors, "step": step, "elapsed": elapsed + time.perf_counter() - t0,
@@ -98,24 +112,19 @@ def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: li
         cell_steps[0] += len(idx)
         with torch.no_grad():
             embedding.requires_grad_(False)
-            decays, step_sizes = {}, {}
-            for group, (lr_key, wd_key) in (("dec", ("decoder_lr", "decoder_weight_decay")),
-                                            ("emb", ("embedding_lr", "embedding_weight_decay"))):
-                decays[group], step_sizes[group], bc2s = adamw_scalars(tensors[lr_key], tensors[wd_key],
-                                                                       step + 1, dtype)
-            groups = ["dec" if k in decoder else "emb" for k in names]
-            update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
-                   [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups],
-                   [step_sizes[g] for g in groups], bc2s)
+            _adamw_step(update, tensors, grads, step, dtype)
         steps_run[idx[~stop]] = step + 1
         if stop.any():
             stack.select(torch.as_tensor(~stop))
 
     t0 = time.perf_counter()
+    def finish(step: int) -> None:
+        if callback is not None and step < steps:
+            callback(steps, steps)  # every cell stopped early: the work is done
+
     step = run_steps(start, steps, one_step, save=save if ckpt is not None else None,
-                     checkpoint_every=checkpoint_every, callback=callback, running=lambda: len(stack) > 0)
-    if callback is not None and step < steps:
-        callback(steps, steps)  # every cell stopped early: the work is done
+                     checkpoint_every=checkpoint_every, callback=callback, running=lambda: len(stack) > 0,
+                     finish=finish)
     if ckpt is not None and checkpoint_every and "parts" in identity:
         save(step)  # a finished part keeps its result until the whole grid is written
     return {"steps_train": steps_train, "steps_val": steps_val, "steps_run": steps_run, "last": last,

@@ -4,8 +4,8 @@ happens when a run is interrupted.
 A trainer supplies one ``step(t, progress)`` function (one optimiser step
 with its recording; it sets ``progress.consistent = False`` before it starts
 changing the parameters) and the states to save; :func:`run_steps` does the
-rest the same way for the single-run, batched, grid and network-sweep
-trainers:
+rest the same way for the single-run, batched and grid trainers (the
+network sweep, which keeps no checkpoints, has a loop of its own):
 
 * a checkpoint every ``checkpoint_every`` steps (:class:`Checkpoint`: one
   file, written atomically, with the run's identity so that a checkpoint of
@@ -103,14 +103,15 @@ def run_steps(start: int, total: int, step: Callable[[int, Progress], None], *,
               save: Callable[[int], None] | None = None, checkpoint_every: int | None = None,
               callback: Callable[[int, int], None] | None = None,
               on_stop: Callable[[int, BaseException], None] | None = None,
-              running: Callable[[], bool] | None = None) -> int:
+              running: Callable[[], bool] | None = None, finish: Callable[[int], None] | None = None) -> int:
     """Run ``step(t, progress)`` for t = start .. total - 1 (while
-    ``running()``, when given) and return the steps done.
+    ``running()``, when given), then ``finish(done)`` (e.g. the final
+    snapshot), and return the steps done.
 
     ``save(done)`` writes a checkpoint: every ``checkpoint_every`` steps
-    (not after the last one) and, after an interruption between steps,
-    once more; ``on_stop(done, exc)`` runs first on an interruption, then
-    the exception goes on.
+    (not after the last one) and, after an interruption between steps or
+    in ``finish``, once more; ``on_stop(done, exc)`` runs first on an
+    interruption, then the exception goes on.
     """
     check_int(start, "start", 0)
     progress = Progress(start)
@@ -126,6 +127,8 @@ def run_steps(start: int, total: int, step: Callable[[int, Progress], None], *,
                 save(t)
             if callback is not None:
                 callback(t, total)
+        if finish is not None:
+            finish(progress.done)
     except BaseException as exc:
         if on_stop is not None:
             on_stop(progress.done, exc)

@@ -171,8 +171,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
                                         "stopped_by": type(exc).__name__}).save(out)
 
     run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-              on_stop=on_stop)
-    rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
+              on_stop=on_stop, finish=lambda done: rec.snapshot(config.steps, task.embedding(), task.probe_arrays()))
     traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps})
     if out is not None:
         traj.save(out)

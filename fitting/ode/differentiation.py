@@ -45,7 +45,7 @@ class Formulation:
 
     def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
         states, rates = self.derivative(x, t)
-        return library.transform(states), rates
+        return library.features(states), rates
 
     def derivative(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(states, dx/dt) of one run."""

@@ -136,7 +136,7 @@ class FlowMap(Formulation):
 
     def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
         H = self.horizon if self.horizon is not None else 1
-        return library.transform(x[:-H]), x[H:]
+        return library.features(x[:-H]), x[H:]
 
     @property
     def lag(self) -> float:

@@ -70,6 +70,14 @@ class Library:
         """Features (n, F) of states X (n, K), checked real and finite."""
         return self._transform(_check_X(X))
 
+    def features(self, X: np.ndarray) -> np.ndarray:
+        """Features (n, F) of states X (n, K) the caller has checked (the
+        estimators' inner loops: regression rows, Jacobians, every step of a
+        simulation), without :meth:`transform`'s checks; a state that has
+        grown past what the checks allow is then the simulation's to judge
+        (a blow-up), not an argument error."""
+        return self._transform(X)
+
     def _transform(self, X: np.ndarray) -> np.ndarray:
         """Features of states the caller has checked (the estimators' inner
         loops); a user library that only defines ``transform`` is called

@@ -377,7 +377,7 @@ class ODEModel(BaseEstimator):
 
     # ---------------------------------------------------------- predict
     def _rhs(self, X: np.ndarray) -> np.ndarray:
-        return self.library_.transform(X) @ self.coef_.T
+        return self.library_.features(X) @ self.coef_.T
 
     def predict(self, x: Any) -> np.ndarray | list[np.ndarray]:
         """dx/dt at the given states: (n, K) -> (n, K); a list gives a list."""

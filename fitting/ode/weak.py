@@ -213,7 +213,7 @@ class WeakForm(Formulation):
 
     def rows(self, x: np.ndarray, t: np.ndarray, library: Library) -> tuple[np.ndarray, np.ndarray]:
         starts, L, P, dP = self.window_weights(x, t)
-        return windowed(library.transform(x), starts, P), -windowed(x, starts, dP)
+        return windowed(library.features(x), starts, P), -windowed(x, starts, dP)
 
 
 def windowed(f: np.ndarray, starts: np.ndarray, weights: np.ndarray) -> np.ndarray:

@@ -131,7 +131,7 @@ def _jacobians(library: Library, x: np.ndarray) -> list[np.ndarray]:
         up, down = x.copy(), x.copy()
         up[:, j] += h
         down[:, j] -= h
-        out.append((library.transform(up) - library.transform(down)) / (2 * h))
+        out.append((library.features(up) - library.features(down)) / (2 * h))
     return out
 
 
@@ -142,7 +142,7 @@ class _Run:
         from .weak import windowed
 
         self.starts, self.L, self.P, self.dP = formulation.window_weights(x, t)  # (n_windows, L): phi, phi'
-        self.G = windowed(library.transform(x), self.starts, self.P)  # (n_windows, F)
+        self.G = windowed(library.features(x), self.starts, self.P)  # (n_windows, F)
         self.b = -windowed(x, self.starts, self.dP)  # (n_windows, K)
         self.jac = np.stack(_jacobians(library, x))  # (K, T, F): d Theta / d x_j
 

@@ -107,10 +107,11 @@ def check_float(value: Any, name: str, low: float | None = None, high: float | N
     return v
 
 
-def check_seeds(value: Any, name: str = "seeds", *, count: bool = False) -> list[int]:
-    """``value`` as a non-empty list of distinct ints >= 0; with ``count``
-    an int n >= 1 also stands for the seeds 0 .. n - 1."""
-    what = "a non-empty list of distinct ints >= 0" + (" or a count >= 1" if count else "")
+def check_seeds(value: Any, name: str = "seeds", *, count: bool = False, distinct: bool = True) -> list[int]:
+    """``value`` as a non-empty list of ints >= 0 (distinct, unless
+    ``distinct=False``); with ``count`` an int n >= 1 also stands for the
+    seeds 0 .. n - 1."""
+    what = f"a non-empty list of {'distinct ' if distinct else ''}ints >= 0" + (" or a count >= 1" if count else "")
     if count and isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
         if value < 1:
             raise ValueError(f"{name} must be {what}, got {value!r}")
@@ -120,7 +121,7 @@ def check_seeds(value: Any, name: str = "seeds", *, count: bool = False) -> list
     seeds = [check_int(s, name, 0) for s in value]
     if not seeds:
         raise ValueError(f"{name} must be {what}, got an empty one")
-    if len(set(seeds)) != len(seeds):
+    if distinct and len(set(seeds)) != len(seeds):
         raise ValueError(f"{name} must be {what}: {sorted(s for s in set(seeds) if seeds.count(s) > 1)} repeat")
     return seeds
 

@@ -51,7 +51,8 @@ class Span(NamedTuple):
 
 
 class Recording(NamedTuple):
-    """Where a run records the states before due steps and their energies."""
+    """Where a run records the states before due steps and the numbers that
+    go with them (the energy, or a row of series for the effective flow)."""
 
     traj: np.ndarray  # (R, p, d)
-    energies: np.ndarray  # (R,)
+    energies: np.ndarray  # (R,), or (R, k) for k series
