@@ -106,8 +106,7 @@ class BootstrapEnsemble(BaseEstimator):
             unweighted.weighting = "none"
             est.set_params(derivative=unweighted)
             library, regressor, formulation = est.resolved_params()
-        est.fit(x, t)
-        Theta, Y, runs, owner, formulation, _ = est.regression_rows(x, t, est.window, library, formulation)
+        Theta, Y, _, owner, formulation, _ = est.fit_with_rows(x, t)  # the rows the fit solved, built once
         n_runs = len(np.unique(owner))
         mode = self.resample if self.resample != "auto" else ("runs" if n_runs >= 20 else "rows")
         if mode == "runs" and n_runs < 2:

@@ -15,16 +15,15 @@ multiplies the predicted derivatives by c, whatever c.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.metrics import r2_score
 from sklearn.utils.validation import check_is_fitted
 
-from particles.core.validation import check_array, check_choice, check_float, describe
+from particles.core.validation import check_array, check_bool, check_choice, check_float, check_int, describe
 
-from particles.core.validation import check_bool, check_float, check_int
 from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, fit_flow_map, map_to_generator
@@ -41,7 +40,7 @@ from .weak import WeakForm
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .weighted import covariance_refit, noise_level
 
-__all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "DERIVATIVE_METHODS", "as_formulation", "from_trajectory"]
+__all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "RegressionRows", "DERIVATIVE_METHODS", "as_formulation", "from_trajectory"]
 
 
 
@@ -81,6 +80,19 @@ def as_formulation(derivative: Formulation | str) -> Formulation:
 
 #: the R^2 averages score and trajectory_score accept (one number over the equations)
 MULTIOUTPUT = ("uniform_average", "variance_weighted")
+
+
+class RegressionRows(NamedTuple):
+    """The regression rows of a fit: Theta (n, F) and Y (n, K), the runs,
+    the run index of each row, the formulation bound to the data, and the
+    (samples, times) of each run inside the window."""
+
+    Theta: np.ndarray
+    Y: np.ndarray
+    runs: list
+    owner: np.ndarray
+    formulation: Any
+    samples: list
 
 
 class ODEModel(BaseEstimator):
@@ -239,7 +251,7 @@ class ODEModel(BaseEstimator):
         Theta = np.vstack([p[1] for p in pieces])
         Y = np.vstack([p[2] for p in pieces])
         owner = np.concatenate([np.full(len(p[1]), p[0]) for p in pieces])
-        return Theta, Y, runs, owner, formulation, [(k[1], k[2]) for k in kept]
+        return RegressionRows(Theta, Y, runs, owner, formulation, [(k[1], k[2]) for k in kept])
 
     def solve_rows(self, Theta: np.ndarray, Y: np.ndarray, library: Library, regressor: Regressor,
                    formulation: Formulation) -> tuple[np.ndarray, np.ndarray, dict]:
@@ -298,6 +310,13 @@ class ODEModel(BaseEstimator):
             When the states satisfy a linear relation that makes the
             library's columns dependent.
         """
+        self.fit_with_rows(x, t, names=names)
+        return self
+
+    def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> "RegressionRows":
+        """:meth:`fit`, returning the regression rows it built and solved
+        (:class:`RegressionRows`), for callers that resample them
+        (:class:`~fitting.ode.BootstrapEnsemble`) without building them again."""
         library, regressor, formulation = self.resolved_params()
         x, t, default_names = from_trajectory(x, t)
         runs = as_runs(x)
@@ -306,13 +325,14 @@ class ODEModel(BaseEstimator):
             delattr(self, attr)
         size = sum(len(r) for r in runs) * runs[0].shape[1] * library.n_features(runs[0].shape[1])
         with blas_threads_for(size):
-            self._fit(x, t, variables, library, regressor, formulation)
+            rows = self._fit(x, t, variables, library, regressor, formulation)
         self._warn_quality(getattr(self, "fit_info_", {}))
-        return self
+        return rows
 
-    def _fit(self, x, t, variables, library, regressor, formulation) -> None:
-        """The body of :meth:`fit` on checked parameters."""
-        Theta, Y, runs, _, formulation, samples = self.regression_rows(x, t, self.window, library, formulation)
+    def _fit(self, x, t, variables, library, regressor, formulation) -> RegressionRows:
+        """The body of :meth:`fit` on checked parameters; the rows it solved."""
+        rows = self.regression_rows(x, t, self.window, library, formulation)
+        Theta, Y, runs, _, formulation, samples = rows
         K = Y.shape[1]
         mask = self._mask(K, library)
         n_params = int(mask.sum(axis=1).max())
@@ -358,6 +378,7 @@ class ODEModel(BaseEstimator):
         self.scale_ = float(max(max(np.max(np.abs(r)) for r in runs), 1e-300))
         self.variables_ = variables
         self.t_fit_end_ = float(max(s[1][-1] for s in samples))
+        return rows
 
     def _warn_quality(self, info: dict) -> None:
         """One :class:`FitQualityWarning` per sign that the fit may be wrong."""
@@ -784,9 +805,15 @@ class LotkaVolterra(ODEModel):
             raise ValueError(f"form must be 'general' or 'classic', got {self.form!r}")
         return super().resolved_params()
 
+    def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> RegressionRows:
+        rows = super().fit_with_rows(x, t, names=names)
+        self.form_ = getattr(self, "form_", self.form)
+        return rows
+
+    fit_with_rows.__doc__ = ODEModel.fit_with_rows.__doc__
+
     def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> "LotkaVolterra":
         super().fit(x, t, names=names)
-        self.form_ = getattr(self, "form_", self.form)
         return self
 
     fit.__doc__ = ODEModel.fit.__doc__
