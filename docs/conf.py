@@ -89,7 +89,7 @@ API = {
 INTERNALS = {
     "particles.core (the base every package builds on)": {
         "particles.core": "", "particles.core.validation": None, "particles.core.io": None,
-        "particles.core.cli": None, "particles.core.progress": None, "particles.core.limits": None,
+        "particles.core.cli": None, "particles.core.limits": None,
     },
     "particles.kernels (compiled)": {
         "particles.kernels": "", "particles.kernels.records": None, "particles.kernels.euler": None,

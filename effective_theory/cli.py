@@ -10,7 +10,7 @@ import argparse
 import json
 from pathlib import Path
 
-from particles.core.progress import add_quiet
+from particles.core.cli import add_quiet
 from particles.core.io import atomic_write_text
 from particles.core.validation import check_output_folder
 
@@ -33,7 +33,7 @@ def _bar(args: argparse.Namespace, what: str):
     """A progress bar on stderr, or None with --quiet."""
     if args.quiet:
         return None
-    from particles.core.progress import ProgressBar
+    from particles.core.cli import ProgressBar
 
     return ProgressBar(f"theory {args.theory_command}: {what}")
 

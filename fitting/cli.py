@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from particles.core.progress import add_quiet
+from particles.core.cli import add_quiet
 from particles.core.validation import check_output_folder
 
 __all__ = ["register_fit", "register_demo"]
@@ -146,7 +146,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from particles.core.progress import ProgressBar
+    from particles.core.cli import ProgressBar
 
     bars: dict[str, ProgressBar] = {}
 
@@ -163,7 +163,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     except DemoError as exc:
         print(f"embdyn demo: {exc}", file=sys.stderr)
         return 2
-    from particles.core.progress import CompileNote
+    from particles.core.cli import CompileNote
 
     with CompileNote("embdyn demo: ", quiet=args.quiet):
         compile_kernels()

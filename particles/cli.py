@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from .core.cli import key_lists, key_values, main, parse_value
-from .core.progress import QUIET_HELP, CompileNote, ProgressBar, add_quiet
+from .core.cli import QUIET_HELP, CompileNote, ProgressBar, add_quiet
 from .core.validation import check_output_folder, check_seeds
 
 __all__ = ["register_simulate", "register_sweep", "main", "parse_value", "QUIET_HELP"]

@@ -61,7 +61,7 @@ def _options(parser, path=("embdyn",)):
 
 def test_every_option_has_help_and_quiet_has_one_meaning():
     from particles.core.cli import build_parser
-    from particles.core.progress import QUIET_HELP
+    from particles.core.cli import QUIET_HELP
 
     options = list(_options(build_parser()))
     missing = [f"{path} {action.option_strings or action.dest}" for path, action in options if not action.help]

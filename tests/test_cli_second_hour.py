@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from particles.cli import main
-from particles.core.progress import CompileNote
+from particles.core.cli import CompileNote
 
 
 DATA = Path(__file__).resolve().parents[1] / "fitting" / "data" / "survival_mlp_seed0.npz"

@@ -114,3 +114,16 @@ def test_no_function_longer_than_100_lines():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 100:
                 long.add(f"{module_of(path)}.{node.name}")
     assert not long, f"functions longer than 100 lines: {sorted(long)}"
+
+
+def test_library_code_prints_nothing():
+    """Only the command modules (``cli.py``) print; the library reports
+    through return values, warnings and ``callback`` arguments."""
+    printing = []
+    for path in sources(*PACKAGES):
+        if path.name == "cli.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                printing.append(f"{module_of(path)}:{node.lineno}")
+    assert not printing, "print() outside the command modules: " + ", ".join(printing)

@@ -6,7 +6,7 @@ import argparse
 import math
 import sys
 
-from particles.core.progress import add_quiet
+from particles.core.cli import add_quiet
 from particles.core.validation import check_output_folder
 
 __all__ = ["register_train", "register_toy_phases", "register_compare_network"]
@@ -24,7 +24,7 @@ def _seeds_of(args: argparse.Namespace) -> list[int]:
 
 def _cmd_train(args: argparse.Namespace) -> int:
     from particles.core.cli import key_values
-    from particles.core.progress import ProgressBar
+    from particles.core.cli import ProgressBar
 
     from . import INSTALL_HINT, config_for, torch_available
 
@@ -97,7 +97,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cmd_toy_phases(args: argparse.Namespace) -> int:
-    from particles.core.progress import ProgressBar
+    from particles.core.cli import ProgressBar
 
     from . import INSTALL_HINT, torch_available
     from .configs import toy_phase_setting
@@ -172,7 +172,7 @@ def _float_list(text: str) -> list[float]:
 
 
 def _cmd_compare_network(args: argparse.Namespace) -> int:
-    from particles.core.progress import ProgressBar
+    from particles.core.cli import ProgressBar
 
     from . import INSTALL_HINT, torch_available
 

@@ -7,11 +7,10 @@
 ``validation``      every argument check (ints, floats, ranges, arrays,
                     choices, paths, output folders) and its message wording
 ``io``              atomic file writes (a file is old or complete, never half)
-``cli``             the ``embdyn`` root parser, its one error boundary and the
-                    ``NAME=VALUE`` option parsing; subcommands come from the
-                    ``embdyn.commands`` entry points
-``progress``        ``--quiet``, the progress bar (a library callback), the
-                    compile note
+``cli``             the ``embdyn`` root parser, its one error boundary, the
+                    ``NAME=VALUE`` option parsing and what commands show on
+                    stderr (``--quiet``, the progress bar, the compile note);
+                    subcommands come from the ``embdyn.commands`` entry points
 ``lazy``            lazy package attributes (``import fitting`` stays cheap)
 ``version``         the installed version
 ``limits``          distribution-wide limits (``MAX_STEPS``)
