@@ -156,14 +156,12 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         bar = bars.setdefault(stage, ProgressBar(f"demo: {stage}"))
         bar(done, total)
 
-    from .demo import DemoError, check_out, compile_kernels, run_demo
-
-    try:  # a bad --out is a bad input: one line, exit 2, before compiling
-        check_out(Path(args.out))
-    except DemoError as exc:
-        print(f"embdyn demo: {exc}", file=sys.stderr)
-        return 2
     from particles.core.cli import CompileNote
+    from particles.core.validation import check_output_folder
+
+    from .demo import DemoError, compile_kernels, run_demo
+
+    check_output_folder(Path(args.out), "--out")  # a bad --out: one line, exit 2, before compiling
 
     with CompileNote("embdyn demo: ", quiet=args.quiet):
         compile_kernels()

@@ -86,6 +86,18 @@ def _fast_exp_compiled(x):
 def _check_callable(name: str, fn: Any) -> Any:
     if fn is not None and not callable(fn):
         raise TypeError(f"{name} must be a function (q, params) -> float or None, got {type(fn).__name__}")
+    if fn is not None:
+        import inspect
+
+        try:
+            signature = inspect.signature(getattr(fn, "py_func", fn))
+        except (TypeError, ValueError):  # no signature to read (a builtin): the compiler judges it
+            return fn
+        try:
+            signature.bind(0.0, ())
+        except TypeError:
+            raise TypeError(f"{name} must be a function (q, params) -> float taking two arguments, got one with "
+                            f"signature {signature}") from None
     return fn
 
 
