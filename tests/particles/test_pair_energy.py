@@ -332,3 +332,12 @@ def test_compiled_matches_numpy_path_with_cosine_terms(p, d, seed, k, s, both):
     e, f = energy_and_forces(x, train, law)
     assert _rel(f, forces_reference(x, train.pairs, train.labels, law)) <= 1e-11
     assert abs(e - energy_reference(x, train.pairs, train.labels, law)) <= 1e-11 * max(1.0, abs(e))
+
+
+def test_a_force_law_function_must_take_q_and_params():
+    # a one-argument function failed inside numba's compiler at the first run; now it is refused by name
+    with pytest.raises(TypeError, match="same must be a function \\(q, params\\)"):
+        PairTerm(same=lambda q: q)
+    with pytest.raises(TypeError, match="other must be a function \\(q, params\\)"):
+        PairTerm(same=lambda q, prm: q, other=lambda q, prm, extra: q)
+    assert PairTerm(same=lambda q, prm=(): q).same is not None
