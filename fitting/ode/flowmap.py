@@ -149,20 +149,32 @@ def fit_flow_map(Theta: np.ndarray, Y: np.ndarray, shrinkage: float = 0.0) -> np
     Y = x(t + tau) (n, K): the increment Y - x(t) regressed on Theta's
     columns scaled to unit RMS, ridge penalty ``shrinkage`` times n
     (``inf``: the identity map)."""
+    return flow_maps(Theta, Y, (shrinkage,))[0]
+
+
+def flow_maps(Theta: np.ndarray, Y: np.ndarray, shrinkages) -> list[np.ndarray]:
+    """:func:`fit_flow_map` at each of ``shrinkages``, the products that do
+    not depend on the shrinkage formed once."""
     K = Y.shape[1]
-    W = np.zeros((K + 1, K))
-    if np.isfinite(shrinkage):
-        increment = Y - Theta[:, 1:]
+    increment = Y - Theta[:, 1:]
+    ridge = None
+    maps = []
+    for shrinkage in shrinkages:
+        W = np.zeros((K + 1, K))
         if shrinkage == 0:
             W = np.linalg.lstsq(Theta, increment, rcond=None)[0]
-        else:
-            scale = np.sqrt(np.mean(Theta**2, axis=0))
-            scale[scale == 0] = 1.0
-            Z = Theta / scale
-            W = np.linalg.solve(Z.T @ Z + shrinkage * len(Z) * np.eye(K + 1), Z.T @ increment) / scale[:, None]
-    C = W.T.copy()
-    C[:, 1:] += np.eye(K)
-    return C
+        elif np.isfinite(shrinkage):
+            if ridge is None:
+                scale = np.sqrt(np.mean(Theta**2, axis=0))
+                scale[scale == 0] = 1.0
+                Z = Theta / scale
+                ridge = (scale, Z.T @ Z, Z.T @ increment, len(Z))
+            scale, ZZ, Zi, n = ridge
+            W = np.linalg.solve(ZZ + shrinkage * n * np.eye(K + 1), Zi) / scale[:, None]
+        C = W.T.copy()
+        C[:, 1:] += np.eye(K)
+        maps.append(C)
+    return maps
 
 
 def choose_shrinkage(runs: list[np.ndarray], horizon: int) -> tuple[float, dict]:
@@ -185,8 +197,8 @@ def choose_shrinkage(runs: list[np.ndarray], horizon: int) -> tuple[float, dict]
         return 0.0, {}
     norm = np.sqrt(sum(float(np.sum(obs**2)) for obs in tests))
     errors = {}
-    for value in SHRINKAGE_GRID + (float("inf"),):
-        C = fit_flow_map(Theta, Y, value)
+    values = SHRINKAGE_GRID + (float("inf"),)
+    for value, C in zip(values, flow_maps(Theta, Y, values)):
         total = 0.0
         with np.errstate(all="ignore"):
             for obs in tests:
