@@ -17,6 +17,7 @@ Public API::
     FiniteDifference, SavitzkyGolay, WeakForm, FlowMap   formulations
     survival_ode_analysis, ODEAnalysis                   the reference analysis
     example_trajectory                                   a shipped survival-MLP run
+    ForceLawFit                                          which force law explains training (docs/force_fit.md)
 
 The torch backend (docs/training.md) lives in ``fitting.backend``: its configurations
 import without torch, training needs ``pip install '.[torch]'`` (in the repository root).
@@ -33,6 +34,7 @@ _EXPORTS = {
     'DERIVATIVES': ('.derivatives', 'DERIVATIVES'),
     'differentiate': ('.derivatives', 'differentiate'),
     'example_trajectory': ('.examples', 'example_trajectory'),
+    'ForceLawFit': ('.force_law', 'ForceLawFit'),
     'OLS': ('.ode', 'OLS'),
     'REGRESSORS': ('.ode', 'REGRESSORS'),
     'STLSQ': ('.ode', 'STLSQ'),
@@ -74,6 +76,7 @@ __all__ = [
     "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",
     "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",
     "survival_ode_analysis", "survival_rate", "survival_table", "surviving_frequencies", "trajectory_signals",
+    "ForceLawFit",
 ]
 
 

@@ -7,6 +7,7 @@ Public API::
     modular_addition, addition, PairDataset          datasets and splits
     ForceParams, energy, forces, energy_and_forces   the model
     PairEnergy, PairTerm, fast_exp                   your own force law (compiled)
+    force_terms, unit_term_forces, term_names        a law split into its terms (docs/force_fit.md)
     simulate, minimize, warmup                       integrators
     Trajectory                                       the shared file format
     circularity, best_circularity, pair_sum_accuracy,
@@ -51,6 +52,9 @@ _EXPORTS = {
     'constraint_matrix': ('.parallelograms', 'constraint_matrix'),
     'label_constraints': ('.parallelograms', 'label_constraints'),
     'parallelograms': ('.parallelograms', 'parallelograms'),
+    'force_terms': ('.force_terms', 'force_terms'),
+    'unit_term_forces': ('.force_terms', 'unit_term_forces'),
+    'term_names': ('.force_terms', 'term_names'),
     'PairEnergy': ('.pair_energy', 'PairEnergy'),
     'PairTerm': ('.pair_energy', 'PairTerm'),
     'cosine_alignment': ('.pair_energy', 'cosine_alignment'),
@@ -89,6 +93,7 @@ __all__ = [
     "NORMALIZATIONS", "EffectiveLoss", "centroid_sum", "effective_loss", "effective_loss_gradient",
     "effective_loss_reference", "simulate_effective", "spread", "constraint_matrix", "label_constraints",
     "parallelograms", "PairEnergy", "PairTerm", "fast_exp", "gaussian_clustering", "cosine_alignment",
+    "force_terms", "unit_term_forces", "term_names",
 ]
 
 __version__ = "0.1.0"

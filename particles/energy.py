@@ -14,6 +14,7 @@ from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .kernels import euler as _euler
 from .kernels import minimize as _minimize
+from .kernels import terms as _terms
 from .kernels.records import CellLaw, ExactLaw, Recording, Span, Threaded
 from .pair_energy import Kernels, PairEnergy
 from .params import ForceParams
@@ -50,7 +51,7 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
 
 #: the built-in law's compiled functions
 BUILTIN_KERNELS = Kernels(_forces.forces_serial, _forces.forces_parallel, _euler.run_euler, _euler.run_euler,
-                          _minimize.minimize_serial)
+                          _minimize.minimize_serial, _terms.term_forces_many)
 
 
 def check_law(params) -> ForceParams | PairEnergy:

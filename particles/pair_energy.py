@@ -42,6 +42,7 @@ from .params import ForceParams
 from .core.validation import check_array, check_nonnegative
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
+           "compiled_function", "python_function",
            "gaussian_clustering", "cosine_alignment"]
 
 #: what a term's functions take as q
@@ -119,8 +120,14 @@ def _check_params(params: Any) -> tuple:
     return type(params)(*values) if fields else tuple(values)
 
 
-def _python(fn: Callable) -> Callable:
-    return fn.py_func if isinstance(fn, CPUDispatcher) else fn
+def python_function(fn: Callable) -> Callable:
+    """The Python form of a term's function (what the NumPy path calls):
+    a compiled function's ``py_func``, or the NumPy form it names."""
+    py = fn.py_func if isinstance(fn, CPUDispatcher) else fn
+    return getattr(py, "numpy_form", py)
+
+
+_python = python_function
 
 
 def _check_params_fit(functions: dict[str, Callable | None], params: tuple, q: float) -> None:
@@ -141,11 +148,14 @@ def _check_params_fit(functions: dict[str, Callable | None], params: tuple, q: f
             pass
 
 
-def _compiled(fn: Callable) -> CPUDispatcher:
+def compiled_function(fn: Callable) -> CPUDispatcher:
     # NumPy's error model: a division by zero gives inf or NaN, which the
     # integrators report as a non-finite state, instead of an exception
     # from inside a kernel
     return fn if isinstance(fn, CPUDispatcher) else numba.njit(error_model="numpy")(fn)
+
+
+_compiled = compiled_function
 
 
 class _Immutable:
@@ -253,6 +263,7 @@ class Kernels(NamedTuple):
     euler_serial: Any
     euler_parallel: Any
     minimize: Any
+    term_forces: Any
 
 
 #: compiled kernels per set of functions (parameters are runtime data)
@@ -442,7 +453,7 @@ class PairEnergy(_Immutable):
         key = (tuple(t.functions() if t else None for t in (self.distance, self.cosine)), tuple(layout))
         cached = _COMPILED.get(key)
         if cached is None:
-            from .kernels import euler, forces, minimize
+            from .kernels import euler, forces, minimize, terms
             from .kernels.rebind import rebind
 
             slots: dict[str, Any] = {"EXACT_SAME": True}
@@ -465,7 +476,8 @@ class PairEnergy(_Immutable):
             serial, parallel = rebind(forces.forces_serial, slots, memo), rebind(forces.forces_parallel, slots, memo)
             # the step loop with this law's force kernel in its law_forces slot, once per kernel
             loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in (serial, parallel)]
-            cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo))
+            cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo),
+                             rebind(terms.term_forces_many, slots, memo))
             _COMPILED[key] = cached
         object.__setattr__(self, "_kernels", cached)
         return cached

@@ -14,6 +14,10 @@ array                     shape / dtype     meaning
                                             ``train_loss``, ``val_acc``, ...)
 ``snapshot_<name>``       (S, ...) float    optional arrays recorded with each snapshot
                                             (e.g. sequence embeddings of a probe set)
+``gradients``             (S, p, d) float   optional: the loss gradient dL/dE at each
+                                            snapshot (training runs; docs/force_fit.md)
+``updates``               (S, p, d) float   optional: the optimiser's update E_{s+1} - E_s
+                                            taken from each snapshot
 ``meta``                  () str            JSON: source, p, d, seed, parameters, ...
 ========================  ================  ==========================================
 
@@ -128,6 +132,14 @@ class Trajectory:
         Arrays recorded with each snapshot, e.g. ``sequence_embedding``.
     meta : dict
         JSON-serialisable description (source, p, d, seed, parameters, ...).
+    gradients : ndarray, shape (S, p, d), optional
+        The gradient of the training loss with respect to the embedding at
+        each snapshot (before the optimiser's weight decay), recorded with
+        ``gradients=True`` (:class:`fitting.backend.EmbeddingRecorder`,
+        :func:`fitting.backend.train`).
+    updates : ndarray, shape (S, p, d), optional
+        The change the optimiser made to the embedding in the step taken
+        from each snapshot (recorded with the gradients).
     """
 
     embeddings: np.ndarray
@@ -137,6 +149,8 @@ class Trajectory:
     scalars: dict[str, np.ndarray] = field(default_factory=dict)
     meta: dict[str, Any] = field(default_factory=dict)
     snapshot_arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    gradients: np.ndarray | None = None
+    updates: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.embeddings = _float_array("embeddings", self.embeddings, 3)
@@ -174,6 +188,14 @@ class Trajectory:
                 raise TrajectoryFormatError(key, f"has {arr.shape[0]} entries for {n_snap} snapshots")
             arrays[name] = arr
         self.snapshot_arrays = arrays
+        for name in ("gradients", "updates"):
+            value = getattr(self, name)
+            if value is not None:
+                arr = _float_array(name, value, 3)
+                if arr.shape != self.embeddings.shape:
+                    raise TrajectoryFormatError(name, f"must have the shape of embeddings {self.embeddings.shape}, "
+                                                      f"got {arr.shape}")
+                setattr(self, name, arr)
         if not isinstance(self.meta, dict):
             raise TrajectoryFormatError("meta", f"must be a dict, got {type(self.meta).__name__}")
         try:
@@ -228,6 +250,9 @@ class Trajectory:
             arrays[f"scalar_{name}"] = series
         for name, value in self.snapshot_arrays.items():
             arrays[f"snapshot_{name}"] = value
+        for name in ("gradients", "updates"):
+            if getattr(self, name) is not None:
+                arrays[name] = getattr(self, name)
         return arrays
 
     def to_xarray(self):
@@ -250,6 +275,9 @@ class Trajectory:
             data[name] = (("step",), series)
         for name, arr in self.snapshot_arrays.items():
             data[name] = (("snapshot_step", *(f"{name}_dim{i}" for i in range(1, arr.ndim))), arr)
+        for name in ("gradients", "updates"):
+            if getattr(self, name) is not None:
+                data[name] = (("snapshot_step", "token", "dim"), getattr(self, name))
         coords = {"snapshot_step": self.snapshot_steps, "token": np.arange(self.embeddings.shape[1]),
                   "dim": np.arange(self.embeddings.shape[2])}
         if self.signals is not None or self.scalars:
@@ -311,7 +339,7 @@ class Trajectory:
             raise TrajectoryFormatError("meta", f"is not valid JSON ({exc})") from None
         if not isinstance(meta, dict):
             raise TrajectoryFormatError("meta", "must decode to a JSON object")
-        known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals"}
+        known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals", "gradients", "updates"}
         unknown = [n for n in names - known if not n.startswith(("scalar_", "snapshot_"))]
         if unknown:
             raise TrajectoryFormatError(sorted(unknown)[0], "is not part of the trajectory format")
@@ -319,4 +347,5 @@ class Trajectory:
         extra = {n[len("snapshot_"):]: data[n] for n in names
                  if n.startswith("snapshot_") and n != "snapshot_steps"}
         return cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
-                   signals=data.get("signals"), scalars=scalars, meta=meta, snapshot_arrays=extra)
+                   signals=data.get("signals"), scalars=scalars, meta=meta, snapshot_arrays=extra,
+                   gradients=data.get("gradients"), updates=data.get("updates"))

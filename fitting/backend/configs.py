@@ -315,3 +315,37 @@ def config_for(model: str, **changes: Any) -> TrainingConfig:
     if model not in MODEL_CONFIGS:
         raise ValueError(f"model must be one of {tuple(MODEL_CONFIGS)}, got {model!r}")
     return MODEL_CONFIGS[model]().replace(**changes) if changes else MODEL_CONFIGS[model]()
+
+
+def pair_dataset(config: TrainingConfig):
+    """The full pair dataset a pair model trains on (before its split):
+    ordered pairs of Z_p for the survival MLP, unordered ones for the
+    constant-attention network, a + b (or S_3) for the toy model."""
+    from particles.datasets import addition, modular_addition, permutation_group
+
+    if isinstance(config, SurvivalMLPConfig):
+        return modular_addition(config.p, ordered=True)
+    if isinstance(config, ConstantAttentionConfig):
+        return modular_addition(config.p)
+    if isinstance(config, ToyConfig):
+        return permutation_group(3) if config.group == "permutation" else addition(config.p)
+    raise ValueError(f"model {config.model!r} has no pair dataset (it trains on sequences)")
+
+
+def training_set(meta: dict[str, Any]):
+    """The training pairs and labels of a run the package trained, from its
+    trajectory's ``meta`` (``model``, ``config`` and ``train_indices``)."""
+    if not isinstance(meta, dict):
+        raise TypeError(f"meta must be a trajectory's meta dict, got {type(meta).__name__}")
+    missing = [k for k in ("model", "config", "train_indices") if k not in meta]
+    if missing:
+        raise ValueError(f"the trajectory's meta lacks {missing}: it was not written by fitting.backend.train, so "
+                         "give the training set yourself (train=PairDataset)")
+    config = dict(meta["config"])
+    model = config.pop("model", meta["model"])
+    data = pair_dataset(config_for(model, **config))
+    indices = np.asarray(meta["train_indices"], dtype=np.int64)
+    if indices.ndim != 1 or indices.size == 0 or indices.min() < 0 or indices.max() >= len(data):
+        raise ValueError(f"meta['train_indices'] must hold rows of the {len(data)}-pair dataset, got "
+                         f"{indices.size} indices")
+    return data.subset(indices)

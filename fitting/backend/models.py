@@ -20,9 +20,9 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from particles.datasets import addition, modular_addition, permutation_group
 
-from .configs import ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, TrainingConfig
+from .configs import (ConstantAttentionConfig, SparseModularConfig, SurvivalMLPConfig, ToyConfig, TrainingConfig,
+                      pair_dataset)
 
 __all__ = ["make_task", "linear_init", "SurvivalMLP"]
 
@@ -200,6 +200,14 @@ class _Task:
     def probe_arrays(self) -> dict[str, np.ndarray]:
         return {}
 
+    def embedding_gradient(self) -> np.ndarray:
+        """dL/dE of the last :meth:`step` (the loss gradient, without the
+        optimiser's decoupled weight decay)."""
+        grad = self.model.embedding.grad
+        if grad is None:
+            return np.zeros(tuple(self.model.embedding.shape))
+        return grad.detach().cpu().numpy().astype(np.float64, copy=True)
+
     def grad_norms(self) -> dict[str, float]:
         params = dict(self.model.named_parameters())
         out = {}
@@ -301,7 +309,7 @@ class SurvivalTask(_PairTask):
     def __init__(self, cfg: SurvivalMLPConfig, seed: int):
         self.config = cfg
         embedding, layers, split_ss = survival_initial_parameters(cfg, seed)
-        self._setup_pairs(modular_addition(cfg.p, ordered=True), cfg.train_fraction, split_ss)
+        self._setup_pairs(pair_dataset(cfg), cfg.train_fraction, split_ss)
         self.model = SurvivalMLP(embedding, layers)
         self.optimizers = [torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)]
         self.layer_groups = {"embedding": ["embedding"],
@@ -310,7 +318,7 @@ class SurvivalTask(_PairTask):
 
 def toy_dataset(cfg: ToyConfig):
     """The pair dataset of a toy config (addition or S_3)."""
-    return permutation_group(3) if cfg.group == "permutation" else addition(cfg.p)
+    return pair_dataset(cfg)
 
 
 def toy_train_fraction(cfg: ToyConfig) -> float:
@@ -324,7 +332,7 @@ class ToyTask(_PairTask):
         dtype = DTYPES[cfg.dtype]
         split_ss, init_ss, target_ss = _seeds(seed, 3)
         n_labels = cfg.n_labels
-        self._setup_pairs(toy_dataset(cfg), toy_train_fraction(cfg), split_ss)
+        self._setup_pairs(pair_dataset(cfg), toy_train_fraction(cfg), split_ss)
         out = cfg.target_dim if cfg.task == "regression" else n_labels
         self.targets = torch.randn(n_labels, cfg.target_dim, generator=_torch_generator(target_ss), dtype=dtype)
         self.model = ToyModel(cfg, _torch_generator(init_ss), out, dtype)
@@ -348,7 +356,7 @@ class ConstantAttentionTask(_PairTask):
     def __init__(self, cfg: ConstantAttentionConfig, seed: int):
         self.config = cfg
         split_ss, init_ss = _seeds(seed, 2)
-        self._setup_pairs(modular_addition(cfg.p), cfg.train_fraction, split_ss)
+        self._setup_pairs(pair_dataset(cfg), cfg.train_fraction, split_ss)
         self.model = ConstantAttentionNet(cfg, _torch_generator(init_ss), DTYPES[cfg.dtype])
         if cfg.embedding_weight_decay is None:
             self.optimizers = [torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)]

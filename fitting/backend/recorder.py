@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from particles.trajectory import Trajectory
-from particles.core.validation import check_int
+from particles.core.validation import check_bool, check_int
 from particles.core.version import package_version
 
 from ..signals import fourier_signals
@@ -54,6 +54,18 @@ class EmbeddingRecorder:
         ``every``); the first and the last state are always kept.
     power : {1, 2}
         Signals ||F_k|| or ||F_k||^2 (see :func:`fitting.fourier_signals`).
+    gradients : bool
+        Also record, for each snapshot, the loss gradient with respect to
+        the embedding and the update the optimiser then made
+        (``Trajectory.gradients`` / ``updates``, for
+        :class:`fitting.ForceLawFit`). Both are read at the next call of
+        :meth:`record` (after the next optimiser step, whose backward pass
+        computed the gradient at the snapshot's state), so the trajectory
+        holds the snapshots that were followed by a step: the final state
+        is left out unless a step followed it.
+    gradient : callable returning a tensor, optional
+        Where the gradient is read (default: ``embedding.grad`` of a tensor
+        embedding; needed when ``embedding`` is a function).
 
     Examples
     --------
@@ -64,7 +76,8 @@ class EmbeddingRecorder:
     """
 
     def __init__(self, embedding: torch.Tensor | Callable[[], Any], *, p: int | None = None, every: int = 1,
-                 snapshot_every: int | None = None, power: int = 1) -> None:
+                 snapshot_every: int | None = None, power: int = 1, gradients: bool = False,
+                 gradient: Callable[[], Any] | None = None) -> None:
         if not (isinstance(embedding, torch.Tensor) or callable(embedding)):
             raise TypeError("embedding must be a torch.Tensor or a function returning the embedding, got "
                             f"{type(embedding).__name__}")
@@ -78,6 +91,14 @@ class EmbeddingRecorder:
         if power not in (1, 2):
             raise ValueError(f"power must be 1 or 2, got {power!r}")
         self.power = power
+        self.gradients = check_bool(gradients, "gradients")
+        if gradient is not None and not callable(gradient):
+            raise TypeError(f"gradient must be a function returning the gradient tensor, got {type(gradient).__name__}")
+        if self.gradients and gradient is None and not isinstance(embedding, torch.Tensor):
+            raise ValueError("gradients=True with a function as embedding needs gradient=... (a function returning "
+                             "the embedding's gradient, e.g. lambda: model.W_E.grad)")
+        self._gradient = gradient if gradient is not None else (lambda: embedding.grad)
+        self._forces: list[tuple[np.ndarray, np.ndarray]] = []  # (gradient, update) of each snapshot so far
         self.calls = 0
         self._steps: list[int] = []
         self._signals: list[np.ndarray] = []
@@ -103,9 +124,18 @@ class EmbeddingRecorder:
         due_snapshot = self.calls % self.snapshot_every == 0
         self.calls += 1
         self._last_step = step
-        if not (due_signal or due_snapshot):
+        pending = self.gradients and len(self._forces) < len(self._snaps)
+        if not (due_signal or due_snapshot or pending):
             return
         E = self._read(self.p)
+        if pending:  # the step just taken started from the last snapshot
+            grad = self._gradient()
+            if grad is None:
+                raise ValueError("gradients=True but the embedding has no gradient after this step (is it trained "
+                                 "by backward()? give gradient=... if it lives elsewhere)")
+            self._forces.append((_as_matrix(grad, "gradient")[:self.p], E - self._snaps[-1]))
+        if not (due_signal or due_snapshot):
+            return
         if not np.all(np.isfinite(E)):
             raise FloatingPointError(f"the embedding is not finite at step {step}")
         self._last = (step, E)
@@ -134,7 +164,15 @@ class EmbeddingRecorder:
         if self._last is None:
             raise ValueError("nothing recorded yet: call record() (or attach() to an optimizer) first")
         snap_steps, snaps = list(self._snap_steps), list(self._snaps)
-        if snap_steps[-1] != self._last_step:
+        forces = {}
+        if self.gradients:
+            n = len(self._forces)
+            if n == 0:
+                raise ValueError("gradients=True but no snapshot was followed by a step yet: record after a step")
+            snap_steps, snaps = snap_steps[:n], snaps[:n]
+            forces = {"gradients": np.stack([g for g, _ in self._forces]),
+                      "updates": np.stack([u for _, u in self._forces])}
+        elif snap_steps[-1] != self._last_step:
             if self._last[0] == self._last_step:
                 snaps.append(self._last[1])
             else:  # the state after the last call, not read then: the current one
@@ -147,7 +185,8 @@ class EmbeddingRecorder:
                 "signal_power": self.power, "every": self.every, "version": package_version()}
         info.update(meta or {})
         return Trajectory(np.stack(snaps), np.asarray(snap_steps, dtype=np.int64),
-                          steps=np.asarray(self._steps, dtype=np.int64), signals=np.stack(self._signals), meta=info)
+                          steps=np.asarray(self._steps, dtype=np.int64), signals=np.stack(self._signals), meta=info,
+                          **forces)
 
 
 def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[dict], Any], *,

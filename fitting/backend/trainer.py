@@ -15,6 +15,7 @@ False) and, with ``checkpoint_every``, a checkpoint from which
 
 from __future__ import annotations
 
+import copy
 import os
 from pathlib import Path
 from typing import Any, Callable
@@ -22,7 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from particles.core.validation import check_path
+from particles.core.validation import check_bool, check_path
 from particles.core.version import package_version
 from particles.trajectory import Trajectory
 
@@ -53,6 +54,13 @@ class SeriesRecorder:
         self.snapshot_steps: list[int] = []
         self.snapshots: list[np.ndarray] = []
         self.probes: dict[str, list[np.ndarray]] = {}
+        self.gradients: list[np.ndarray] = []
+        self.updates: list[np.ndarray] = []
+
+    def forces(self, gradient: np.ndarray, update: np.ndarray) -> None:
+        """The loss gradient at the last snapshot and the update taken from it."""
+        self.gradients.append(gradient)
+        self.updates.append(update)
 
     def record(self, t: int, values: dict[str, float], signals: np.ndarray) -> None:
         self.signals[t] = signals
@@ -71,7 +79,9 @@ class SeriesRecorder:
                 "series": {k: torch.from_numpy(v[:n_done].copy()) for k, v in self.series.items()},
                 "snapshot_steps": [self.snapshot_steps[i] for i in keep],
                 "snapshots": [torch.from_numpy(self.snapshots[i]) for i in keep],
-                "probes": {k: [torch.from_numpy(v[i]) for i in keep] for k, v in self.probes.items()}}
+                "probes": {k: [torch.from_numpy(v[i]) for i in keep] for k, v in self.probes.items()},
+                "gradients": [torch.from_numpy(self.gradients[i]) for i in keep if i < len(self.gradients)],
+                "updates": [torch.from_numpy(self.updates[i]) for i in keep if i < len(self.updates)]}
 
     def load_state(self, state: dict[str, Any]) -> int:
         n = state["signals"].shape[0]
@@ -81,11 +91,15 @@ class SeriesRecorder:
         self.snapshot_steps = list(state["snapshot_steps"])
         self.snapshots = [s.numpy() for s in state["snapshots"]]
         self.probes = {k: [a.numpy() for a in v] for k, v in state["probes"].items()}
+        self.gradients = [g.numpy() for g in state.get("gradients", [])]
+        self.updates = [g.numpy() for g in state.get("updates", [])]
         return n
 
     def trajectory(self, n_done: int, p: int, d: int, meta: dict[str, Any]) -> Trajectory:
         keep = [i for i, s in enumerate(self.snapshot_steps) if s <= n_done]
         embeddings = np.stack([self.snapshots[i] for i in keep]) if keep else np.zeros((0, p, d))
+        # the gradients, when recorded for every kept snapshot (an interrupted run may lack the last)
+        forces = bool(keep) and all(i < len(self.gradients) for i in keep)
         return Trajectory(
             embeddings=embeddings,
             snapshot_steps=np.array([self.snapshot_steps[i] for i in keep], dtype=np.int64),
@@ -94,12 +108,27 @@ class SeriesRecorder:
             scalars={k: v[:n_done] for k, v in self.series.items()},
             snapshot_arrays={k: np.stack([v[i] for i in keep]) for k, v in self.probes.items() if keep},
             meta=meta,
+            gradients=np.stack([self.gradients[i] for i in keep]) if forces else None,
+            updates=np.stack([self.updates[i] for i in keep]) if forces else None,
         )
+
+
+def probe_step(task) -> tuple[np.ndarray, np.ndarray]:
+    """The loss gradient at the task's current embedding and the update the
+    optimiser would make from there: the step is taken, then undone."""
+    E = task.embedding()
+    saved = copy.deepcopy(task.state_dict())
+    task.step()
+    gradient = task.embedding_gradient()
+    task.apply_update()
+    update = task.embedding() - E
+    task.load_state_dict(saved)
+    return gradient, update
 
 
 def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None = None, *,
           checkpoint_every: int | None = None, resume: bool = False,
-          callback: Callable[[int, int], None] | None = None) -> Trajectory:
+          callback: Callable[[int, int], None] | None = None, gradients: bool = False) -> Trajectory:
     """Train one run of ``config`` from ``seed`` and return its trajectory.
 
     Parameters
@@ -117,6 +146,12 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         Continue from the checkpoint of ``out`` if there is one.
     callback : callable(done, total), optional
         Called after every step (progress bars).
+    gradients : bool
+        Also record, at every snapshot, the loss gradient with respect to
+        the embedding and the update the optimiser takes from there
+        (``Trajectory.gradients`` / ``updates``; docs/force_fit.md). For
+        the last snapshot (after the last update) the step that would
+        follow is taken and undone.
 
     Raises
     ------
@@ -124,6 +159,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         if a loss becomes non-finite (the steps before it are saved).
     """
     check_checkpointing(checkpoint_every, resume, out)
+    gradients = check_bool(gradients, "gradients")
     if out is not None:
         out = check_path(out, "out")
     if out is not None and Path(out).suffix != ".npz":
@@ -136,7 +172,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
               + list(task.extra_series))
     rec = SeriesRecorder(config.steps, K, series)
     checkpoint = Checkpoint(checkpoint_path(out) if out is not None else None,
-                            {"config": config.to_dict(), "seed": int(seed)})
+                            {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {})})
     start = 0
     state = checkpoint.load() if resume else None
     if state is not None:
@@ -156,11 +192,20 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         E = task.embedding()
         S = fourier_signals(E, dc=True)
         values[DC_SCALAR] = float(S[0])
-        if t % config.snapshot_every == 0:
+        due = t % config.snapshot_every == 0
+        if due:
             rec.snapshot(t, E, task.probe_arrays())
         rec.record(t, values, S[1:])
         progress.consistent = False
+        gradient = task.embedding_gradient() if due and gradients else None
         task.apply_update()
+        if gradient is not None:
+            rec.forces(gradient, task.embedding() - E)
+
+    def finish(done: int) -> None:
+        rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
+        if gradients:
+            rec.forces(*probe_step(task))
 
     def save(done: int) -> None:
         checkpoint.save({"task": task.state_dict(), "recorder": rec.to_state(done)})
@@ -171,7 +216,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
                                         "stopped_by": type(exc).__name__}).save(out)
 
     run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-              on_stop=on_stop, finish=lambda done: rec.snapshot(config.steps, task.embedding(), task.probe_arrays()))
+              on_stop=on_stop, finish=finish)
     traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps})
     if out is not None:
         traj.save(out)

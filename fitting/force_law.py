@@ -1,0 +1,684 @@
+"""Which force law explains training: regress observed embedding forces onto
+a law's pair-force terms (docs/force_fit.md).
+
+Given snapshots X_t (T, N, d) of an embedding and the observed forces G_t at
+the same steps (minus the loss gradient, or the optimiser's update), fit
+
+    G_t  ~  sum_k c_k F_k(X_t; theta)
+
+with the terms F_k of a law (:mod:`particles.force_terms`), strengths c >= 0
+by non-negative least squares and the range parameters theta by a bounded
+search on the profile (for each theta the best c): a coarse grid per range,
+then a trust-region polish (``scipy.optimize.least_squares``) on a spread
+subset of the snapshots; the strengths are then refitted on every snapshot.
+
+Intervals are percentile bootstrap intervals: snapshots (or runs, when
+several are given) resampled with replacement, each replicate refitted on
+the model linearised at the fit (strengths and log-ranges together, the
+strengths kept >= 0), so the ranges' uncertainty enters the strengths'
+intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+from scipy import optimize, stats
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from particles.core.validation import check_array, check_choice, check_int, describe
+from particles.datasets import PairDataset
+from particles.force_terms import (check_force_law, range_dependencies, range_fields, range_names, range_values,
+                                   term_names, unit_term_forces, with_ranges, with_strengths)
+from particles.pair_energy import PairEnergy
+from particles.params import ForceParams
+from particles.trajectory import Trajectory
+
+from .ode.quality import warn_quality
+
+__all__ = ["ForceLawFit", "ForceRun", "TARGETS", "NORMALIZE", "as_force_runs"]
+
+#: what the observed force is: minus the loss gradient, or the optimiser's update
+TARGETS = ("gradient", "update")
+#: how G is scaled before the fit: None (as given) or "rms" (each run divided by its RMS force)
+NORMALIZE = (None, "rms")
+#: relative step of the finite differences in log-range
+LOG_STEP = 1e-5
+#: points of the coarse search (a scrambled Sobol sample of the log-range box, plus the start)
+SOBOL_POINTS = 32
+#: snapshots the coarse search uses
+COARSE_SNAPSHOTS = 8
+#: polishes started from the best coarse points, each for at most SCREEN_EVALUATIONS
+#: evaluations; the best goes on to convergence
+POLISH_STARTS = 3
+SCREEN_EVALUATIONS = 12
+
+
+@dataclass
+class ForceRun:
+    """One run's data: snapshots X (T, N, d), observed forces G (T, N, d),
+    its training set and the step of each snapshot."""
+
+    X: np.ndarray
+    G: np.ndarray
+    train: PairDataset
+    steps: np.ndarray
+
+
+def _gradient_help() -> str:
+    return ("record them with fitting.backend.train(config, seed, gradients=True), `embdyn train ... --gradients` "
+            "or EmbeddingRecorder(..., gradients=True)")
+
+
+def _run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None, name: str) -> ForceRun:
+    field = "gradients" if target == "gradient" else "updates"
+    values = getattr(traj, field)
+    if values is None:
+        raise ValueError(f"{name} has no {field}: {_gradient_help()}")
+    if train is None:
+        from .backend.configs import training_set
+
+        train = training_set(traj.meta)
+    G = -values if target == "gradient" else values
+    return ForceRun(traj.embeddings, G, train, traj.snapshot_steps)
+
+
+def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None, target: str = "gradient"
+                  ) -> list[ForceRun]:
+    """The data of :meth:`ForceLawFit.fit` as a list of runs, checked (see there)."""
+    check_choice(target, "target", TARGETS)
+    if isinstance(X, Trajectory) or (isinstance(X, (list, tuple)) and X and all(isinstance(t, Trajectory) for t in X)):
+        if G is not None:
+            raise ValueError("G must be None when X is a Trajectory (the forces come from its gradients)")
+        trajs = [X] if isinstance(X, Trajectory) else list(X)
+        trains = train if isinstance(train, (list, tuple)) else [train] * len(trajs)
+        if len(trains) != len(trajs):
+            raise ValueError(f"train must be one PairDataset or one per trajectory ({len(trajs)}), got {len(trains)}")
+        runs = [_run_from_trajectory(t, target, tr, f"X[{i}]" if len(trajs) > 1 else "X")
+                for i, (t, tr) in enumerate(zip(trajs, trains))]
+    else:
+        if G is None:
+            raise ValueError(f"G must be given with X as an array (the observed forces, shape of X); {_gradient_help()}")
+        if not isinstance(train, PairDataset):
+            raise TypeError(f"train must be a PairDataset (the training pairs and labels), got {describe(train)}")
+        X = check_array(X, "X", dtype="float", ndim=3)
+        G = check_array(G, "G", dtype="float", ndim=3)
+        if G.shape != X.shape:
+            raise ValueError(f"G must have the shape of X {X.shape}, got {G.shape}")
+        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int",
+                                                                          shape=(X.shape[0],))
+        runs = [ForceRun(X, G, train, np.asarray(steps, dtype=np.int64))]
+    for i, run in enumerate(runs):
+        label = f"run {i}: " if len(runs) > 1 else ""
+        if run.X.shape[0] < 1:
+            raise ValueError(f"{label}X must hold at least one snapshot")
+        if run.X.shape[1] != run.train.p:
+            raise ValueError(f"{label}X has {run.X.shape[1]} tokens but train has p = {run.train.p}")
+        if not np.all(np.isfinite(run.G)):
+            raise ValueError(f"{label}G holds non-finite values")
+        if not np.all(np.isfinite(run.X)):
+            raise ValueError(f"{label}X holds non-finite values")
+    d = {run.X.shape[2] for run in runs}
+    if len(d) > 1:
+        raise ValueError(f"the runs must share the dimension d, got {sorted(d)}")
+    return runs
+
+
+def _check_window(window: Any, runs: list[ForceRun]) -> list[ForceRun]:
+    if window is None:
+        return runs
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise TypeError(f"window must be (start, stop) steps, got {describe(window)}")
+    start, stop = (check_int(v, f"window[{i}]", 0) for i, v in enumerate(window))
+    if stop <= start:
+        raise ValueError(f"window must have start < stop, got ({start}, {stop})")
+    out = []
+    for run in runs:
+        keep = (run.steps >= start) & (run.steps < stop)
+        if keep.any():
+            out.append(ForceRun(run.X[keep], run.G[keep], run.train, run.steps[keep]))
+    if not out:
+        lo = min(int(r.steps[0]) for r in runs)
+        hi = max(int(r.steps[-1]) for r in runs)
+        raise ValueError(f"window ({start}, {stop}) holds no snapshot: the run's snapshots lie in steps [{lo}, {hi}]")
+    return out
+
+
+def _law_shortcut(law: Any) -> Any:
+    if isinstance(law, str) and law != "effective":
+        if law == "builtin":
+            return ForceParams(lam=1.0)
+        from particles.presets import preset, preset_names
+
+        if law in preset_names():
+            return preset(law).params
+        raise ValueError(f"law must be 'builtin', 'effective', a preset name {tuple(preset_names())}, or a law object, "
+                         f"got {law!r}")
+    return check_force_law(law)
+
+
+class _Basis:
+    """Unit term forces of the runs' snapshots, cached per term on the
+    values of the ranges that term depends on."""
+
+    def __init__(self, law: Any, terms: tuple[str, ...], ranges: tuple[str, ...], runs: list[ForceRun]):
+        self.law = law
+        self.terms = terms
+        self.ranges = ranges
+        self.runs = runs
+        self.deps = {t: tuple(r for r in range_dependencies(law, t) if r in ranges) for t in terms}
+        self.cache: dict[tuple, tuple[tuple, np.ndarray]] = {}
+        self.evaluations = 0
+
+    def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """(T, K, N, d) unit forces of run ``run`` (its snapshots ``rows``) at ranges theta."""
+        values = dict(zip(self.ranges, theta))
+        tag = None if rows is None else rows.tobytes()
+        missing = []
+        out = {}
+        for term in self.terms:
+            key = tuple(values[r] for r in self.deps[term])
+            hit = self.cache.get((run, tag, term))
+            if hit is not None and hit[0] == key:
+                out[term] = hit[1]
+            else:
+                missing.append(term)
+        if missing:
+            law = with_ranges(self.law, self.ranges, theta)
+            X = self.runs[run].X if rows is None else self.runs[run].X[rows]
+            fresh = unit_term_forces(law, X, self.runs[run].train, missing)
+            self.evaluations += 1
+            for k, term in enumerate(missing):
+                key = tuple(values[r] for r in self.deps[term])
+                self.cache[(run, tag, term)] = (key, fresh[:, k])
+                out[term] = fresh[:, k]
+        return np.stack([out[t] for t in self.terms], axis=1)
+
+
+def _nnls(A: np.ndarray, b: np.ndarray, nonnegative: bool) -> np.ndarray:
+    """min ||A c - b|| (c >= 0 when ``nonnegative``), through a QR of A."""
+    Q, R = np.linalg.qr(A)
+    qb = Q.T @ b
+    if not nonnegative:
+        return np.linalg.lstsq(R, qb, rcond=None)[0]
+    return optimize.nnls(R, qb, maxiter=50 * A.shape[1])[0]
+
+
+class ForceLawFit(BaseEstimator):
+    """Fit a force law's term strengths and ranges to observed embedding forces.
+
+    Parameters
+    ----------
+    law : ForceParams, PairEnergy, EffectiveLoss or str
+        The law whose terms are fitted; its range parameters are the search's
+        starting point. Strings: ``"builtin"`` (``ForceParams(lam=1)``),
+        ``"effective"`` (the effective loss of the training set) or a preset
+        name (``particles.preset_names()``).
+    terms : sequence of str, optional
+        The terms fitted (default all of the law's, see
+        :func:`particles.force_terms.term_names`).
+    ranges : sequence of str, optional
+        The range parameters searched (default: those the fitted terms of a
+        built-in law depend on; ``eps`` for a custom law's cosine terms, whose
+        other parameters are searched only when named, e.g.
+        ``("distance.width",)``; ``()`` keeps the law's values).
+    bounds : dict of str to (low, high), optional
+        Search bounds per range (default the start value / 10 to x 10).
+    target : {"gradient", "update"}
+        With a Trajectory: fit minus the loss gradient (default; what the law
+        models) or the optimiser's update.
+    normalize : {None, "rms"}
+        "rms" divides each run's G by its root-mean-square force before the
+        fit, so strengths are comparable between runs and loss scales; the
+        strengths are then per unit RMS force (``scales_`` keeps the factors).
+    nonnegative : bool
+        Strengths >= 0 (NNLS, default) or unconstrained least squares.
+    n_bootstrap : int >= 0
+        Bootstrap replicates for ``intervals_`` (0: none).
+    bootstrap : {"auto", "snapshots", "runs"}
+        What is resampled: "auto" is runs when several are given, else snapshots.
+    search_snapshots : int >= 2
+        Snapshots (spread evenly over the data) the range search uses.
+    max_evaluations : int >= 1
+        Limit of the polish's function evaluations.
+    windows : int >= 1
+        Windows of training steps for ``windows_`` (equal spans of steps).
+    seed : int
+        Seeds the bootstrap.
+
+    Attributes
+    ----------
+    terms_ : tuple of str
+    coef_ : ndarray (K,)
+        Fitted strengths.
+    ranges_ : dict of str to float
+        Fitted range parameters.
+    intervals_ : dict of str to (float, float)
+        95 % bootstrap intervals of every strength and range.
+    r2_ : float
+        R^2 of the force field on the data fitted (see :meth:`score`).
+    shares_ : dict of str to float
+        Each term's share of the explained force, <P_k, P> / |P|^2 with
+        P_k = c_k F_k and P their sum (the shares sum to 1; a term that
+        opposes the others has a negative share).
+    windows_ : list of dict
+        ``start``, ``stop``, ``snapshots``, ``r2`` and ``shares`` per window
+        of training steps.
+    scales_ : list of float
+        The factor each run's G was divided by (1 without normalisation).
+    fit_info_ : dict
+        The search's status, evaluations, snapshots used and bounds.
+    """
+
+    def __init__(self, law: Any = "builtin", *, terms: Sequence[str] | None = None,
+                 ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
+                 normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
+                 bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
+                 seed: int = 0) -> None:
+        self.law = law
+        self.terms = terms
+        self.ranges = ranges
+        self.bounds = bounds
+        self.target = target
+        self.normalize = normalize
+        self.nonnegative = nonnegative
+        self.n_bootstrap = n_bootstrap
+        self.bootstrap = bootstrap
+        self.search_snapshots = search_snapshots
+        self.max_evaluations = max_evaluations
+        self.windows = windows
+        self.seed = seed
+
+    # ------------------------------------------------------------ checks
+    def _check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
+        law = _law_shortcut(self.law)
+        terms = tuple(term_names(law)) if self.terms is None else self.terms
+        if isinstance(terms, str):
+            raise TypeError(f"terms must be a sequence of term names, got the string {terms!r}")
+        terms = tuple(terms)
+        names = term_names(law)
+        if not terms:
+            raise ValueError(f"terms must name at least one term of the law {names}")
+        unknown = [t for t in terms if t not in names]
+        if unknown:
+            raise ValueError(f"terms must be among the law's terms {names}, got {unknown}")
+        default = range_names(law, terms)
+        allowed = range_fields(law, terms) if isinstance(law, PairEnergy) else default
+        ranges = default if self.ranges is None else tuple(self.ranges)
+        if isinstance(self.ranges, str):
+            raise TypeError(f"ranges must be a sequence of range names, got the string {self.ranges!r}")
+        bad = [r for r in ranges if r not in allowed]
+        if bad:
+            raise ValueError(f"ranges must be among the range parameters of the fitted terms {allowed}, got {bad}")
+        start = range_values(law, ranges)
+        if np.any(start <= 0):
+            raise ValueError(f"ranges must start > 0: the law has {dict(zip(ranges, start))}")
+        low, high = start / 10.0, start * 10.0
+        bounds = {} if self.bounds is None else self.bounds
+        if not isinstance(bounds, dict):
+            raise TypeError(f"bounds must be a dict of range name to (low, high), got {describe(bounds)}")
+        for name, pair in bounds.items():
+            if name not in ranges:
+                raise ValueError(f"bounds names {name!r}, which is not among the searched ranges {ranges}")
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                raise TypeError(f"bounds[{name!r}] must be (low, high), got {describe(pair)}")
+            lo, hi = (float(v) for v in pair)
+            if not (0 < lo < hi) or not math.isfinite(hi):
+                raise ValueError(f"bounds[{name!r}] must satisfy 0 < low < high < inf (ranges are > 0), got {pair}")
+            i = ranges.index(name)
+            low[i], high[i] = lo, hi
+        check_choice(self.target, "target", TARGETS)
+        if self.normalize not in NORMALIZE:
+            raise ValueError(f"normalize must be one of {NORMALIZE}, got {self.normalize!r}")
+        check_int(self.n_bootstrap, "n_bootstrap", 0)
+        check_choice(self.bootstrap, "bootstrap", ("auto", "snapshots", "runs"))
+        check_int(self.search_snapshots, "search_snapshots", 2)
+        check_int(self.max_evaluations, "max_evaluations", 1)
+        check_int(self.windows, "windows", 1)
+        check_int(self.seed, "seed", 0)
+        if not isinstance(self.nonnegative, bool):
+            raise TypeError(f"nonnegative must be a bool, got {describe(self.nonnegative)}")
+        return law, terms, ranges, low, high
+
+    # ------------------------------------------------------------- fit
+    def fit(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None,
+            window: tuple[int, int] | None = None) -> "ForceLawFit":
+        """Fit the law to observed forces.
+
+        Parameters
+        ----------
+        X : Trajectory, list of Trajectory, or ndarray (T, N, d)
+            Snapshots. A Trajectory brings its forces (``gradients`` or
+            ``updates``, see ``target``) and, for runs of
+            :func:`fitting.backend.train`, its training set; several
+            trajectories are several runs (bootstrapped by run).
+        G : ndarray (T, N, d), optional
+            The observed forces at the snapshots, with X as an array.
+        train : PairDataset or list of them, optional
+            The training pairs and labels (needed with arrays and with runs
+            not written by the package's trainer).
+        steps : ndarray (T,) of int, optional
+            Training step of each snapshot (arrays; default 0..T-1).
+        window : (start, stop), optional
+            Fit only the snapshots with start <= step < stop.
+
+        Returns
+        -------
+        self
+        """
+        law, terms, ranges, low, high = self._check_params()
+        runs = _check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
+        if law != "effective" and not isinstance(law, str) and type(law).__name__ == "EffectiveLoss":
+            if any(r.train.p != law.p for r in runs):
+                raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
+        scales = []
+        for run in runs:
+            scale = float(np.sqrt(np.mean(run.G ** 2))) if self.normalize == "rms" else 1.0
+            if scale == 0.0:
+                raise ValueError("G is zero everywhere: there is no force to explain")
+            scales.append(scale)
+        runs = [ForceRun(r.X, r.G / s, r.train, r.steps) for r, s in zip(runs, scales)]
+        basis = _Basis(law, terms, ranges, runs)
+        theta, info = self._search(basis, runs, ranges, np.log(range_values(law, ranges)), np.log(low),
+                                   np.log(high))
+        A, b, units = self._design(basis, runs, theta)
+        coef = _nnls(A, b, self.nonnegative)
+        J = self._jacobian(basis, runs, theta, coef)
+        if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
+            step = _bounded_solve(*_normal(np.column_stack([A, J]), b - A @ coef), _lower(coef, len(ranges),
+                                                                                           self.nonnegative))
+            moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
+            A1, _, _ = self._design(basis, runs, moved)
+            coef1 = _nnls(A1, b, self.nonnegative)
+            r0, r1 = b - A @ coef, b - A1 @ coef1
+            if r1 @ r1 < r0 @ r0:
+                theta, A, coef = moved, A1, coef1
+                info_step = True
+            else:
+                info_step = False
+        self.terms_ = terms
+        self.coef_ = coef
+        self.range_names_ = ranges
+        self.ranges_ = dict(zip(ranges, (float(v) for v in theta)))
+        self.scales_ = scales
+        self.law_ = law
+        self.train_ = runs[0].train
+        self.n_runs_ = len(runs)
+        self._store_scores(A, b, coef, runs)
+        self.intervals_, self.bootstrap_ = self._intervals(theta, coef, A, b, units, J)
+        info.update({"full_data_step": info_step if J is not None else None, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
+                     {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
+                     "term_evaluations": basis.evaluations, "normalize": self.normalize, "target": self.target})
+        self.fit_info_ = info
+        self._warn(info, ranges, theta, low, high)
+        return self
+
+    def _search_rows(self, runs: list[ForceRun], count: int | None = None) -> list[np.ndarray]:
+        total = sum(len(r.X) for r in runs)
+        count = self.search_snapshots if count is None else min(count, self.search_snapshots)
+        pick = np.unique(np.linspace(0, total - 1, min(count, total)).round().astype(np.int64))
+        rows, offset = [], 0
+        for run in runs:
+            mine = pick[(pick >= offset) & (pick < offset + len(run.X))] - offset
+            rows.append(mine)
+            offset += len(run.X)
+        return rows
+
+    def _residual(self, basis: _Basis, runs: list[ForceRun], rows: list[np.ndarray], theta: np.ndarray
+                  ) -> np.ndarray:
+        A, b = [], []
+        for i, (run, r) in enumerate(zip(runs, rows)):
+            if r.size == 0:
+                continue
+            cols = basis.columns(theta, i, r)
+            A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.terms)))
+            b.append(run.G[r].ravel())
+        A = np.concatenate(A)
+        b = np.concatenate(b)
+        return A @ _nnls(A, b, self.nonnegative) - b
+
+    def _search(self, basis: _Basis, runs, ranges, log0, log_lo, log_hi) -> tuple[np.ndarray, dict]:
+        if not ranges:
+            return np.zeros(0), {"search": "none (no ranges searched)"}
+        rows = self._search_rows(runs)
+        log_theta = np.clip(log0, log_lo, log_hi)
+
+        def sse(lt):
+            r = self._residual(basis, runs, rows, np.exp(lt))
+            return float(r @ r)
+
+        # coarse: the start and a scrambled Sobol sample of the log box, on a few snapshots
+        coarse_rows = self._search_rows(runs, COARSE_SNAPSHOTS)
+        sample = stats.qmc.Sobol(len(ranges), scramble=True, seed=self.seed).random(SOBOL_POINTS)
+        candidates = np.vstack([log_theta, log_lo + sample * (log_hi - log_lo)])
+        values = []
+        for lt in candidates:
+            r = self._residual(basis, runs, coarse_rows, np.exp(lt))
+            values.append(float(r @ r))
+        # polish the best few briefly on the search snapshots, then the best of those to convergence
+        fun = lambda lt: self._residual(basis, runs, rows, np.exp(lt))  # noqa: E731
+        options = dict(bounds=(log_lo, log_hi), method="trf", x_scale=1.0, diff_step=LOG_STEP, xtol=1e-12,
+                       ftol=1e-12, gtol=1e-12)
+        result = None
+        evaluations = 0
+        for i in np.argsort(values)[:POLISH_STARTS]:
+            trial = optimize.least_squares(fun, candidates[i], max_nfev=SCREEN_EVALUATIONS, **options)
+            evaluations += int(trial.nfev)
+            if result is None or trial.cost < result.cost:
+                result = trial
+        if result.status == 0:  # not converged within the screening budget: go on
+            result = optimize.least_squares(fun, result.x, max_nfev=self.max_evaluations, **options)
+            evaluations += int(result.nfev)
+        theta = np.exp(result.x)
+        return theta, {"search": "grid + least_squares", "status": int(result.status),
+                       "message": str(result.message), "evaluations": evaluations,
+                       "coarse_points": len(candidates),
+                       "search_snapshots": int(sum(r.size for r in rows)),
+                       "converged": bool(result.status > 0)}
+
+    def _design(self, basis: _Basis, runs: list[ForceRun], theta: np.ndarray):
+        """Design matrix and target over every snapshot, and each row's bootstrap unit."""
+        A, b, units = [], [], []
+        per_run = self.bootstrap == "runs" or (self.bootstrap == "auto" and len(runs) > 1)
+        offset = 0
+        for i, run in enumerate(runs):
+            cols = basis.columns(theta, i)
+            T = cols.shape[0]
+            A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.terms)))
+            b.append(run.G.ravel())
+            size = run.X.shape[1] * run.X.shape[2]
+            unit = np.full(T, i) if per_run else offset + np.arange(T)
+            units.append(np.repeat(unit, size))
+            offset += T
+        return np.concatenate(A), np.concatenate(b), np.concatenate(units)
+
+    # ---------------------------------------------------------- scores
+    def _store_scores(self, A, b, coef, runs) -> None:
+        K = len(coef)
+        self.r2_ = _r2(b, A @ coef, runs[0].X.shape[2])
+        self.shares_ = dict(zip(self.terms_, _shares(A, coef)))
+        steps = np.concatenate([r.steps for r in runs])
+        size = runs[0].X.shape[1] * runs[0].X.shape[2]
+        edges = np.linspace(steps.min(), steps.max() + 1, self.windows + 1)
+        row_steps = np.repeat(steps, size)
+        out = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            keep = (row_steps >= lo) & (row_steps < hi)
+            n = int(keep.sum() // size)
+            if n == 0:
+                out.append({"start": float(lo), "stop": float(hi), "snapshots": 0, "r2": None, "shares": None})
+                continue
+            Aw, bw = A[keep], b[keep]
+            out.append({"start": float(lo), "stop": float(hi), "snapshots": n,
+                        "r2": _r2(bw, Aw @ coef, runs[0].X.shape[2]),
+                        "shares": dict(zip(self.terms_, _shares(Aw, coef)))})
+        self.windows_ = out
+        self.n_terms_ = K
+
+    def _jacobian(self, basis, runs, theta, coef) -> np.ndarray | None:
+        """d(model)/d(log range) at the fit, by forward differences of
+        relative step LOG_STEP (None without ranges)."""
+        if theta.size == 0:
+            return None
+        A, _, _ = self._design(basis, runs, theta)
+        J = []
+        for j in range(theta.size):
+            up = theta.copy()
+            up[j] *= math.exp(LOG_STEP)
+            Au, _, _ = self._design(basis, runs, up)
+            J.append((Au - A) @ coef / LOG_STEP)
+        return np.column_stack(J)
+
+    def _intervals(self, theta, coef, A, b, units, J):
+        K = len(coef)
+        names = list(self.terms_) + list(self.range_names_)
+        if self.n_bootstrap == 0:
+            return {}, np.zeros((0, len(names)))
+        # the model linearised at the fit: columns of the strengths and d(model)/d(log range)
+        Z = A if J is None else np.column_stack([A, J])
+        n_J = 0 if J is None else J.shape[1]
+        n_units = int(units.max()) + 1
+        gram = np.zeros((n_units, Z.shape[1], Z.shape[1]))
+        rhs = np.zeros((n_units, Z.shape[1]))
+        resid = b - A @ coef
+        order = np.argsort(units, kind="stable")
+        bounds_ = np.searchsorted(units[order], np.arange(n_units + 1))
+        for u in range(n_units):
+            idx = order[bounds_[u]:bounds_[u + 1]]
+            Zu = Z[idx]
+            gram[u] = Zu.T @ Zu
+            rhs[u] = Zu.T @ resid[idx]
+        base = np.concatenate([coef, np.zeros(n_J)])
+        lower = _lower(coef, n_J, self.nonnegative)
+        rng = np.random.default_rng(self.seed)
+        draws = np.empty((self.n_bootstrap, len(names)))
+        for k in range(self.n_bootstrap):
+            w = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units)).astype(float)
+            M = np.tensordot(w, gram, axes=1)
+            v = w @ rhs
+            step = _bounded_solve(M, v, lower)
+            z = base + step
+            draws[k, :K] = z[:K]
+            draws[k, K:] = theta * np.exp(z[K:])
+        lo, hi = np.percentile(draws, [2.5, 97.5], axis=0)
+        return {n: (float(a), float(c)) for n, a, c in zip(names, lo, hi)}, draws
+
+    def _warn(self, info, ranges, theta, low, high) -> None:
+        if ranges and not info.get("converged", True):
+            warn_quality(f"the range search stopped at its limit of {self.max_evaluations} evaluations before "
+                         f"converging ({info['message']}); raise max_evaluations")
+        for name, v, lo, hi in zip(ranges, theta, low, high):
+            if v <= lo * (1 + 1e-3) or v >= hi * (1 - 1e-3):
+                side = "lower" if v <= lo * (1 + 1e-3) else "upper"
+                warn_quality(f"the fitted {name} = {v:.4g} lies at its {side} bound, so the best value may lie "
+                             f"outside [{lo:.4g}, {hi:.4g}]; widen bounds={{{name!r}: (low, high)}}")
+
+    # ------------------------------------------------------- using it
+    def _columns(self, X: np.ndarray, train: PairDataset | None) -> tuple[np.ndarray, PairDataset]:
+        check_is_fitted(self, "coef_")
+        train = self.train_ if train is None else train
+        if not isinstance(train, PairDataset):
+            raise TypeError(f"train must be a PairDataset, got {describe(train)}")
+        law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
+        return unit_term_forces(law, X, train, self.terms_), train
+
+    def predict(self, X: Any, *, train: PairDataset | None = None) -> np.ndarray:
+        """The fitted law's force on each snapshot of X (T, N, d) (in the
+        units of the fit: per unit RMS force with ``normalize="rms"``);
+        ``train`` defaults to the (first) run's training set."""
+        cols, _ = self._columns(X, train)
+        return np.tensordot(self.coef_, np.moveaxis(cols, 1, 0), axes=1)
+
+    def score(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None) -> float:
+        """R^2 of the force field: 1 - SSE / sum |G - mean G|^2 (the mean
+        force vector over snapshots and tokens). Takes what :meth:`fit`
+        takes; with ``normalize="rms"`` each run's G is scaled by its own RMS."""
+        check_is_fitted(self, "coef_")
+        runs = as_force_runs(X, G, train=train if train is not None else (self.train_ if not isinstance(
+            X, (Trajectory, list, tuple)) else None), steps=steps, target=self.target)
+        obs, pred = [], []
+        for run in runs:
+            scale = float(np.sqrt(np.mean(run.G ** 2))) if self.normalize == "rms" else 1.0
+            obs.append((run.G / scale).ravel())
+            pred.append(self.predict(run.X, train=run.train).ravel())
+        return _r2(np.concatenate(obs), np.concatenate(pred), runs[0].X.shape[2])
+
+    def to_law(self) -> Any:
+        """The law with the fitted ranges and strengths (a ForceParams when
+        it can hold them, see :func:`particles.force_terms.with_strengths`)."""
+        check_is_fitted(self, "coef_")
+        law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
+        return with_strengths(law, dict(zip(self.terms_, (float(c) for c in self.coef_))))
+
+    def simulate(self, x0: Any, steps: int, *, dt: float = 0.01, train: PairDataset | None = None,
+                 **options: Any) -> Trajectory:
+        """Run the particle engine with the fitted law from the state x0
+        (p, d) for ``steps`` Euler steps of ``dt`` (see
+        :func:`particles.simulate`; other options pass through)."""
+        from particles.simulate import simulate
+
+        check_is_fitted(self, "coef_")
+        law = self.to_law()
+        if not isinstance(law, (ForceParams,)) and type(law).__name__ != "PairEnergy":
+            raise ValueError("simulate needs a pair law; the effective loss runs with particles.simulate_effective")
+        return simulate(x0, self.train_ if train is None else train, law, steps=steps, dt=dt, **options)
+
+    def table(self) -> list[dict[str, Any]]:
+        """One row per fitted parameter: name, kind, value and 95 % interval."""
+        check_is_fitted(self, "coef_")
+        rows = []
+        for name, c in zip(self.terms_, self.coef_):
+            rows.append({"name": name, "kind": "strength", "value": float(c),
+                         "interval": list(self.intervals_.get(name, (None, None))),
+                         "share": self.shares_[name]})
+        for name in self.range_names_:
+            rows.append({"name": name, "kind": "range", "value": self.ranges_[name],
+                         "interval": list(self.intervals_.get(name, (None, None))), "share": None})
+        return rows
+
+
+def _r2(obs: np.ndarray, pred: np.ndarray, d: int) -> float:
+    """1 - SSE / sum |obs - mean force vector|^2 (rows flattened as (..., d))."""
+    o = obs.reshape(-1, d)
+    sst = float(np.sum((o - o.mean(axis=0)) ** 2))
+    sse = float(np.sum((obs - pred) ** 2))
+    return 1.0 - sse / sst if sst > 0 else float("nan")
+
+
+def _shares(A: np.ndarray, coef: np.ndarray) -> list[float]:
+    parts = A * coef
+    total = parts.sum(axis=1)
+    norm = float(total @ total)
+    if norm == 0.0:
+        return [0.0] * len(coef)
+    return [float(parts[:, k] @ total / norm) for k in range(len(coef))]
+
+
+def _normal(Z: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return Z.T @ Z, Z.T @ r
+
+
+def _lower(coef: np.ndarray, n_ranges: int, nonnegative: bool) -> np.ndarray:
+    """Lower bounds of a step (strengths, log-ranges) that keeps the strengths >= 0."""
+    return np.concatenate([-coef if nonnegative else np.full(coef.size, -np.inf), np.full(n_ranges, -np.inf)])
+
+
+def _bounded_solve(M: np.ndarray, v: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """argmin z' M z / 2 - v' z subject to z >= lower (M positive definite)."""
+    try:
+        z = np.linalg.solve(M, v)
+    except np.linalg.LinAlgError:
+        z = np.linalg.lstsq(M, v, rcond=None)[0]
+    if np.all(z >= lower):
+        return z
+    try:
+        R = np.linalg.cholesky(M).T
+    except np.linalg.LinAlgError:
+        R = np.linalg.qr(M)[1]
+        return optimize.lsq_linear(R, np.linalg.lstsq(R.T, v, rcond=None)[0], bounds=(lower, np.inf)).x
+    q = np.linalg.solve(R.T, v)
+    return optimize.lsq_linear(R, q, bounds=(lower, np.full_like(lower, np.inf))).x

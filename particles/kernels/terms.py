@@ -1,0 +1,232 @@
+"""The force law split into its terms, one force field per term.
+
+A force law between pair sums has (at most) four pair terms, by variable and
+class relation: distance / same class (the attraction of the built-in law),
+distance / other classes (the repulsion), cosine / same class and cosine /
+other classes (the two halves of the alignment); the decay -wd x is the
+fifth. :func:`pair_term_forces` evaluates the forces of each pair term on the
+pair sums in one pass over the pairs u < v, calling the law through the same
+global slots as the force kernels (``distance_same``, ..., see
+:mod:`.clustering`), so a custom pair energy gets its own copy through
+:func:`particles.kernels.rebind.rebind`. The terms add up to the total force
+of :mod:`.forces` to rounding (the order of the sums differs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+from .alignment import cosine_other, cosine_params, cosine_same
+from .clustering import distance_other, distance_params, distance_same
+from .fastmath import FAST, lane_sum
+from .pair_sums import pair_sums, scatter_to_particles
+
+__all__ = ["PAIR_TERMS", "pair_term_forces", "same_class_terms", "other_distance_term", "other_cosine_term",
+           "cosine_forces", "snapshot_term_forces", "term_forces_many", "pair_term_reference"]
+
+#: the pair terms in the order of the kernels' outputs
+PAIR_TERMS = ("distance_same", "distance_other", "cosine_same", "cosine_other")
+
+
+@njit(cache=True, fastmath=FAST)
+def same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, w_ds, w_cs, out, A, B):
+    """Row u's same-class partners, one by one: the distance term into
+    out[0], the cosine term's sums into A[0], B[0]."""
+    d = S.shape[0]
+    for p in range(same_ptr[u], same_ptr[u + 1]):
+        v = same_idx[p]
+        if w_ds:
+            r2 = 0.0
+            for k in range(d):
+                dk = S[k, u] - S[k, v]
+                r2 += dk * dk
+            coef = -2.0 * distance_same(r2, law_d)[1]
+            for k in range(d):
+                fk = coef * (S[k, u] - S[k, v])
+                out[0, k, u] += fk
+                out[0, k, v] -= fk
+        if w_cs:
+            c = 0.0
+            for k in range(d):
+                c += U[k, u] * U[k, v]
+            dh = cosine_same(c, law_c)[1]
+            for k in range(d):
+                A[0, k, u] += dh * U[k, v]
+                A[0, k, v] += dh * U[k, u]
+            B[0, u] += dh * c
+            B[0, v] += dh * c
+
+
+@njit(cache=True, fastmath=FAST)
+def other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0):
+    """Row u against every v > u of another class: the distance term into out[1]."""
+    d = S.shape[0]
+    lo = np.uint64(u + 1)
+    hi = np.uint64(S.shape[1])
+    for v in range(lo, hi):
+        q[v] = 0.0
+    for k in range(d):
+        su = S[k, u]
+        for v in range(lo, hi):
+            dk = su - S[k, v]
+            q[v] += dk * dk
+    for v in range(lo, hi):
+        coef[v] = -2.0 * distance_other(q[v], law_d)[1]
+    for p in range(same_ptr[u], same_ptr[u + 1]):
+        coef[same_idx[p]] = 0.0
+    for k in range(d):
+        su = S[k, u]
+        for v in range(lo, hi):
+            fo = coef[v] * (su - S[k, v])
+            out[1, k, v] -= fo
+            t0[v] = fo
+        out[1, k, u] += lane_sum(t0, lo, hi)
+
+
+@njit(cache=True, fastmath=FAST)
+def other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0):
+    """Row u against every v > u of another class: the cosine term's sums into A[1], B[1]."""
+    d = U.shape[0]
+    lo = np.uint64(u + 1)
+    hi = np.uint64(U.shape[1])
+    for v in range(lo, hi):
+        q[v] = 0.0
+    for k in range(d):
+        uu = U[k, u]
+        for v in range(lo, hi):
+            q[v] += uu * U[k, v]
+    for v in range(lo, hi):
+        coef[v] = cosine_other(q[v], law_c)[1]
+    for p in range(same_ptr[u], same_ptr[u + 1]):
+        coef[same_idx[p]] = 0.0
+    for k in range(d):
+        uu = U[k, u]
+        for v in range(lo, hi):
+            A[1, k, v] += coef[v] * uu
+            t0[v] = coef[v] * U[k, v]
+        A[1, k, u] += lane_sum(t0, lo, hi)
+    for v in range(lo, hi):
+        bo = coef[v] * q[v]
+        B[1, v] += bo
+        t0[v] = bo
+    B[1, u] += lane_sum(t0, lo, hi)
+
+
+@njit(cache=True)
+def cosine_forces(t, S, U, rho, A, B, prm, F):
+    """Cosine half t's sums A[t], B[t] as forces on the pair sums into F (d, n):
+    -lam (A - B U) / rho, or its polar transform f = |s|^2 g - (s . g) s
+    (linear in g, so the halves add up to the whole)."""
+    d = S.shape[0]
+    for u in range(rho.shape[0]):
+        scale = -prm.lam / rho[u]
+        if prm.polar:
+            s2 = 0.0
+            sg = 0.0
+            for k in range(d):
+                gk = scale * (A[t, k, u] - B[t, u] * U[k, u])
+                s2 += S[k, u] * S[k, u]
+                sg += S[k, u] * gk
+            for k in range(d):
+                gk = scale * (A[t, k, u] - B[t, u] * U[k, u])
+                F[k, u] = s2 * gk - sg * S[k, u]
+        else:
+            for k in range(d):
+                F[k, u] = scale * (A[t, k, u] - B[t, u] * U[k, u])
+
+
+@njit(cache=True)
+def pair_term_forces(S, U, rho, same_ptr, same_idx, prm, which, out, A, B):
+    """Forces of each pair term on the pair sums.
+
+    Parameters
+    ----------
+    S, U : (d, n) pair sums and softened directions; rho : (n,) their softened norms
+    same_ptr, same_idx : CSR lists of each pair's same-class partners v > u
+        (:class:`~.forces.PairSystem`)
+    prm : KernelParams (the strengths as the law has them; alignment scaled by ``prm.lam``)
+    which : (4,) bool, the terms of :data:`PAIR_TERMS` to evaluate (the others stay 0)
+    out : (4, d, n) output, overwritten
+    A : (2, d, n), B : (2, n) work space of the cosine terms
+
+    The same-class terms run over each pair's few partners; the other-class
+    terms meet every v > u in loops that vectorise (as
+    :func:`~.clustering.clustering_block`), with the same-class partners'
+    coefficients then set to 0 (an assignment, never a product with a mask,
+    so a law that is infinite where it does not apply adds nothing).
+    """
+    n = rho.shape[0]
+    law_d = distance_params(prm)
+    law_c = cosine_params(prm)
+    out[:] = 0.0
+    A[:] = 0.0
+    B[:] = 0.0
+    q = np.empty(n)
+    coef = np.empty(n)
+    t0 = np.empty(n)
+    for u in range(n):
+        same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, which[0], which[2], out, A, B)
+        if which[1]:
+            other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0)
+        if which[3]:
+            other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0)
+    for t in range(2):
+        if which[2 + t]:
+            cosine_forces(t, S, U, rho, A, B, prm, out[2 + t])
+
+
+@njit(cache=True)
+def snapshot_term_forces(x, system, prm, which, force):
+    """The forces of the four pair terms on the particles x (p, d), into
+    ``force`` (4, p, d); terms not in ``which`` are 0. ``system``: the
+    training pairs (:class:`~.forces.PairSystem`)."""
+    pairs = system.pairs
+    d = x.shape[1]
+    n = pairs.shape[0]
+    S = np.empty((d, n))
+    U = np.empty((d, n))
+    rho = np.empty(n)
+    out = np.empty((4, d, n))
+    A = np.empty((2, d, n))
+    B = np.empty((2, n))
+    pair_sums(x, pairs, prm.eps, S, U, rho)
+    pair_term_forces(S, U, rho, system.same_ptr, system.same_idx, prm, which, out, A, B)
+    for t in range(4):
+        scatter_to_particles(x, pairs, out[t], 0.0, force[t])
+
+
+@njit(cache=True, parallel=True)
+def term_forces_many(X, system, prm, which, force):
+    """:func:`snapshot_term_forces` for every snapshot of X (T, p, d) into
+    ``force`` (T, 4, p, d), snapshots spread over threads (each snapshot's
+    arithmetic is the same whichever thread runs it)."""
+    for t in prange(X.shape[0]):
+        snapshot_term_forces(X[t], system, prm, which, force[t])
+
+
+def pair_term_reference(S: np.ndarray, labels: np.ndarray, prm) -> np.ndarray:
+    """NumPy reference of :func:`pair_term_forces` for the built-in law
+    (``prm`` a KernelParams): the four pair-term forces (4, d, n)."""
+    from .clustering import clustering_reference
+
+    out = []
+    for k_a, k_r in ((prm.k_a, 0.0), (0.0, prm.k_r)):
+        out.append(clustering_reference(S, labels, prm._replace(k_a=k_a, k_r=k_r))[0])
+    s = S.T
+    n = s.shape[0]
+    same = labels[:, None] == labels[None, :]
+    rho = np.sqrt(np.sum(s * s, axis=1) + prm.eps ** 2)
+    unit = s / rho[:, None]
+    c = unit @ unit.T
+    g, dg = (c * c, 2.0 * c) if prm.axial else (c, np.ones_like(c))
+    rep = np.exp(-(1.0 - g) / prm.sig_t ** 2)
+    off = ~np.eye(n, dtype=bool)
+    for mask, dh in ((same & off, -dg), (~same & off, rep * dg / prm.sig_t ** 2)):
+        dh = np.where(mask, dh, 0.0)
+        grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
+        f = -prm.lam * grad
+        if prm.polar:
+            f = np.sum(s ** 2, axis=1)[:, None] * f - np.sum(s * f, axis=1)[:, None] * s
+        out.append(f.T.copy())
+    return np.stack(out)
