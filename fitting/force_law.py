@@ -52,8 +52,8 @@ LOG_STEP = 1e-5
 SOBOL_POINTS = 32
 #: snapshots the coarse search uses
 COARSE_SNAPSHOTS = 8
-#: polishes started from the best coarse points, each for at most SCREEN_EVALUATIONS
-#: evaluations; the best goes on to convergence
+#: polishes started from the law's own ranges and the best other coarse points, each
+#: for at most SCREEN_EVALUATIONS evaluations; the best goes on to convergence
 POLISH_STARTS = 3
 SCREEN_EVALUATIONS = 12
 
@@ -165,12 +165,13 @@ class _Basis:
     """Unit term forces of the runs' snapshots, cached per term on the
     values of the ranges that term depends on."""
 
-    def __init__(self, law: Any, terms: tuple[str, ...], ranges: tuple[str, ...], runs: list[ForceRun]):
+    def __init__(self, law: Any, groups: dict[str, tuple[str, ...]], ranges: tuple[str, ...], runs: list[ForceRun]):
         self.law = law
-        self.terms = terms
+        self.groups = groups
+        self.terms = tuple(t for members in groups.values() for t in members)
         self.ranges = ranges
         self.runs = runs
-        self.deps = {t: tuple(r for r in range_dependencies(law, t) if r in ranges) for t in terms}
+        self.deps = {t: tuple(r for r in range_dependencies(law, t) if r in ranges) for t in self.terms}
         self.cache: dict[tuple, tuple[tuple, np.ndarray]] = {}
         self.evaluations = 0
 
@@ -196,7 +197,7 @@ class _Basis:
                 key = tuple(values[r] for r in self.deps[term])
                 self.cache[(run, tag, term)] = (key, fresh[:, k])
                 out[term] = fresh[:, k]
-        return np.stack([out[t] for t in self.terms], axis=1)
+        return np.stack([sum(out[t] for t in members) for members in self.groups.values()], axis=1)
 
 
 def _nnls(A: np.ndarray, b: np.ndarray, nonnegative: bool) -> np.ndarray:
@@ -227,7 +228,8 @@ class ForceLawFit(BaseEstimator):
         other parameters are searched only when named, e.g.
         ``("distance.width",)``; ``()`` keeps the law's values).
     bounds : dict of str to (low, high), optional
-        Search bounds per range (default the start value / 10 to x 10).
+        Search bounds per range (default the start value / 10 to x 10);
+        bounds of ranges the fitted terms do not use are ignored.
     target : {"gradient", "update"}
         With a Trajectory: fit minus the loss gradient (default; what the law
         models) or the optimiser's update.
@@ -247,6 +249,9 @@ class ForceLawFit(BaseEstimator):
         Limit of the polish's function evaluations.
     windows : int >= 1
         Windows of training steps for ``windows_`` (equal spans of steps).
+    tie_alignment : bool
+        Built-in law: fit one strength ``alignment`` (lam) for both
+        alignment halves, so that :meth:`to_law` is a ForceParams.
     seed : int
         Seeds the bootstrap.
 
@@ -278,7 +283,7 @@ class ForceLawFit(BaseEstimator):
                  ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
                  normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
                  bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
-                 seed: int = 0) -> None:
+                 tie_alignment: bool = False, seed: int = 0) -> None:
         self.law = law
         self.terms = terms
         self.ranges = ranges
@@ -291,21 +296,31 @@ class ForceLawFit(BaseEstimator):
         self.search_snapshots = search_snapshots
         self.max_evaluations = max_evaluations
         self.windows = windows
+        self.tie_alignment = tie_alignment
         self.seed = seed
 
     # ------------------------------------------------------------ checks
     def _check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
         law = _law_shortcut(self.law)
-        terms = tuple(term_names(law)) if self.terms is None else self.terms
+        if not isinstance(self.tie_alignment, bool):
+            raise TypeError(f"tie_alignment must be a bool, got {describe(self.tie_alignment)}")
+        tied = self.tie_alignment and isinstance(law, ForceParams)
+        names = term_names(law)
+        if tied:
+            names = ("attraction", "repulsion", "alignment", "decay")
+        terms = names if self.terms is None else self.terms
         if isinstance(terms, str):
             raise TypeError(f"terms must be a sequence of term names, got the string {terms!r}")
         terms = tuple(terms)
-        names = term_names(law)
         if not terms:
             raise ValueError(f"terms must name at least one term of the law {names}")
         unknown = [t for t in terms if t not in names]
         if unknown:
             raise ValueError(f"terms must be among the law's terms {names}, got {unknown}")
+        if len(set(terms)) != len(terms):
+            raise ValueError(f"terms must not repeat a name, got {list(terms)}")
+        self._groups = {t: (("alignment_same", "alignment_other") if t == "alignment" else (t,)) for t in terms}
+        terms = tuple(t for members in self._groups.values() for t in members)
         default = range_names(law, terms)
         allowed = range_fields(law, terms) if isinstance(law, PairEnergy) else default
         ranges = default if self.ranges is None else tuple(self.ranges)
@@ -321,14 +336,17 @@ class ForceLawFit(BaseEstimator):
         bounds = {} if self.bounds is None else self.bounds
         if not isinstance(bounds, dict):
             raise TypeError(f"bounds must be a dict of range name to (low, high), got {describe(bounds)}")
+        every = range_fields(law) if isinstance(law, PairEnergy) else range_names(law)
         for name, pair in bounds.items():
-            if name not in ranges:
-                raise ValueError(f"bounds names {name!r}, which is not among the searched ranges {ranges}")
+            if name not in every:
+                raise ValueError(f"bounds names {name!r}, which is not a range parameter of the law {every}")
             if not isinstance(pair, (tuple, list)) or len(pair) != 2:
                 raise TypeError(f"bounds[{name!r}] must be (low, high), got {describe(pair)}")
             lo, hi = (float(v) for v in pair)
             if not (0 < lo < hi) or not math.isfinite(hi):
                 raise ValueError(f"bounds[{name!r}] must satisfy 0 < low < high < inf (ranges are > 0), got {pair}")
+            if name not in ranges:  # a range of the law that this fit does not search
+                continue
             i = ranges.index(name)
             low[i], high[i] = lo, hi
         check_choice(self.target, "target", TARGETS)
@@ -382,7 +400,8 @@ class ForceLawFit(BaseEstimator):
                 raise ValueError("G is zero everywhere: there is no force to explain")
             scales.append(scale)
         runs = [ForceRun(r.X, r.G / s, r.train, r.steps) for r, s in zip(runs, scales)]
-        basis = _Basis(law, terms, ranges, runs)
+        groups = self._groups
+        basis = _Basis(law, groups, ranges, runs)
         theta, info = self._search(basis, runs, ranges, np.log(range_values(law, ranges)), np.log(low),
                                    np.log(high))
         A, b, units = self._design(basis, runs, theta)
@@ -400,7 +419,8 @@ class ForceLawFit(BaseEstimator):
                 info_step = True
             else:
                 info_step = False
-        self.terms_ = terms
+        self.terms_ = tuple(groups)
+        self.groups_ = groups
         self.coef_ = coef
         self.range_names_ = ranges
         self.ranges_ = dict(zip(ranges, (float(v) for v in theta)))
@@ -435,7 +455,7 @@ class ForceLawFit(BaseEstimator):
             if r.size == 0:
                 continue
             cols = basis.columns(theta, i, r)
-            A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.terms)))
+            A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.groups)))
             b.append(run.G[r].ravel())
         A = np.concatenate(A)
         b = np.concatenate(b)
@@ -465,7 +485,8 @@ class ForceLawFit(BaseEstimator):
                        ftol=1e-12, gtol=1e-12)
         result = None
         evaluations = 0
-        for i in np.argsort(values)[:POLISH_STARTS]:
+        order = [0] + [int(i) for i in np.argsort(values) if i != 0][:POLISH_STARTS - 1]  # the start always
+        for i in order:
             trial = optimize.least_squares(fun, candidates[i], max_nfev=SCREEN_EVALUATIONS, **options)
             evaluations += int(trial.nfev)
             if result is None or trial.cost < result.cost:
@@ -488,7 +509,7 @@ class ForceLawFit(BaseEstimator):
         for i, run in enumerate(runs):
             cols = basis.columns(theta, i)
             T = cols.shape[0]
-            A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.terms)))
+            A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.groups)))
             b.append(run.G.ravel())
             size = run.X.shape[1] * run.X.shape[2]
             unit = np.full(T, i) if per_run else offset + np.arange(T)
@@ -584,7 +605,13 @@ class ForceLawFit(BaseEstimator):
         if not isinstance(train, PairDataset):
             raise TypeError(f"train must be a PairDataset, got {describe(train)}")
         law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
-        return unit_term_forces(law, X, train, self.terms_), train
+        members = [t for group in self.groups_.values() for t in group]
+        unit = unit_term_forces(law, X, train, members)
+        cols, k = [], 0
+        for group in self.groups_.values():
+            cols.append(unit[:, k:k + len(group)].sum(axis=1))
+            k += len(group)
+        return np.stack(cols, axis=1), train
 
     def predict(self, X: Any, *, train: PairDataset | None = None) -> np.ndarray:
         """The fitted law's force on each snapshot of X (T, N, d) (in the
@@ -612,7 +639,10 @@ class ForceLawFit(BaseEstimator):
         it can hold them, see :func:`particles.force_terms.with_strengths`)."""
         check_is_fitted(self, "coef_")
         law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
-        return with_strengths(law, dict(zip(self.terms_, (float(c) for c in self.coef_))))
+        strengths = {t: float(c) for group, c in zip(self.groups_.values(), self.coef_) for t in group}
+        # terms left out of the fit have strength 0
+        strengths.update({t: 0.0 for t in term_names(self.law_) if t not in strengths})
+        return with_strengths(law, strengths)
 
     def simulate(self, x0: Any, steps: int, *, dt: float = 0.01, train: PairDataset | None = None,
                  **options: Any) -> Trajectory:

@@ -1,0 +1,190 @@
+"""fitting.ForceLawFit: recovery of known laws from particle trajectories,
+intervals, scores, the law it returns, bad input."""
+import warnings
+
+import numpy as np
+import pytest
+
+import particles as P
+from fitting import FitQualityWarning, ForceLawFit
+from particles.force_terms import force_terms
+
+TRUE = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
+TRUE_VALUES = {"attraction": 2.0, "repulsion": 1.3, "alignment_same": 1.7, "alignment_other": 1.7, "decay": 0.2,
+               "sig_a": 2.5, "sig_r": 0.8, "sig_t": 0.3, "eps": 0.7}
+
+
+def particle_run(law, p=13, d=2, seed=0, steps=1500, every=30, noise=0.0):
+    """Snapshots of a particle run under ``law`` and its forces (plus noise
+    of ``noise`` times their RMS)."""
+    rng = np.random.default_rng(seed)
+    train = P.modular_addition(p).split(0.8, seed=rng)[0]
+    X = P.simulate(rng.normal(size=(p, d)), train, law, steps=steps, dt=0.01, record_every=every).embeddings
+    G = np.stack([P.forces(x, train, law) for x in X])
+    if noise:
+        G = G + noise * np.sqrt(np.mean(G ** 2)) * rng.normal(size=G.shape)
+    return X, G, train
+
+
+def _check_recovery(fit, truth):
+    for name, c in zip(fit.terms_, fit.coef_):
+        assert abs(c - truth[name]) <= 1e-6 * abs(truth[name]), (name, c)
+    for name, v in fit.ranges_.items():
+        assert abs(v - truth[name]) <= 0.01 * truth[name], (name, v)
+
+
+@pytest.mark.parametrize("d", [2, 3])
+def test_noise_free_builtin_law_is_recovered(d):
+    X, G, train = particle_run(TRUE, d=d, seed=d)
+    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=20).fit(X, G, train=train)
+    _check_recovery(fit, TRUE_VALUES)
+    assert fit.r2_ > 1 - 1e-12
+    law = fit.to_law()
+    assert isinstance(law, P.ForceParams)
+    assert np.allclose(P.forces(X[3], train, law), G[3], rtol=0, atol=1e-8 * np.abs(G[3]).max())
+
+
+def test_noise_free_custom_law_is_recovered():
+    from tests.particles.test_force_terms import CUSTOM, Well
+
+    X, G, train = particle_run(CUSTOM, d=3, seed=5)
+    start = CUSTOM.replace(distance=CUSTOM.distance.with_params(Well(1.0, 1.2)),
+                           cosine=CUSTOM.cosine.with_params((1.0, 0.3)), eps=1.0)
+    fit = ForceLawFit(start, ranges=("distance.width", "cosine.1", "eps"), n_bootstrap=20).fit(X, G, train=train)
+    # the start law has depth 1 where the true one has 2: the fitted factor is 2
+    truth = {"distance_same": 2.0, "distance_other": 2.0, "cosine_same": 1.0, "cosine_other": 1.0, "decay": 0.1,
+             "distance.width": 1.7, "cosine.1": 0.4, "eps": 0.8}
+    _check_recovery(fit, truth)
+    assert np.allclose(fit.predict(X[:3]), G[:3], rtol=0, atol=1e-8 * np.abs(G).max())
+
+
+def test_noisy_fit_has_intervals_around_the_estimates():
+    X, G, train = particle_run(TRUE, seed=11, noise=0.05)
+    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=100).fit(X, G, train=train)
+    for name, (lo, hi) in fit.intervals_.items():
+        value = fit.ranges_[name] if name in fit.ranges_ else fit.coef_[fit.terms_.index(name)]
+        assert lo <= value <= hi, name
+        assert hi - lo < 0.5 * max(abs(value), 0.1), name  # 5 % noise: informative intervals
+    assert 0.9 < fit.r2_ < 1.0
+    assert abs(sum(fit.shares_.values()) - 1.0) < 1e-12
+    assert len(fit.windows_) == 5 and all(w["r2"] is not None for w in fit.windows_)
+
+
+def test_nested_terms_and_tied_alignment():
+    X, G, train = particle_run(TRUE, seed=2)
+    small = ForceLawFit(P.ForceParams(lam=1.0), terms=("attraction", "repulsion"), n_bootstrap=0).fit(X, G, train=train)
+    assert small.terms_ == ("attraction", "repulsion")
+    assert set(small.ranges_) == {"sig_a", "sig_r"}
+    assert small.r2_ < 0.999
+    tied = ForceLawFit(P.ForceParams(lam=1.0), tie_alignment=True, n_bootstrap=0).fit(X, G, train=train)
+    assert tied.terms_ == ("attraction", "repulsion", "alignment", "decay")
+    assert abs(tied.coef_[2] - 1.7) < 1e-6
+    law = tied.to_law()
+    assert isinstance(law, P.ForceParams) and abs(law.lam - 1.7) < 1e-6
+
+
+def test_predict_score_and_simulate():
+    X, G, train = particle_run(TRUE, seed=3)
+    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=0).fit(X, G, train=train)
+    assert np.allclose(fit.predict(X), G, rtol=0, atol=1e-8 * np.abs(G).max())
+    assert fit.score(X, G, train=train) > 1 - 1e-12
+    run = fit.simulate(X[0], 50, dt=0.01)
+    ref = P.simulate(X[0], train, TRUE, steps=50, dt=0.01)
+    assert np.allclose(run.final, ref.final, atol=1e-8)
+
+
+def test_normalize_rms_divides_the_forces():
+    X, G, train = particle_run(TRUE, seed=4)
+    plain = ForceLawFit(P.ForceParams(lam=1.0), ranges=(), n_bootstrap=0).fit(X, G, train=train)
+    scaled = ForceLawFit(P.ForceParams(lam=1.0), ranges=(), n_bootstrap=0, normalize="rms").fit(X, 7.0 * G,
+                                                                                               train=train)
+    assert np.allclose(scaled.coef_ * scaled.scales_[0] / 7.0, plain.coef_)
+
+
+def test_several_runs_bootstrap_over_runs():
+    runs = [particle_run(TRUE, seed=s, noise=0.05) for s in range(3)]
+    trajs = []
+    for X, G, train in runs:
+        trajs.append(P.Trajectory(X, np.arange(len(X)), gradients=-G))
+    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=50).fit(trajs, train=[r[2] for r in runs])
+    assert fit.fit_info_["runs"] == 3 and fit.n_runs_ == 3
+    assert fit.bootstrap_.shape == (50, 9)
+
+
+def test_effective_law():
+    rng = np.random.default_rng(0)
+    train = P.modular_addition(9).split(0.8, seed=rng)[0]
+    X = rng.normal(size=(6, 9, 2))
+    G = np.stack([-3.0 * P.effective_loss_gradient(x, train)[1] - 0.1 * x for x in X])
+    fit = ForceLawFit("effective", n_bootstrap=10).fit(X, G, train=train)
+    assert np.allclose(fit.coef_, [3.0, 0.1])
+    with pytest.raises(ValueError, match="simulate_effective"):
+        fit.simulate(X[0], 10)
+
+
+def test_a_range_at_its_bound_warns():
+    X, G, train = particle_run(TRUE, seed=6)
+    with pytest.warns(FitQualityWarning, match="sig_a"):
+        ForceLawFit(P.ForceParams(lam=1.0), bounds={"sig_a": (0.5, 1.0)}, n_bootstrap=0).fit(X, G, train=train)
+
+
+def test_a_window_fits_its_snapshots():
+    X, G, train = particle_run(TRUE, seed=7)
+    steps = np.arange(len(X)) * 30
+    fit = ForceLawFit(P.ForceParams(lam=1.0), ranges=(), n_bootstrap=0).fit(X, G, train=train, steps=steps,
+                                                                           window=(300, 900))
+    assert fit.fit_info_["snapshots"] == 20
+
+
+def test_bad_input_names_the_parameter():
+    X, G, train = particle_run(TRUE, steps=60, every=30)
+    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=0)
+    with pytest.raises(ValueError, match="G must have the shape of X"):
+        fit.fit(X, G[:, :-1], train=train)
+    with pytest.raises(ValueError, match="gradients=True"):
+        fit.fit(P.Trajectory(X, np.arange(len(X))), train=train)
+    with pytest.raises(ValueError, match="G"):
+        fit.fit(X, np.where(G > 0, np.nan, G), train=train)
+    with pytest.raises(ValueError, match="bounds"):
+        ForceLawFit(P.ForceParams(lam=1.0), bounds={"sig_a": (0.0, 1.0)}).fit(X, G, train=train)
+    with pytest.raises(ValueError, match="ranges must start > 0|bounds"):
+        ForceLawFit(P.ForceParams(lam=1.0), bounds={"sig_r": (2.0, 1.0)}).fit(X, G, train=train)
+    with pytest.raises(ValueError, match="terms"):
+        ForceLawFit(P.ForceParams(lam=1.0), terms=()).fit(X, G, train=train)
+    with pytest.raises(ValueError, match="window"):
+        fit.fit(X, G, train=train, window=(1000, 2000))
+    with pytest.raises(TypeError, match="train"):
+        fit.fit(X, G)
+    with pytest.raises(ValueError, match="law"):
+        ForceLawFit("gravity").fit(X, G, train=train)
+    with pytest.raises(ValueError, match="target"):
+        ForceLawFit(target="velocity").fit(X, G, train=train)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        ForceLawFit().predict(X)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("d", [2, 3])
+def test_interval_coverage_with_five_percent_noise(d):
+    """95 % intervals hold the true values in at least 90 % of 60 runs
+    (random laws, 5 % noise on the forces), for every parameter."""
+    hits = {}
+    for s in range(60):
+        rng = np.random.default_rng(1000 + s)
+        law = P.ForceParams(k_a=rng.uniform(1, 3), sig_a=rng.uniform(1.5, 3), k_r=rng.uniform(0.5, 2),
+                            sig_r=rng.uniform(0.5, 1.2), lam=rng.uniform(0.5, 2), sig_t=rng.uniform(0.2, 0.5),
+                            eps=rng.uniform(0.5, 1.5), wd=rng.uniform(0.05, 0.3))
+        X, G, train = particle_run(law, d=d, seed=2000 + s, noise=0.05)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FitQualityWarning)
+            fit = ForceLawFit(P.ForceParams(lam=1.0), seed=s).fit(X, G, train=train)
+        truth = {"attraction": law.k_a, "repulsion": law.k_r, "alignment_same": law.lam,
+                 "alignment_other": law.lam, "decay": law.wd, "sig_a": law.sig_a, "sig_r": law.sig_r,
+                 "sig_t": law.sig_t, "eps": law.eps}
+        for name, value in truth.items():
+            lo, hi = fit.intervals_[name]
+            hits.setdefault(name, []).append(lo <= value <= hi)
+    rates = {k: float(np.mean(v)) for k, v in hits.items()}
+    assert min(rates.values()) >= 0.9, rates
