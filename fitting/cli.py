@@ -13,7 +13,7 @@ import numpy as np
 from particles.core.cli import add_quiet
 from particles.core.validation import check_output_folder
 
-__all__ = ["register_fit", "register_demo"]
+__all__ = ["register_fit", "register_demo", "register_force_fit"]
 
 MODELS = ("linear", "lv-general", "lv-classic")
 
@@ -139,6 +139,80 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", default="embdyn-fit", help="output folder (default ./embdyn-fit)")
     add_quiet(p)
     p.set_defaults(func=_cmd_fit)
+
+
+# ----------------------------------------------------------- force-fit
+def _cmd_force_fit(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from particles.core.io import atomic_write_text
+    from particles.trajectory import Trajectory
+
+    from .force_law import ForceLawFit
+    from .plot import plot_force_shares, save_figure
+
+    normalize = None if args.normalize == "none" else args.normalize
+    fit = ForceLawFit(args.law, terms=args.terms, target=args.target, normalize=normalize,
+                      n_bootstrap=args.bootstrap, windows=args.windows, tie_alignment=args.tie_alignment,
+                      seed=args.seed)
+    fit._check_params()  # every setting refused before any work (the law, the terms)
+    window = None if args.window is None else tuple(args.window)
+    if window is not None and window[1] <= window[0]:
+        raise ValueError(f"--window must have START < STOP, got {window[0]} {window[1]}")
+    out = check_output_folder(args.out, "--out")
+    runs = [Trajectory.load(path) for path in args.trajectory]  # a missing or damaged file: one line, exit 2
+    fit.fit(runs if len(runs) > 1 else runs[0], window=window)
+    unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
+            else "in the units of the recorded forces")
+    report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
+              "normalize": normalize, "strength_units": unit, "window": window, "r2": fit.r2_,
+              "table": fit.table(), "windows": fit.windows_, "fit_info": fit.fit_info_}
+    atomic_write_text(out / "force_fit.json", json.dumps(report, indent=2, default=_json_number))
+    save_figure(plot_force_shares(fit), out / "force_shares.png")
+    print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}: "
+          f"R^2 of the force field {fit.r2_:.4f}")
+    print(f"strengths {unit}; intervals: 95 % bootstrap over "
+          f"{'runs' if fit.n_runs_ > 1 and args.bootstrap else 'snapshots'}")
+    print(f"  {'parameter':<16} {'value':>11}  {'95 % interval':<25} share")
+    for row in fit.table():
+        lo, hi = row["interval"]
+        interval = "-" if lo is None else f"[{lo:.4g}, {hi:.4g}]"
+        share = "" if row["share"] is None else f"{row['share']:.3f}"
+        print(f"  {row['name']:<16} {row['value']:>11.4g}  {interval:<25} {share}")
+    print("over training (window of steps: R^2; shares):")
+    for w in fit.windows_:
+        if w["snapshots"]:
+            shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
+            print(f"  [{w['start']:.0f}, {w['stop']:.0f}): R^2 {w['r2']:.3f}; {shares}")
+    print(f"wrote {out / 'force_fit.json'}, {out / 'force_shares.png'}")
+    return 0
+
+
+def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("force-fit", help="which force law explains a training run's embedding gradient",
+                              description="Fit a pair-force law's terms to the loss gradient (or the updates) "
+                                          "recorded on a run's embedding (embdyn train --gradients); print "
+                                          "strengths, ranges, intervals and each term's share over training; "
+                                          "write force_fit.json and force_shares.png.")
+    p.add_argument("trajectory", nargs="+", help="trajectory .npz file(s) with gradients; several = several runs")
+    p.add_argument("--law", default="builtin",
+                   help="'builtin' (clustering + alignment + decay), 'effective' (the effective loss) or a "
+                        "particle preset name, whose ranges start the search (default builtin)")
+    p.add_argument("--terms", nargs="+", default=None, help="fit only these terms (default all of the law's)")
+    p.add_argument("--window", type=int, nargs=2, metavar=("START", "STOP"), default=None,
+                   help="fit the snapshots with START <= step < STOP")
+    p.add_argument("--target", choices=("gradient", "update"), default="gradient",
+                   help="minus the loss gradient (default) or the optimiser's update")
+    p.add_argument("--normalize", choices=("rms", "none"), default="rms",
+                   help="divide each run's forces by their RMS (default), so strengths compare between runs")
+    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the intervals (default 200)")
+    p.add_argument("--windows", type=int, default=5, help="windows of training steps for the shares (default 5)")
+    p.add_argument("--tie-alignment", action="store_true", help="one strength for both alignment halves")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--out", default="embdyn-force-fit", help="output folder (default ./embdyn-force-fit)")
+    add_quiet(p)
+    p.set_defaults(func=_cmd_force_fit)
 
 
 # ---------------------------------------------------------------- demo

@@ -98,7 +98,7 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         trains = train if isinstance(train, (list, tuple)) else [train] * len(trajs)
         if len(trains) != len(trajs):
             raise ValueError(f"train must be one PairDataset or one per trajectory ({len(trajs)}), got {len(trains)}")
-        runs = [_run_from_trajectory(t, target, tr, f"X[{i}]" if len(trajs) > 1 else "X")
+        runs = [_run_from_trajectory(t, target, tr, f"trajectory {i}" if len(trajs) > 1 else "the trajectory")
                 for i, (t, tr) in enumerate(zip(trajs, trains))]
     else:
         if G is None:

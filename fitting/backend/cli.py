@@ -44,6 +44,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("--compile and --jobs exist with --batched only")
     if not 1 <= args.jobs <= args.seeds:
         raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
+    if args.gradients and args.batched:
+        raise ValueError("--gradients is recorded by the one-run trainer; leave out --batched")
     out = check_output_folder(args.out, "--out")
     from .batched import train_batched
     from .trainer import train
@@ -59,7 +61,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
             path = out / f"{config.model}_seed{seed}.npz"
             bar = None if args.quiet else ProgressBar(f"{args.model} seed {seed}")
             trajectories.append(train(config, seed, path, checkpoint_every=args.checkpoint_every,
-                                      resume=args.resume, callback=bar))
+                                      resume=args.resume, callback=bar, gradients=args.gradients))
             paths.append(path)
     for seed, traj, path in zip(seeds, trajectories, paths):
         s = traj.scalars
@@ -91,6 +93,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                                                        "(default 1)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from checkpoints in --out")
+    p.add_argument("--gradients", action="store_true",
+                   help="also record the loss gradient on the embedding and the optimiser's update at every "
+                        "snapshot (for embdyn force-fit)")
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
     add_quiet(p)
     p.set_defaults(func=_cmd_train)

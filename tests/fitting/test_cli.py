@@ -90,3 +90,56 @@ def test_every_derivative_choice_works_through_the_cli(derivative, stable, tmp_p
     for name in ("rows_r2", "trajectory_r2_fit_window", "forecast_error", "persistence_error", "forecast_skill"):
         assert name in report["scores"] and report["scores"][name]["what"]
     assert "forecast_skill:" in out.out and "(1 - forecast error / persistence error" in out.out
+
+
+def _force_run(tmp_path):
+    """A constant-attention-shaped run whose gradients come from a known law
+    (the meta names its training set as the trainer's files do)."""
+    import particles as P
+    from fitting.backend.configs import ConstantAttentionConfig, pair_dataset
+
+    config = ConstantAttentionConfig(p=11)
+    data = pair_dataset(config)
+    rng = np.random.default_rng(0)
+    train, _ = data.split(0.8, seed=rng)
+    law = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
+    X = P.simulate(rng.normal(size=(11, 2)), train, law, steps=600, dt=0.01, record_every=20).embeddings
+    G = np.stack([P.forces(x, train, law) for x in X])
+    meta = {"model": config.model, "config": config.to_dict(), "train_indices": train.indices.tolist()}
+    path = tmp_path / "run.npz"
+    P.Trajectory(X, np.arange(len(X)) * 20, gradients=-G, meta=meta).save(path)
+    return path
+
+
+def test_force_fit_writes_table_json_and_figure(tmp_path, capsys):
+    path = _force_run(tmp_path)
+    assert main(["force-fit", str(path), "--normalize", "none", "--bootstrap", "20", "--out",
+                 str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    assert "R^2 of the force field 1.0000" in text and "alignment_other" in text
+    report = json.loads((tmp_path / "o" / "force_fit.json").read_text())
+    values = {row["name"]: row["value"] for row in report["table"]}
+    assert abs(values["attraction"] - 2.0) < 1e-6 and abs(values["sig_t"] - 0.3) < 1e-6
+    assert (tmp_path / "o" / "force_shares.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--window", "5000", "6000"], "window"),
+    (["--law", "gravity"], "law"),
+    (["--terms", "gravity"], "terms"),
+    (["--bootstrap", "-1"], "bootstrap"),
+    (["--window", "5", "2"], "window"),
+])
+def test_force_fit_bad_input_is_one_line(tmp_path, capsys, args, message):
+    path = _force_run(tmp_path)
+    assert main(["force-fit", str(path), "--out", str(tmp_path / "o"), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0]
+
+
+def test_force_fit_without_gradients_says_how_to_record_them(tmp_path, capsys):
+    import particles as P
+
+    path = P.Trajectory(np.zeros((2, 5, 2)), [0, 1]).save(tmp_path / "plain.npz")
+    assert main(["force-fit", str(path), "--out", str(tmp_path / "o")]) == 2
+    assert "--gradients" in capsys.readouterr().err

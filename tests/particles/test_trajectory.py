@@ -247,3 +247,18 @@ def test_atomic_write_by_name(tmp_path):
     with pytest.raises(OSError, match="left .* empty"):  # a writer that wrote nothing (or elsewhere)
         atomic_write(tmp_path / "a.gif", lambda name: None, by_name=True)
     assert os.listdir(tmp_path) == ["a.gif"] and (tmp_path / "a.gif").read_bytes() == b"first"
+
+
+def test_gradients_and_updates_round_trip_and_validate(tmp_path):
+    rng = np.random.default_rng(0)
+    E = rng.normal(size=(4, 7, 3))
+    grads, upd = rng.normal(size=E.shape), rng.normal(size=E.shape)
+    traj = Trajectory(E, np.arange(4) * 10, gradients=grads, updates=upd)
+    back = Trajectory.load(traj.save(tmp_path / "g.npz"))
+    assert np.array_equal(back.gradients, grads) and np.array_equal(back.updates, upd)
+    plain = Trajectory.load(Trajectory(E, np.arange(4)).save(tmp_path / "plain.npz"))  # files without them load
+    assert plain.gradients is None and plain.updates is None
+    with pytest.raises(TrajectoryFormatError, match="gradients"):
+        Trajectory(E, np.arange(4), gradients=grads[:, :3])
+    with pytest.raises(TrajectoryFormatError, match="updates"):
+        Trajectory(E, np.arange(4), updates=np.where(upd > 0, np.inf, upd))

@@ -95,3 +95,21 @@ def test_recorder_bad_input():
     rec.record(5)
     with pytest.raises(ValueError, match="step must increase"):
         rec.record(5)
+
+
+def test_recorder_records_gradients_and_updates():
+    torch.manual_seed(0)
+    E = torch.nn.Parameter(torch.randn(7, 2, dtype=torch.float64))
+    opt = torch.optim.SGD([E], lr=0.1)
+    rec = EmbeddingRecorder(E, snapshot_every=2, gradients=True)
+    rec.attach(opt)
+    for _ in range(5):
+        opt.zero_grad()
+        (E ** 2).sum().backward()
+        opt.step()
+    traj = rec.trajectory()
+    assert list(traj.snapshot_steps) == [0, 2, 4]  # the final state (step 5) was not followed by a step
+    assert np.allclose(traj.gradients, 2 * traj.embeddings)  # d/dE sum E^2 at each snapshot
+    assert np.allclose(traj.updates, -0.1 * traj.gradients)
+    with pytest.raises(ValueError, match="gradient="):
+        EmbeddingRecorder(lambda: E, gradients=True)

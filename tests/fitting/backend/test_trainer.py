@@ -263,3 +263,20 @@ def test_training_commands_check_their_output_folder_first(argv, work, kind, tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--out" in err[0] and str(out) in err[0], err
     assert "Errno" not in err[0]
+
+
+def test_gradients_are_recorded_without_changing_the_run(tmp_path):
+    cfg = small("constant-attention", steps=40, snapshot_every=1)
+    plain = train(cfg, seed=2)
+    traj = train(cfg, seed=2, out=tmp_path / "g.npz", gradients=True)
+    assert np.array_equal(traj.embeddings, plain.embeddings)  # the last probe step is undone
+    loaded = Trajectory.load(tmp_path / "g.npz")
+    assert loaded.gradients.shape == loaded.embeddings.shape == loaded.updates.shape
+    # the update taken from snapshot t is the next snapshot minus this one
+    assert np.allclose(loaded.updates[:-1], np.diff(loaded.embeddings, axis=0), rtol=0, atol=1e-14)
+    # minus the gradient points downhill: the loss falls along it at the start
+    assert np.sum(-loaded.gradients[0] * loaded.updates[0]) > 0
+    from fitting.backend.configs import training_set
+
+    data = training_set(loaded.meta)
+    assert len(data) == len(loaded.meta["train_indices"])
