@@ -200,6 +200,13 @@ class _Task:
     def probe_arrays(self) -> dict[str, np.ndarray]:
         return {}
 
+    def step_work(self) -> int:
+        """Multiply-adds of one training step, roughly: parameters x batch rows."""
+        params = sum(p.numel() for p in self.model.parameters())
+        rows = len(self.train_pairs) if hasattr(self, "train_pairs") else getattr(self.config, "batch_size", 1) \
+            * getattr(self.config, "seq_len", 1)
+        return int(params * rows)
+
     def embedding_gradient(self) -> np.ndarray:
         """dL/dE of the last :meth:`step` (the loss gradient, without the
         optimiser's decoupled weight decay)."""

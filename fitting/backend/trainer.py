@@ -31,6 +31,7 @@ from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import TrainingConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import make_task
+from .threads import threads_for_work, torch_threads
 
 __all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
 
@@ -215,8 +216,9 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
             rec.trajectory(done, p, d, {**meta, "completed": False, "steps_done": done,
                                         "stopped_by": type(exc).__name__}).save(out)
 
-    run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-              on_stop=on_stop, finish=finish)
+    with torch_threads(threads_for_work(task.step_work())):
+        run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
+                  on_stop=on_stop, finish=finish)
     traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps})
     if out is not None:
         traj.save(out)
