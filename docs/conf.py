@@ -60,7 +60,7 @@ API = {
         "particles.datasets": None, "particles.params": None, "particles.energy": None,
         "particles.pair_energy": "PairEnergy, PairTerm, fast_exp, gaussian_clustering, cosine_alignment",
         "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
-        "particles.effective": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
+        "particles.effective": None, "particles.force_terms": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
         "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,
         "particles.reference": None, "particles.testing.checks": None, "particles.testing.strategies": None,
     },
@@ -75,6 +75,7 @@ API = {
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
         "fitting.ode.weighted": "noise_level, covariance_refit",
         "fitting.ode.relations": "linear_relation, LinearRelationWarning",
+        "fitting.force_law": "ForceLawFit, ForceRun, as_force_runs",
         "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },
@@ -94,6 +95,7 @@ INTERNALS = {
     "particles.kernels (compiled)": {
         "particles.kernels": "", "particles.kernels.records": None, "particles.kernels.euler": None,
         "particles.kernels.status": None, "particles.kernels.cells": "cutoff_radius, cutoff_bounds, CellList",
+        "particles.kernels.terms": None,
     },
     "engine helpers": {
         "particles.threads": None, "fitting.backend.loop": None, "fitting.backend.stacked": None,

@@ -221,6 +221,7 @@ def main(argv=None) -> int:
     ap.add_argument("--snapshot-every", type=int, default=25)
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="2 weight decays x 2 seeds x 300 steps")
+    ap.add_argument("--summarise", action="store_true", help="only summarise the runs already in OUT/runs")
     args = ap.parse_args(argv)
     if args.quick:
         args.wd, args.seeds, args.steps, args.snapshot_every, args.bootstrap = [0.0, 1.0], 2, 300, 10, 20
@@ -233,6 +234,8 @@ def main(argv=None) -> int:
             path = runs_dir / f"wd{wd:g}_seed{seed}.json"
             if path.exists():
                 runs.append(json.loads(path.read_text()))
+                continue
+            if args.summarise:
                 continue
             result = one_run(wd, seed, args.steps, args.snapshot_every, args.bootstrap, starts)
             path.write_text(json.dumps(result, indent=1))

@@ -159,6 +159,7 @@ def main(argv=None) -> int:
     ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--bootstrap", type=int, default=200)
     ap.add_argument("--quick", action="store_true", help="1 seed, short runs")
+    ap.add_argument("--summarise", action="store_true", help="only summarise the runs already in OUT/runs")
     args = ap.parse_args(argv)
     if args.quick:
         args.seeds, args.bootstrap = 1, 20
@@ -170,6 +171,8 @@ def main(argv=None) -> int:
             path = runs_dir / f"{name.split(' (')[0].replace(' ', '_')}_seed{seed}.json"
             if path.exists():
                 runs.append(json.loads(path.read_text()))
+                continue
+            if args.summarise:
                 continue
             result = one_run(name, config, seed, args.bootstrap)
             path.write_text(json.dumps(result, indent=1))
