@@ -18,18 +18,16 @@
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 import warnings
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 from scipy import optimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timing import best_time, write_json  # noqa: E402
+from timing import best_time, busy_neighbour, write_json  # noqa: E402
 
 import particles as P  # noqa: E402
 from fitting import ForceLawFit  # noqa: E402
@@ -39,21 +37,6 @@ from particles.kernels.terms import pair_term_reference  # noqa: E402
 
 TRUE = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
 START = P.ForceParams(lam=1.0)
-
-
-@contextmanager
-def busy_neighbour(active: bool):
-    """A second process spinning on one core while the block runs."""
-    if not active:
-        yield
-        return
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        time.sleep(0.5)
-        yield
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def data(p: int, snapshots: int, seed: int = 0):

@@ -31,17 +31,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import tempfile
 import time
-from contextlib import contextmanager
 
 import numba
 import numpy as np
 
-from timing import best_time, write_json
+from timing import best_time, busy_neighbour, write_json
 
 from particles import (ForceParams, cosine_alignment, energy_and_forces, forces, forces_reference,
                        gaussian_clustering, modular_addition, preset, simulate, warmup)
@@ -85,21 +83,6 @@ def numpy_forces_blocked(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, p
     np.add.at(force, pairs[:, 0], f)
     np.add.at(force, pairs[:, 1], f)
     return force
-
-
-@contextmanager
-def busy_neighbour(active: bool):
-    """A second process spinning on one core while the block runs."""
-    if not active:
-        yield
-        return
-    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        time.sleep(0.5)
-        yield
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def bench_forces(sizes, repeats: int) -> list[dict]:

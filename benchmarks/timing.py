@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -29,3 +32,18 @@ def best_time(fn, repeats: int, min_time: float = 0.2) -> float:
                 break
         best = min(best, elapsed / calls)
     return best
+
+
+@contextmanager
+def busy_neighbour(active: bool = True):
+    """A second process spinning on one core while the block runs."""
+    if not active:
+        yield
+        return
+    proc = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.5)
+        yield
+    finally:
+        proc.kill()
+        proc.wait()

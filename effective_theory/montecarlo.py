@@ -25,7 +25,7 @@ from particles.core.validation import check_array, check_float, check_int
 
 from .linalg import PRIMES, reduce_into_basis, grokking_rate
 
-__all__ = ["StructureProbability", "unique_structure_probability", "wilson_interval", "GrokkingRateCurve",
+__all__ = ["StructureProbability", "unique_structure_probability", "wilson_interval", "mean_interval", "GrokkingRateCurve",
            "grokking_rate_curve"]
 
 #: exact with one prime below 2^31: (sqrt 6)^p < 2^31 for addition rows
@@ -69,6 +69,20 @@ MAX_SAMPLES = 1_000_000
 MAX_BOOTSTRAP = 100_000
 #: most random training sets per fraction in grokking_rate_curve (one eigenvalue problem each)
 MAX_RATE_SAMPLES = 100_000
+
+
+def mean_interval(values, confidence: float = 0.95) -> dict:
+    """Mean and t interval of the finite numbers among ``values`` (None and
+    NaN left out): ``{"mean", "ci": [low, high], "n"}``; with fewer than two
+    values the interval is ``[None, None]``."""
+    from scipy.stats import t as student
+
+    confidence = check_float(confidence, "confidence", 0.0, 1.0, strict=True)
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if v.size < 2:
+        return {"mean": float(v.mean()) if v.size else None, "ci": [None, None], "n": int(v.size)}
+    half = float(student.ppf(0.5 + confidence / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
+    return {"mean": float(v.mean()), "ci": [float(v.mean() - half), float(v.mean() + half)], "n": int(v.size)}
 
 
 def wilson_interval(successes: np.ndarray, n: int, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:

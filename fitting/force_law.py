@@ -16,7 +16,8 @@ Intervals are percentile bootstrap intervals: snapshots (or runs, when
 several are given) resampled with replacement, each replicate refitted on
 the model linearised at the fit (strengths and log-ranges together, the
 strengths kept >= 0), so the ranges' uncertainty enters the strengths'
-intervals.
+intervals; the replicates' spread is scaled by sqrt(n / (n - P)) for n
+units and P parameters (the HC1 small-sample correction).
 """
 
 from __future__ import annotations
@@ -577,12 +578,24 @@ class ForceLawFit(BaseEstimator):
         lower = _lower(coef, n_J, self.nonnegative)
         rng = np.random.default_rng(self.seed)
         draws = np.empty((self.n_bootstrap, len(names)))
+        # the bootstrap's spread scaled by sqrt(n / (n - P)), n units and P
+        # parameters: the small-sample correction of a sandwich variance
+        # (HC1), which the plain bootstrap of n units lacks
+        if n_units > len(names) + 1:
+            inflate = math.sqrt(n_units / (n_units - len(names)))
+        else:
+            inflate = 1.0
+            warn_quality(f"the intervals rest on {n_units} bootstrap units for {len(names)} parameters, too few to "
+                         "trust them; give more snapshots or runs")
+        centre = _bounded_solve(gram.sum(axis=0), rhs.sum(axis=0), lower)
         for k in range(self.n_bootstrap):
             w = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units)).astype(float)
             M = np.tensordot(w, gram, axes=1)
             v = w @ rhs
             step = _bounded_solve(M, v, lower)
-            z = base + step
+            z = base + centre + inflate * (step - centre)
+            if self.nonnegative:
+                z[:K] = np.maximum(z[:K], 0.0)
             draws[k, :K] = z[:K]
             draws[k, K:] = theta * np.exp(z[K:])
         lo, hi = np.percentile(draws, [2.5, 97.5], axis=0)

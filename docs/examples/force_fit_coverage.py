@@ -11,48 +11,16 @@ import json
 import sys
 import time
 import warnings
-from typing import NamedTuple
-
 import numpy as np
 from scipy import stats
 
 import particles as P
 from fitting import FitQualityWarning, ForceLawFit
+from particles.testing import Well, example_custom_law, law_run
 
 
-def particle_run(law, p=13, d=2, seed=0, steps=1500, every=30, noise=0.0):
-    rng = np.random.default_rng(seed)
-    train = P.modular_addition(p).split(0.8, seed=rng)[0]
-    X = P.simulate(rng.normal(size=(p, d)), train, law, steps=steps, dt=0.01, record_every=every).embeddings
-    G = np.stack([P.forces(x, train, law) for x in X])
-    if noise:
-        G = G + noise * np.sqrt(np.mean(G ** 2)) * rng.normal(size=G.shape)
-    return X, G, train
-
-
-class Well(NamedTuple):
-    depth: float
-    width: float
-
-
-def _well(r2, prm):
-    return -prm.depth * np.exp(-r2 / (2 * prm.width ** 2))
-
-
-def _soft(r2, prm):
-    return prm.depth / (1.0 + r2 / prm.width ** 2)
-
-
-def _axial(c, q):
-    return -q[0] * c * c
-
-
-def _apart(c, q):
-    return q[0] * np.exp((c - 1) / q[1] ** 2)
-
-
-CUSTOM = P.PairEnergy(distance=P.PairTerm(_well, _soft, params=Well(2.0, 1.7)),
-                      cosine=P.PairTerm(_axial, _apart, variable="cosine", params=(1.0, 0.4)), eps=0.8, wd=0.1)
+CUSTOM = example_custom_law()
+particle_run = law_run
 out = {}
 N = int(sys.argv[1])
 for label, d in (("builtin d=2", 2), ("builtin d=3", 3), ("custom d=2", 2)):

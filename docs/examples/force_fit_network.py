@@ -30,12 +30,12 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 import particles as P
 from fitting.backend import ConstantAttentionConfig, train
 from fitting.backend.configs import training_set
 from fitting.force_law import ForceLawFit
+from effective_theory.montecarlo import mean_interval as mean_ci, wilson_interval
 from fitting.ode import FitQualityWarning
 
 #: the nested models: name -> terms
@@ -105,19 +105,9 @@ def one_run(wd: float, seed: int, steps: int, snapshot_every: int, n_bootstrap: 
     return out
 
 
-def mean_ci(values) -> dict:
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-    if v.size == 0:
-        return {"mean": None, "ci": [None, None], "n": 0}
-    if v.size < 2:
-        return {"mean": float(v.mean()), "ci": [float(v.mean())] * 2, "n": 1}
-    half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return {"mean": float(v.mean()), "ci": [float(v.mean() - half), float(v.mean() + half)], "n": int(v.size)}
-
-
 def wilson(k: int, n: int) -> list[float]:
-    ci = stats.binomtest(int(k), int(n)).proportion_ci(0.95, method="wilson")
-    return [float(ci.low), float(ci.high)]
+    lo, hi = wilson_interval(np.array([k]), n)
+    return [float(lo[0]), float(hi[0])]
 
 
 def summarise(runs: list[dict]) -> dict:

@@ -30,11 +30,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
-from scipy import stats
 
 from fitting.backend import SurvivalMLPConfig, ToyConfig, train
 from fitting.backend.configs import toy_phase_setting
 from fitting.force_law import ForceLawFit
+from effective_theory.montecarlo import mean_interval as mean_ci
 from fitting.ode import FitQualityWarning
 
 #: toy cells (decoder_lr, decoder_weight_decay) and the phase the 3-seed grid gives them by majority
@@ -91,14 +91,6 @@ def one_run(name: str, config, seed: int, bootstrap: int) -> dict:
             out["fits"][label]["windows"].append({"start": w["start"], "stop": w["stop"], "r2": r2})
     out["warnings"] = sorted({str(w.message) for w in caught})
     return out
-
-
-def mean_ci(values) -> dict:
-    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
-    if v.size < 2:
-        return {"mean": float(v.mean()) if v.size else None, "ci": [None, None], "n": int(v.size)}
-    half = float(stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size))
-    return {"mean": float(v.mean()), "ci": [float(v.mean() - half), float(v.mean() + half)], "n": int(v.size)}
 
 
 def summarise(runs: list[dict]) -> list[dict]:

@@ -6,7 +6,8 @@ law (:class:`~particles.ForceParams`) and custom ones
 (:class:`~particles.PairEnergy`) alike. Strategies
 (:mod:`particles.testing.strategies`, needs hypothesis) draw datasets,
 splits, embeddings, laws, whole systems, effective-loss systems and
-trajectories.
+trajectories. :mod:`particles.testing.runs` makes known-law data for force-law
+fits (``law_run``, ``example_custom_law``).
 
 Example (a pytest file)::
 
@@ -24,12 +25,13 @@ from .checks import (check_centroid_conserved, check_effective_centroid_conserve
                      check_effective_spread_conserved, check_energy_decreases, check_forces_are_gradient,
                      check_relabelling_equivariance, check_same_seed_same_trajectory, check_total_force_vanishes,
                      check_zero_torque, rotation_invariant, translation_invariant)
+from .runs import Well, example_custom_law, law_run
 
 __all__ = ["check_forces_are_gradient", "check_total_force_vanishes", "check_centroid_conserved",
            "check_zero_torque", "check_energy_decreases", "check_relabelling_equivariance",
            "check_same_seed_same_trajectory", "check_effective_loss_invariance",
            "check_effective_centroid_conserved", "check_effective_spread_conserved", "translation_invariant",
-           "rotation_invariant", "strategies"]
+           "rotation_invariant", "strategies", "law_run", "Well", "example_custom_law"]
 
 
 def __getattr__(name):

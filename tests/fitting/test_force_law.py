@@ -7,7 +7,7 @@ import pytest
 
 import particles as P
 from fitting import FitQualityWarning, ForceLawFit
-from particles.force_terms import force_terms
+from particles.testing import Well, example_custom_law, law_run
 
 TRUE = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
 TRUE_VALUES = {"attraction": 2.0, "repulsion": 1.3, "alignment_same": 1.7, "alignment_other": 1.7, "decay": 0.2,
@@ -15,15 +15,7 @@ TRUE_VALUES = {"attraction": 2.0, "repulsion": 1.3, "alignment_same": 1.7, "alig
 
 
 def particle_run(law, p=13, d=2, seed=0, steps=1500, every=30, noise=0.0):
-    """Snapshots of a particle run under ``law`` and its forces (plus noise
-    of ``noise`` times their RMS)."""
-    rng = np.random.default_rng(seed)
-    train = P.modular_addition(p).split(0.8, seed=rng)[0]
-    X = P.simulate(rng.normal(size=(p, d)), train, law, steps=steps, dt=0.01, record_every=every).embeddings
-    G = np.stack([P.forces(x, train, law) for x in X])
-    if noise:
-        G = G + noise * np.sqrt(np.mean(G ** 2)) * rng.normal(size=G.shape)
-    return X, G, train
+    return law_run(law, p=p, d=d, seed=seed, steps=steps, every=every, noise=noise)
 
 
 def _check_recovery(fit, truth):
@@ -45,8 +37,7 @@ def test_noise_free_builtin_law_is_recovered(d):
 
 
 def test_noise_free_custom_law_is_recovered():
-    from tests.particles.test_force_terms import CUSTOM, Well
-
+    CUSTOM = example_custom_law()
     X, G, train = particle_run(CUSTOM, d=3, seed=5)
     start = CUSTOM.replace(distance=CUSTOM.distance.with_params(Well(1.0, 1.2)),
                            cosine=CUSTOM.cosine.with_params((1.0, 0.3)), eps=1.0)
@@ -106,7 +97,8 @@ def test_several_runs_bootstrap_over_runs():
     trajs = []
     for X, G, train in runs:
         trajs.append(P.Trajectory(X, np.arange(len(X)), gradients=-G))
-    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=50).fit(trajs, train=[r[2] for r in runs])
+    with pytest.warns(FitQualityWarning, match="3 bootstrap units"):  # 3 runs for 9 parameters
+        fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=50).fit(trajs, train=[r[2] for r in runs])
     assert fit.fit_info_["runs"] == 3 and fit.n_runs_ == 3
     assert fit.bootstrap_.shape == (50, 9)
 

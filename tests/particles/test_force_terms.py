@@ -1,13 +1,12 @@
 """particles.force_terms: each term's force; the terms sum to the total
 force; strengths and ranges changed by name; bad input."""
-from typing import NamedTuple
-
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from particles import (EffectiveLoss, ForceParams, PairEnergy, PairTerm, cosine_alignment, effective_loss_gradient,
+from particles import (EffectiveLoss, ForceParams, PairEnergy, cosine_alignment, effective_loss_gradient,
                        forces, gaussian_clustering, modular_addition)
+from particles.testing import example_custom_law
 from particles.force_terms import (BUILTIN_TERMS, force_terms, range_names, range_values, term_names,
                                    unit_term_forces, with_ranges, with_strengths)
 
@@ -49,30 +48,8 @@ def test_clustering_terms_in_one_dimension(p, seed):
     assert _rel(sum(terms.values()), forces(x, train, law)) <= 1e-12
 
 
-class Well(NamedTuple):
-    depth: float
-    width: float
-
-
-def _well(r2, prm):
-    return -prm.depth * np.exp(-r2 / (2 * prm.width ** 2))
-
-
-def _soft(r2, prm):
-    return prm.depth / (1.0 + r2 / prm.width ** 2)
-
-
-def _axial(c, q):
-    return -q[0] * c * c
-
-
-def _apart(c, q):
-    return q[0] * np.exp((c - 1) / q[1] ** 2)
-
-
 #: one law for the whole module: its kernels compile once
-CUSTOM = PairEnergy(distance=PairTerm(_well, _soft, params=Well(2.0, 1.7)),
-                    cosine=PairTerm(_axial, _apart, variable="cosine", params=(1.0, 0.4)), eps=0.8, wd=0.1)
+CUSTOM = example_custom_law()
 
 
 def _custom():
