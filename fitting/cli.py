@@ -102,6 +102,17 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+def _finite(value):
+    """``value`` with every non-finite float as None (JSON has no NaN)."""
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
+        return None
+    return value
+
+
 def _json_number(value):
     """JSON for numbers json does not know (NumPy scalars)."""
     if isinstance(value, np.generic):
@@ -156,7 +167,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     fit = ForceLawFit(args.law, terms=args.terms, target=args.target, normalize=normalize,
                       n_bootstrap=args.bootstrap, windows=args.windows, tie_alignment=args.tie_alignment,
                       seed=args.seed)
-    fit._check_params()  # every setting refused before any work (the law, the terms)
+    fit.check_params()  # every setting refused before any work (the law, the terms)
     window = None if args.window is None else tuple(args.window)
     if window is not None and window[1] <= window[0]:
         raise ValueError(f"--window must have START < STOP, got {window[0]} {window[1]}")
@@ -168,16 +179,19 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
               "normalize": normalize, "strength_units": unit, "window": window, "r2": fit.r2_,
               "table": fit.table(), "windows": fit.windows_, "fit_info": fit.fit_info_}
-    atomic_write_text(out / "force_fit.json", json.dumps(report, indent=2, default=_json_number))
+    atomic_write_text(out / "force_fit.json", json.dumps(_finite(report), indent=2, default=_json_number,
+                                                         allow_nan=False))
     save_figure(plot_force_shares(fit), out / "force_shares.png")
     print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}: "
           f"R^2 of the force field {fit.r2_:.4f}")
-    print(f"strengths {unit}; intervals: 95 % bootstrap over "
-          f"{'runs' if fit.n_runs_ > 1 and args.bootstrap else 'snapshots'}")
+    if args.bootstrap:
+        print(f"strengths {unit}; intervals: 95 % bootstrap over {'runs' if fit.n_runs_ > 1 else 'snapshots'}")
+    else:
+        print(f"strengths {unit}; no intervals (--bootstrap 0)")
     print(f"  {'parameter':<16} {'value':>11}  {'95 % interval':<25} share")
     for row in fit.table():
         lo, hi = row["interval"]
-        interval = "-" if lo is None else f"[{lo:.4g}, {hi:.4g}]"
+        interval = "-" if lo is None or hi is None else f"[{lo:.4g}, {hi:.4g}]"
         share = "" if row["share"] is None else f"{row['share']:.3f}"
         print(f"  {row['name']:<16} {row['value']:>11.4g}  {interval:<25} {share}")
     print("over training (window of steps: R^2; shares):")

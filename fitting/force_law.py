@@ -99,6 +99,10 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         trains = train if isinstance(train, (list, tuple)) else [train] * len(trajs)
         if len(trains) != len(trajs):
             raise ValueError(f"train must be one PairDataset or one per trajectory ({len(trajs)}), got {len(trains)}")
+        for i, tr in enumerate(trains):
+            if tr is not None and not isinstance(tr, PairDataset):
+                raise TypeError(f"train must be a PairDataset (or one per trajectory), got {describe(tr)} for "
+                                f"trajectory {i}")
         runs = [_run_from_trajectory(t, target, tr, f"trajectory {i}" if len(trajs) > 1 else "the trajectory")
                 for i, (t, tr) in enumerate(zip(trajs, trains))]
     else:
@@ -123,9 +127,9 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
             raise ValueError(f"{label}G holds non-finite values")
         if not np.all(np.isfinite(run.X)):
             raise ValueError(f"{label}X holds non-finite values")
-    d = {run.X.shape[2] for run in runs}
-    if len(d) > 1:
-        raise ValueError(f"the runs must share the dimension d, got {sorted(d)}")
+    shapes = {run.X.shape[1:] for run in runs}
+    if len(shapes) > 1:
+        raise ValueError(f"the runs must share p and d (tokens and dimension), got {sorted(shapes)}")
     return runs
 
 
@@ -301,7 +305,9 @@ class ForceLawFit(BaseEstimator):
         self.seed = seed
 
     # ------------------------------------------------------------ checks
-    def _check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
+    def check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
+        """Every setting checked, before any data are read: the law, the
+        fitted terms, the searched ranges and their bounds (low, high)."""
         law = _law_shortcut(self.law)
         if not isinstance(self.tie_alignment, bool):
             raise TypeError(f"tie_alignment must be a bool, got {describe(self.tie_alignment)}")
@@ -309,9 +315,12 @@ class ForceLawFit(BaseEstimator):
         names = term_names(law)
         if tied:
             names = ("attraction", "repulsion", "alignment", "decay")
+        if self.tie_alignment and not isinstance(law, ForceParams):
+            raise ValueError("tie_alignment=True ties the built-in law's two alignment halves; the law is not a "
+                             "ForceParams")
         terms = names if self.terms is None else self.terms
-        if isinstance(terms, str):
-            raise TypeError(f"terms must be a sequence of term names, got the string {terms!r}")
+        if isinstance(terms, str) or not isinstance(terms, (tuple, list)):
+            raise TypeError(f"terms must be a list or tuple of term names of the law {names}, got {describe(terms)}")
         terms = tuple(terms)
         if not terms:
             raise ValueError(f"terms must name at least one term of the law {names}")
@@ -324,9 +333,9 @@ class ForceLawFit(BaseEstimator):
         terms = tuple(t for members in self._groups.values() for t in members)
         default = range_names(law, terms)
         allowed = range_fields(law, terms) if isinstance(law, PairEnergy) else default
+        if self.ranges is not None and (isinstance(self.ranges, str) or not isinstance(self.ranges, (tuple, list))):
+            raise TypeError(f"ranges must be a list or tuple of range names, got {describe(self.ranges)}")
         ranges = default if self.ranges is None else tuple(self.ranges)
-        if isinstance(self.ranges, str):
-            raise TypeError(f"ranges must be a sequence of range names, got the string {self.ranges!r}")
         bad = [r for r in ranges if r not in allowed]
         if bad:
             raise ValueError(f"ranges must be among the range parameters of the fitted terms {allowed}, got {bad}")
@@ -341,8 +350,9 @@ class ForceLawFit(BaseEstimator):
         for name, pair in bounds.items():
             if name not in every:
                 raise ValueError(f"bounds names {name!r}, which is not a range parameter of the law {every}")
-            if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                raise TypeError(f"bounds[{name!r}] must be (low, high), got {describe(pair)}")
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(
+                    isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in pair):
+                raise TypeError(f"bounds[{name!r}] must be (low, high), two numbers, got {describe(pair)}")
             lo, hi = (float(v) for v in pair)
             if not (0 < lo < hi) or not math.isfinite(hi):
                 raise ValueError(f"bounds[{name!r}] must satisfy 0 < low < high < inf (ranges are > 0), got {pair}")
@@ -389,7 +399,7 @@ class ForceLawFit(BaseEstimator):
         -------
         self
         """
-        law, terms, ranges, low, high = self._check_params()
+        law, terms, ranges, low, high = self.check_params()
         runs = _check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
         if law != "effective" and not isinstance(law, str) and type(law).__name__ == "EffectiveLoss":
             if any(r.train.p != law.p for r in runs):
@@ -417,6 +427,7 @@ class ForceLawFit(BaseEstimator):
             r0, r1 = b - A @ coef, b - A1 @ coef1
             if r1 @ r1 < r0 @ r0:
                 theta, A, coef = moved, A1, coef1
+                J = self._jacobian(basis, runs, theta, coef)  # the intervals linearise at the final fit
                 info_step = True
             else:
                 info_step = False
@@ -430,7 +441,7 @@ class ForceLawFit(BaseEstimator):
         self.train_ = runs[0].train
         self.n_runs_ = len(runs)
         self._store_scores(A, b, coef, runs)
-        self.intervals_, self.bootstrap_ = self._intervals(theta, coef, A, b, units, J)
+        self.intervals_, self.bootstrap_ = self._intervals(theta, coef, A, b, units, J, np.log(low), np.log(high))
         info.update({"full_data_step": info_step if J is not None else None, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
                      {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
                      "term_evaluations": basis.evaluations, "normalize": self.normalize, "target": self.target})
@@ -460,6 +471,8 @@ class ForceLawFit(BaseEstimator):
             b.append(run.G[r].ravel())
         A = np.concatenate(A)
         b = np.concatenate(b)
+        if not np.all(np.isfinite(A)):  # a range where a term overflows: a residual the search backs away from
+            return np.full_like(b, 1e10 * (1.0 + float(np.sqrt(np.mean(b ** 2)))))
         return A @ _nnls(A, b, self.nonnegative) - b
 
     def _search(self, basis: _Basis, runs, ranges, log0, log_lo, log_hi) -> tuple[np.ndarray, dict]:
@@ -525,17 +538,17 @@ class ForceLawFit(BaseEstimator):
         self.shares_ = dict(zip(self.terms_, _shares(A, coef)))
         steps = np.concatenate([r.steps for r in runs])
         size = runs[0].X.shape[1] * runs[0].X.shape[2]
-        edges = np.linspace(steps.min(), steps.max() + 1, self.windows + 1)
+        edges = np.unique(np.ceil(np.linspace(steps.min(), steps.max() + 1, self.windows + 1)).astype(np.int64))
         row_steps = np.repeat(steps, size)
         out = []
         for lo, hi in zip(edges[:-1], edges[1:]):
             keep = (row_steps >= lo) & (row_steps < hi)
             n = int(keep.sum() // size)
             if n == 0:
-                out.append({"start": float(lo), "stop": float(hi), "snapshots": 0, "r2": None, "shares": None})
+                out.append({"start": int(lo), "stop": int(hi), "snapshots": 0, "r2": None, "shares": None})
                 continue
             Aw, bw = A[keep], b[keep]
-            out.append({"start": float(lo), "stop": float(hi), "snapshots": n,
+            out.append({"start": int(lo), "stop": int(hi), "snapshots": n,
                         "r2": _r2(bw, Aw @ coef, runs[0].X.shape[2]),
                         "shares": dict(zip(self.terms_, _shares(Aw, coef)))})
         self.windows_ = out
@@ -555,14 +568,16 @@ class ForceLawFit(BaseEstimator):
             J.append((Au - A) @ coef / LOG_STEP)
         return np.column_stack(J)
 
-    def _intervals(self, theta, coef, A, b, units, J):
+    def _intervals(self, theta, coef, A, b, units, J, log_lo, log_hi):
         K = len(coef)
         names = list(self.terms_) + list(self.range_names_)
         if self.n_bootstrap == 0:
             return {}, np.zeros((0, len(names)))
-        # the model linearised at the fit: columns of the strengths and d(model)/d(log range)
-        Z = A if J is None else np.column_stack([A, J])
-        n_J = 0 if J is None else J.shape[1]
+        # the model linearised at the fit: columns of the strengths and d(model)/d(log range); a range
+        # whose terms all have strength 0 moves nothing (a zero column) and gets no interval
+        live = np.zeros(0, dtype=bool) if J is None else np.linalg.norm(J, axis=0) > 0
+        Z = A if J is None else np.column_stack([A, J[:, live]])
+        n_J = int(live.sum())
         n_units = int(units.max()) + 1
         gram = np.zeros((n_units, Z.shape[1], Z.shape[1]))
         rhs = np.zeros((n_units, Z.shape[1]))
@@ -574,32 +589,37 @@ class ForceLawFit(BaseEstimator):
             Zu = Z[idx]
             gram[u] = Zu.T @ Zu
             rhs[u] = Zu.T @ resid[idx]
-        base = np.concatenate([coef, np.zeros(n_J)])
         lower = _lower(coef, n_J, self.nonnegative)
         rng = np.random.default_rng(self.seed)
-        draws = np.empty((self.n_bootstrap, len(names)))
+        P = K + n_J
         # the bootstrap's spread scaled by sqrt(n / (n - P)), n units and P
         # parameters: the small-sample correction of a sandwich variance
         # (HC1), which the plain bootstrap of n units lacks
-        if n_units > len(names) + 1:
-            inflate = math.sqrt(n_units / (n_units - len(names)))
+        if n_units > P + 1:
+            inflate = math.sqrt(n_units / (n_units - P))
         else:
             inflate = 1.0
-            warn_quality(f"the intervals rest on {n_units} bootstrap units for {len(names)} parameters, too few to "
+            warn_quality(f"the intervals rest on {n_units} bootstrap units for {P} parameters, too few to "
                          "trust them; give more snapshots or runs")
+        # replicates are centred on the estimate: their step is taken from the full-data step
         centre = _bounded_solve(gram.sum(axis=0), rhs.sum(axis=0), lower)
+        steps = np.empty((self.n_bootstrap, P))
         for k in range(self.n_bootstrap):
             w = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units)).astype(float)
-            M = np.tensordot(w, gram, axes=1)
-            v = w @ rhs
-            step = _bounded_solve(M, v, lower)
-            z = base + centre + inflate * (step - centre)
-            if self.nonnegative:
-                z[:K] = np.maximum(z[:K], 0.0)
-            draws[k, :K] = z[:K]
-            draws[k, K:] = theta * np.exp(z[K:])
-        lo, hi = np.percentile(draws, [2.5, 97.5], axis=0)
-        return {n: (float(a), float(c)) for n, a, c in zip(names, lo, hi)}, draws
+            steps[k] = inflate * (_bounded_solve(np.tensordot(w, gram, axes=1), w @ rhs, lower) - centre)
+        draws = np.full((self.n_bootstrap, len(names)), np.nan)
+        draws[:, :K] = np.maximum(coef + steps[:, :K], 0.0) if self.nonnegative else coef + steps[:, :K]
+        if n_J:
+            log_theta = np.log(theta[live]) + steps[:, K:]
+            draws[:, K + np.flatnonzero(live)] = np.exp(np.clip(log_theta, log_lo[live], log_hi[live]))
+        out = {}
+        for j, name in enumerate(names):
+            if np.all(np.isnan(draws[:, j])):
+                out[name] = (None, None)
+            else:
+                lo, hi = np.percentile(draws[:, j], [2.5, 97.5])
+                out[name] = (float(lo), float(hi))
+        return out, draws
 
     def _warn(self, info, ranges, theta, low, high) -> None:
         if ranges and not info.get("converged", True):
@@ -627,30 +647,36 @@ class ForceLawFit(BaseEstimator):
         return np.stack(cols, axis=1), train
 
     def predict(self, X: Any, *, train: PairDataset | None = None) -> np.ndarray:
-        """The fitted law's force on each snapshot of X (T, N, d) (in the
-        units of the fit: per unit RMS force with ``normalize="rms"``);
-        ``train`` defaults to the (first) run's training set."""
+        """The fitted law's force on each snapshot of X (T, N, d), in the
+        units of the fitted G (with ``normalize="rms"``: the strengths times
+        the first run's scale, ``scales_[0]``); ``train`` defaults to the
+        (first) run's training set."""
         cols, _ = self._columns(X, train)
-        return np.tensordot(self.coef_, np.moveaxis(cols, 1, 0), axes=1)
+        return self.scales_[0] * np.tensordot(self.coef_, np.moveaxis(cols, 1, 0), axes=1)
 
     def score(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None) -> float:
-        """R^2 of the force field: 1 - SSE / sum |G - mean G|^2 (the mean
-        force vector over snapshots and tokens). Takes what :meth:`fit`
-        takes; with ``normalize="rms"`` each run's G is scaled by its own RMS."""
+        """R^2 of the force field, 1 - SSE / sum |G - mean G|^2 (the mean
+        force vector over snapshots and tokens), of :meth:`predict` against
+        G as given. Takes what :meth:`fit` takes. With ``normalize="rms"``
+        the prediction is in the first fitted run's units, so score runs on
+        that scale (held-out snapshots of the same run)."""
         check_is_fitted(self, "coef_")
-        runs = as_force_runs(X, G, train=train if train is not None else (self.train_ if not isinstance(
-            X, (Trajectory, list, tuple)) else None), steps=steps, target=self.target)
-        obs, pred = [], []
-        for run in runs:
-            scale = float(np.sqrt(np.mean(run.G ** 2))) if self.normalize == "rms" else 1.0
-            obs.append((run.G / scale).ravel())
-            pred.append(self.predict(run.X, train=run.train).ravel())
-        return _r2(np.concatenate(obs), np.concatenate(pred), runs[0].X.shape[2])
+        single = not isinstance(X, (Trajectory, list, tuple))
+        runs = as_force_runs(X, G, train=self.train_ if (train is None and single) else train, steps=steps,
+                             target=self.target)
+        obs = np.concatenate([run.G.ravel() for run in runs])
+        pred = np.concatenate([self.predict(run.X, train=run.train).ravel() for run in runs])
+        return _r2(obs, pred, runs[0].X.shape[2])
 
     def to_law(self) -> Any:
         """The law with the fitted ranges and strengths (a ForceParams when
-        it can hold them, see :func:`particles.force_terms.with_strengths`)."""
+        it can hold them, see :func:`particles.force_terms.with_strengths`).
+        With ``normalize="rms"`` its strengths are per unit RMS force: the
+        same flow as the data's, on another time scale."""
         check_is_fitted(self, "coef_")
+        if not isinstance(self.law_, (ForceParams, PairEnergy)):
+            raise ValueError("the effective loss has no law object with strengths: its fitted strengths are coef_ "
+                             "(run it with particles.simulate_effective)")
         law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
         strengths = {t: float(c) for group, c in zip(self.groups_.values(), self.coef_) for t in group}
         # terms left out of the fit have strength 0
@@ -665,9 +691,9 @@ class ForceLawFit(BaseEstimator):
         from particles.simulate import simulate
 
         check_is_fitted(self, "coef_")
-        law = self.to_law()
-        if not isinstance(law, (ForceParams,)) and type(law).__name__ != "PairEnergy":
+        if not isinstance(self.law_, (ForceParams, PairEnergy)):
             raise ValueError("simulate needs a pair law; the effective loss runs with particles.simulate_effective")
+        law = self.to_law()
         return simulate(x0, self.train_ if train is None else train, law, steps=steps, dt=dt, **options)
 
     def table(self) -> list[dict[str, Any]]:
@@ -711,17 +737,17 @@ def _lower(coef: np.ndarray, n_ranges: int, nonnegative: bool) -> np.ndarray:
 
 
 def _bounded_solve(M: np.ndarray, v: np.ndarray, lower: np.ndarray) -> np.ndarray:
-    """argmin z' M z / 2 - v' z subject to z >= lower (M positive definite)."""
-    try:
-        z = np.linalg.solve(M, v)
-    except np.linalg.LinAlgError:
-        z = np.linalg.lstsq(M, v, rcond=None)[0]
+    """argmin z' M z / 2 - v' z subject to z >= lower (M positive
+    semi-definite; directions M does not see are left at 0)."""
+    vals, vecs = np.linalg.eigh(M)
+    keep = vals > max(float(vals.max()), 0.0) * 1e-13
+    if not keep.any():
+        return np.maximum(np.zeros_like(v), lower)
+    z = vecs[:, keep] @ ((vecs[:, keep].T @ v) / vals[keep])
     if np.all(z >= lower):
         return z
-    try:
-        R = np.linalg.cholesky(M).T
-    except np.linalg.LinAlgError:
-        R = np.linalg.qr(M)[1]
-        return optimize.lsq_linear(R, np.linalg.lstsq(R.T, v, rcond=None)[0], bounds=(lower, np.inf)).x
-    q = np.linalg.solve(R.T, v)
+    # a least-squares form of the same problem: |R z - q|^2 with R'R = M and R'q = v (on M's range)
+    root = np.sqrt(vals[keep])
+    R = root[:, None] * vecs[:, keep].T
+    q = (vecs[:, keep].T @ v) / root
     return optimize.lsq_linear(R, q, bounds=(lower, np.full_like(lower, np.inf))).x

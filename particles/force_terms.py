@@ -328,8 +328,9 @@ def with_ranges(law: Any, names: Sequence[str], values: Sequence[float]) -> Any:
 
 # ------------------------------------------------------------- strengths
 def _scaled(fn: Callable | None, factor: float) -> Callable | None:
-    """fn times a constant, compiled (a new function per factor)."""
-    if fn is None:
+    """fn times a constant, compiled (a new function per factor); None (no
+    interaction) for factor 0, so a law infinite somewhere adds no NaN."""
+    if fn is None or factor == 0.0:
         return None
     inner = compiled_function(fn)
     py = python_function(fn)
@@ -346,7 +347,10 @@ def _scaled(fn: Callable | None, factor: float) -> Callable | None:
     return dispatcher
 
 
-def _scaled_term(term: PairTerm, same: float, other: float) -> PairTerm:
+def _scaled_term(term: PairTerm, same: float, other: float) -> PairTerm | None:
+    """The term with its parts scaled; None when both parts vanish."""
+    if (term.same is None or same == 0.0) and (term.other is None or other == 0.0):
+        return None
     return PairTerm(_scaled(term.same, same), _scaled(term.other, other), variable=term.variable,
                     params=term.params, same_derivative=_scaled(term.same_derivative, same),
                     other_derivative=_scaled(term.other_derivative, other))
@@ -372,8 +376,14 @@ def with_strengths(law: Any, strengths: Mapping[str, float]) -> Any:
         decay = {"particle_decay" if law.wd_target == "classifier" else "wd": s["decay"]}
         if math.isclose(same, other, rel_tol=1e-12, abs_tol=0.0) or (same == 0.0 and other == 0.0):
             lam = 0.5 * (same + other)
+            if law.wd_target == "classifier" and law.wd == 0.0 and lam > 0.0:
+                # the classifier variant has no alignment at wd = 0: a fitted alignment needs the baseline
+                # form, with the softening the forces used and the particles' decay as wd
+                return ForceParams(k_a=s["attraction"], sig_a=law.sig_a, k_r=s["repulsion"], sig_r=law.sig_r,
+                                   lam=lam, sig_t=law.sig_t, eps=law.effective_eps, wd=s["decay"],
+                                   alignment=law.alignment, alignment_form=law.alignment_form)
             if law.wd_target == "classifier" and law.wd == 0.0:
-                lam = law.lam  # alignment is off at wd = 0 whatever lam is
+                lam = law.lam
             return law.replace(k_a=s["attraction"], k_r=s["repulsion"], lam=lam, **decay)
         if law.alignment != "gradient":
             raise ValueError("the alignment halves have different strengths, which a ForceParams cannot hold, and "
@@ -383,11 +393,13 @@ def with_strengths(law: Any, strengths: Mapping[str, float]) -> Any:
 
         clustering = gaussian_clustering(s["attraction"], law.sig_a, s["repulsion"], law.sig_r, s["decay"])
         alignment = cosine_alignment(1.0, law.sig_t, law.effective_eps, axial=law.alignment_form == "axial")
-        alignment = alignment.replace(cosine=_scaled_term(alignment.cosine, same, other))
-        return (clustering + alignment).replace(name="fitted")
+        cosine = _scaled_term(alignment.cosine, same, other)
+        return clustering.replace(cosine=cosine, eps=law.effective_eps, name="fitted")
     new = {"wd": s["decay"]}
     for prefix in ("distance", "cosine"):
         term = getattr(law, prefix)
         if term is not None:
             new[prefix] = _scaled_term(term, s.get(f"{prefix}_same", 1.0), s.get(f"{prefix}_other", 1.0))
+    if new.get("distance", law.distance) is None and new.get("cosine", law.cosine) is None:
+        raise ValueError("every pair term of the law has strength 0: there is no PairEnergy left to build")
     return law.replace(**new)

@@ -133,7 +133,13 @@ class EmbeddingRecorder:
             if grad is None:
                 raise ValueError("gradients=True but the embedding has no gradient after this step (is it trained "
                                  "by backward()? give gradient=... if it lives elsewhere)")
-            self._forces.append((_as_matrix(grad, "gradient")[:self.p], E - self._snaps[-1]))
+            grad = _as_matrix(grad, "gradient")[:self.p]
+            if grad.shape != E.shape:
+                raise ValueError(f"the gradient has shape {grad.shape} where the embedding has {E.shape}: give "
+                                 "gradient=... returning the embedding's own gradient")
+            if not np.all(np.isfinite(grad)):
+                raise FloatingPointError(f"the gradient is not finite at step {step}")
+            self._forces.append((grad, E - self._snaps[-1]))
         if not (due_signal or due_snapshot):
             return
         if not np.all(np.isfinite(E)):

@@ -98,9 +98,10 @@ class SeriesRecorder:
 
     def trajectory(self, n_done: int, p: int, d: int, meta: dict[str, Any]) -> Trajectory:
         keep = [i for i, s in enumerate(self.snapshot_steps) if s <= n_done]
+        forces = bool(self.gradients)
+        if forces:  # recorded with gradients: the snapshots that have theirs (an interrupted run may lack the last)
+            keep = [i for i in keep if i < len(self.gradients)]
         embeddings = np.stack([self.snapshots[i] for i in keep]) if keep else np.zeros((0, p, d))
-        # the gradients, when recorded for every kept snapshot (an interrupted run may lack the last)
-        forces = bool(keep) and all(i < len(self.gradients) for i in keep)
         return Trajectory(
             embeddings=embeddings,
             snapshot_steps=np.array([self.snapshot_steps[i] for i in keep], dtype=np.int64),
@@ -109,8 +110,8 @@ class SeriesRecorder:
             scalars={k: v[:n_done] for k, v in self.series.items()},
             snapshot_arrays={k: np.stack([v[i] for i in keep]) for k, v in self.probes.items() if keep},
             meta=meta,
-            gradients=np.stack([self.gradients[i] for i in keep]) if forces else None,
-            updates=np.stack([self.updates[i] for i in keep]) if forces else None,
+            gradients=np.stack([self.gradients[i] for i in keep]) if forces and keep else None,
+            updates=np.stack([self.updates[i] for i in keep]) if forces and keep else None,
         )
 
 
@@ -119,11 +120,13 @@ def probe_step(task) -> tuple[np.ndarray, np.ndarray]:
     optimiser would make from there: the step is taken, then undone."""
     E = task.embedding()
     saved = copy.deepcopy(task.state_dict())
-    task.step()
-    gradient = task.embedding_gradient()
-    task.apply_update()
-    update = task.embedding() - E
-    task.load_state_dict(saved)
+    try:
+        task.step()
+        gradient = task.embedding_gradient()
+        task.apply_update()
+        update = task.embedding() - E
+    finally:  # also when interrupted: the task is as it was
+        task.load_state_dict(saved)
     return gradient, update
 
 

@@ -84,6 +84,27 @@ def test_predict_score_and_simulate():
     assert np.allclose(run.final, ref.final, atol=1e-8)
 
 
+def test_score_on_held_out_snapshots_with_rms_normalisation():
+    X, G, train = particle_run(TRUE, seed=8, steps=600, every=10)  # still moving: the forces are not all ~0
+    fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=0, normalize="rms").fit(X[::2], G[::2], train=train)
+    assert fit.score(X[1::2], G[1::2]) > 1 - 1e-10  # predictions are in the units of G
+    assert np.allclose(fit.predict(X[1::2]), G[1::2], rtol=0, atol=1e-8 * np.abs(G).max())
+
+
+def test_a_term_fitted_to_zero_keeps_intervals_around_the_estimates():
+    law = TRUE.replace(k_r=0.0)
+    X, G, train = particle_run(law, seed=9, noise=0.3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FitQualityWarning)
+        fit = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=100).fit(X, G, train=train)
+    for name, (lo, hi) in fit.intervals_.items():
+        value = fit.ranges_[name] if name in fit.ranges_ else fit.coef_[fit.terms_.index(name)]
+        if lo is None:  # a range whose terms all have strength 0
+            assert fit.coef_[fit.terms_.index("repulsion")] == 0.0 and name == "sig_r"
+            continue
+        assert np.isfinite(lo) and np.isfinite(hi) and lo <= value <= hi, (name, lo, value, hi)
+
+
 def test_normalize_rms_divides_the_forces():
     X, G, train = particle_run(TRUE, seed=4)
     plain = ForceLawFit(P.ForceParams(lam=1.0), ranges=(), n_bootstrap=0).fit(X, G, train=train)
