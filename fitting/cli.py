@@ -188,12 +188,13 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         print(f"strengths {unit}; intervals: 95 % bootstrap over {'runs' if fit.n_runs_ > 1 else 'snapshots'}")
     else:
         print(f"strengths {unit}; no intervals (--bootstrap 0)")
-    print(f"  {'parameter':<16} {'value':>11}  {'95 % interval':<25} share")
+    print(f"  {'parameter':<16} {'value':>11}  {'95 % interval':<25} {'RMS force':>9}  share")
     for row in fit.table():
         lo, hi = row["interval"]
         interval = "-" if lo is None or hi is None else f"[{lo:.4g}, {hi:.4g}]"
         share = "" if row["share"] is None else f"{row['share']:.3f}"
-        print(f"  {row['name']:<16} {row['value']:>11.4g}  {interval:<25} {share}")
+        rms = "" if row["rms_force"] is None else f"{row['rms_force']:.3g}"
+        print(f"  {row['name']:<16} {row['value']:>11.4g}  {interval:<25} {rms:>9}  {share}")
     print("over training (window of steps: R^2; shares):")
     for w in fit.windows_:
         if w["snapshots"]:

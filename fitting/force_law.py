@@ -271,6 +271,10 @@ class ForceLawFit(BaseEstimator):
         95 % bootstrap intervals of every strength and range.
     r2_ : float
         R^2 of the force field on the data fitted (see :meth:`score`).
+    rms_forces_ : dict of str to float
+        Each fitted term's root-mean-square force over the data, c_k
+        RMS(F_k) (in the units of the fit): how much the term moves the
+        embedding, whatever its range does to its unit force.
     shares_ : dict of str to float
         Each term's share of the explained force, <P_k, P> / |P|^2 with
         P_k = c_k F_k and P their sum (the shares sum to 1; a term that
@@ -535,6 +539,9 @@ class ForceLawFit(BaseEstimator):
     def _store_scores(self, A, b, coef, runs) -> None:
         K = len(coef)
         self.r2_ = _r2(b, A @ coef, runs[0].X.shape[2])
+        # each fitted term's RMS force on the data: a strength's size that does not hinge on its range
+        # (a term whose range makes it tiny can carry a huge strength and still move nothing)
+        self.rms_forces_ = dict(zip(self.terms_, (float(v) for v in np.sqrt(np.mean((A * coef) ** 2, axis=0)))))
         self.shares_ = dict(zip(self.terms_, _shares(A, coef)))
         steps = np.concatenate([r.steps for r in runs])
         size = runs[0].X.shape[1] * runs[0].X.shape[2]
@@ -703,10 +710,11 @@ class ForceLawFit(BaseEstimator):
         for name, c in zip(self.terms_, self.coef_):
             rows.append({"name": name, "kind": "strength", "value": float(c),
                          "interval": list(self.intervals_.get(name, (None, None))),
-                         "share": self.shares_[name]})
+                         "share": self.shares_[name], "rms_force": self.rms_forces_[name]})
         for name in self.range_names_:
             rows.append({"name": name, "kind": "range", "value": self.ranges_[name],
-                         "interval": list(self.intervals_.get(name, (None, None))), "share": None})
+                         "interval": list(self.intervals_.get(name, (None, None))), "share": None,
+                         "rms_force": None})
         return rows
 
 

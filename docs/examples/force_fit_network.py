@@ -56,7 +56,7 @@ def start_law() -> P.ForceParams:
 
 
 #: wide boxes: the network's best ranges lie outside the preset's /10..x10 (a first run hit those bounds)
-BOUNDS = {"sig_a": (0.03, 30.0), "sig_r": (0.05, 100.0), "sig_t": (0.01, 5.0), "eps": (0.01, 100.0)}
+BOUNDS = {"sig_a": (0.03, 30.0), "sig_r": (0.05, 100.0), "sig_t": (0.05, 5.0), "eps": (0.01, 100.0)}
 
 
 def one_run(wd: float, seed: int, steps: int, snapshot_every: int, n_bootstrap: int, sim_starts: list[int]) -> dict:
@@ -77,6 +77,7 @@ def one_run(wd: float, seed: int, steps: int, snapshot_every: int, n_bootstrap: 
             f = ForceLawFit(law, terms=terms, bounds=BOUNDS, normalize="rms", n_bootstrap=n_bootstrap,
                             windows=6, seed=seed).fit(traj)
             out["fits"][name] = {"r2": f.r2_, "coef": dict(zip(f.terms_, map(float, f.coef_))), "ranges": f.ranges_,
+                                 "rms_forces": f.rms_forces_,
                                  "intervals": f.intervals_, "shares": f.shares_,
                                  "windows": [{"start": w["start"], "stop": w["stop"], "r2": w["r2"]}
                                              for w in f.windows_]}
@@ -125,6 +126,8 @@ def summarise(runs: list[dict]) -> dict:
                                        for i in range(n_win)]
         full = mine[0]["fits"]["+ decay"]
         row["coef"] = {t: mean_ci([r["fits"]["+ decay"]["coef"][t] for r in mine]) for t in full["coef"]}
+        row["coef_median"] = {t: float(np.median([r["fits"]["+ decay"]["coef"][t] for r in mine])) for t in full["coef"]}
+        row["rms_forces"] = {t: mean_ci([r["fits"]["+ decay"]["rms_forces"][t] for r in mine]) for t in full["coef"]}
         row["ranges"] = {t: mean_ci([np.log10(r["fits"]["+ decay"]["ranges"][t]) for r in mine])
                          for t in full["ranges"]}
         row["shares"] = {t: mean_ci([r["fits"]["+ decay"]["shares"][t] for r in mine]) for t in full["shares"]}
@@ -186,14 +189,13 @@ def plot(summary: dict, folder: Path) -> list[Path]:
     axes[0].set_ylabel("log10 fitted range")
     axes[0].legend(fontsize=7)
     axes[0].grid(alpha=0.3)
-    for name in rows[0]["coef"]:
-        m = [r["coef"][name]["mean"] for r in rows]
-        e = [[r["coef"][name]["mean"] - r["coef"][name]["ci"][0] for r in rows],
-             [r["coef"][name]["ci"][1] - r["coef"][name]["mean"] for r in rows]]
+    for name in rows[0]["rms_forces"]:
+        m = [r["rms_forces"][name]["mean"] for r in rows]
+        e = [[r["rms_forces"][name]["mean"] - r["rms_forces"][name]["ci"][0] for r in rows],
+             [r["rms_forces"][name]["ci"][1] - r["rms_forces"][name]["mean"] for r in rows]]
         axes[1].errorbar(wds, m, yerr=e, marker="o", capsize=3, label=name)
     axes[1].set_xlabel("weight decay")
-    axes[1].set_ylabel("fitted strength (per unit RMS gradient)")
-    axes[1].set_yscale("symlog", linthresh=0.1)
+    axes[1].set_ylabel("RMS force of the fitted term\n(unit: the RMS gradient)")
     axes[1].legend(fontsize=7)
     axes[1].grid(alpha=0.3)
     fig.tight_layout()
