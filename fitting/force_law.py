@@ -47,6 +47,9 @@ __all__ = ["ForceLawFit", "ForceRun", "TARGETS", "NORMALIZE", "as_force_runs"]
 TARGETS = ("gradient", "update")
 #: how G is scaled before the fit: None (as given) or "rms" (each run divided by its RMS force)
 NORMALIZE = (None, "rms")
+#: most bootstrap replicates and windows of training steps (each keeps an array)
+MAX_BOOTSTRAP = 100_000
+MAX_WINDOWS = 10_000
 #: relative step of the finite differences in log-range
 LOG_STEP = 1e-5
 #: points of the coarse search (a scrambled Sobol sample of the log-range box, plus the start)
@@ -114,7 +117,7 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         G = check_array(G, "G", dtype="float", ndim=3)
         if G.shape != X.shape:
             raise ValueError(f"G must have the shape of X {X.shape}, got {G.shape}")
-        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int",
+        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int", low=0,
                                                                           shape=(X.shape[0],))
         runs = [ForceRun(X, G, train, np.asarray(steps, dtype=np.int64))]
     for i, run in enumerate(runs):
@@ -367,11 +370,11 @@ class ForceLawFit(BaseEstimator):
         check_choice(self.target, "target", TARGETS)
         if self.normalize not in NORMALIZE:
             raise ValueError(f"normalize must be one of {NORMALIZE}, got {self.normalize!r}")
-        check_int(self.n_bootstrap, "n_bootstrap", 0)
+        check_int(self.n_bootstrap, "n_bootstrap", 0, MAX_BOOTSTRAP)
         check_choice(self.bootstrap, "bootstrap", ("auto", "snapshots", "runs"))
         check_int(self.search_snapshots, "search_snapshots", 2)
         check_int(self.max_evaluations, "max_evaluations", 1)
-        check_int(self.windows, "windows", 1)
+        check_int(self.windows, "windows", 1, MAX_WINDOWS)
         check_int(self.seed, "seed", 0)
         if not isinstance(self.nonnegative, bool):
             raise TypeError(f"nonnegative must be a bool, got {describe(self.nonnegative)}")

@@ -124,6 +124,7 @@ SEEDED: list[tuple[tuple[str, ...], str]] = [
     (('effective_theory.grokking_rate_curve', 'effective_theory.unique_structure_probability', 'fitting.backend.train',
       'particles.PairDataset.split', 'particles.Preset.run', 'particles.Preset.sample', 'particles.make_rng'), 'seed'),
     (('fitting.BootstrapEnsemble',), 'random_state'),
+    (('fitting.ForceLawFit',), 'seed'),
     (('fitting.survival_classifier',), 'rng'),
 ]
 
@@ -328,6 +329,19 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
      'a stride longer than the run records the start and the final state (documented)'),
     (('effective_theory.wilson_interval',), 'n', 'huge',
      'any count of trials is valid; the interval is arithmetic'),
+    (('particles.unit_term_forces',), 'terms', 'None', 'None: every term of the law (documented)'),
+    (('fitting.ForceLawFit',), 'terms', 'None', "None: every term of the law (documented)"),
+    (('fitting.ForceLawFit',), 'ranges', 'None', "None: the fitted terms' ranges (documented)"),
+    (('fitting.ForceLawFit',), 'ranges', 'empty', '(): keep the law\'s ranges, no search (documented)'),
+    (('fitting.ForceLawFit',), 'bounds', 'None', 'None: each range from /10 to x10 (documented)'),
+    (('fitting.ForceLawFit',), 'normalize', 'None', 'None: the forces as given (documented)'),
+    (('fitting.ForceLawFit',), 'n_bootstrap', 'zero', '0: no intervals (documented)'),
+    (('fitting.ForceLawFit',), 'search_snapshots', 'huge', 'more than the data: every snapshot is used'),
+    (('fitting.ForceLawFit',), 'max_evaluations', 'huge', 'a limit: the search stops when it converges'),
+    (('fitting.ForceLawFit.fit', 'fitting.ForceLawFit.score'), 'steps', 'None', 'None: 0 .. T-1 (documented)'),
+    (('fitting.ForceLawFit.fit',), 'window', 'None', 'None: every snapshot (documented)'),
+    (('fitting.ForceLawFit.predict', 'fitting.ForceLawFit.score', 'fitting.ForceLawFit.simulate'), 'train', 'None',
+     "None: the fitted run's training set (documented)"),
     (('fitting.n_frequencies',), 'p', 'huge',
      '(p - 1) // 2, arithmetic without allocation'),
     (('fitting.survival_ode_analysis',), 'n_steps', 'huge',
@@ -375,6 +389,11 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
     term = law.distance
     tiny = pt.preset("circles").replace(p=5, steps=4, record_every=2)
 
+    # force-law fits: forces of a known law on a short particle run
+    FX = pt.simulate(E7, D7, pt.ForceParams(lam=1.0), steps=40, dt=0.01, record_every=10).embeddings
+    FG = np.stack([pt.forces(x, D7, pt.ForceParams(lam=1.0)) for x in FX])
+    ffit = ft.ForceLawFit(ranges=(), n_bootstrap=5).fit(FX, FG, train=D7)
+
     def fitted(cls=ft.LinearODE, **kw):
         return cls(**kw).fit(X, T)
 
@@ -393,6 +412,10 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         # ------------------------------------------------------------ particles: functions
         "particles.addition": (pt.addition, {"p": 5}),
         "particles.best_circularity": (pt.best_circularity, {"E": E7}),
+        "particles.force_terms": (pt.force_terms, {"law": pt.ForceParams(lam=1.0), "x": E7, "train": D7}),
+        "particles.term_names": (pt.term_names, {"law": pt.ForceParams()}),
+        "particles.unit_term_forces": (pt.unit_term_forces, {"law": pt.ForceParams(lam=1.0), "X": E7[None],
+                                                              "train": D7, "terms": ["attraction"]}),
         "particles.circularity": (pt.circularity, {"E": E7, "frequency": 2}),
         "particles.classify_structure": (pt.classify_structure, {"E": E7, "dataset": D7}),
         "particles.energy": (pt.energy, {"x": E7, "train": D7, "params": pt.ForceParams()}),
@@ -517,6 +540,18 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "fitting.ODEModel": (lambda **kw: ft.ODEModel(**kw).fit(X, T),
                              {"library": "linear", "regressor": "stlsq", "alpha": 0.05, "derivative": "central",
                               "window": (0.0, 2.0), "debias": False, "blowup_factor": 1000.0}),
+        "fitting.ForceLawFit": (lambda **kw: ft.ForceLawFit(**kw).fit(FX, FG, train=D7),
+                                {"law": "builtin", "terms": ["attraction", "repulsion"], "ranges": ["sig_a"],
+                                 "bounds": {"sig_a": (1.0, 5.0)}, "target": "gradient", "normalize": "rms",
+                                 "nonnegative": True, "n_bootstrap": 5, "bootstrap": "snapshots",
+                                 "search_snapshots": 3, "max_evaluations": 5, "windows": 2,
+                                 "tie_alignment": False, "seed": 1}),
+        "fitting.ForceLawFit.fit": (ft.ForceLawFit(ranges=(), n_bootstrap=5).fit,
+                                    {"X": FX, "G": FG, "train": D7, "steps": np.arange(len(FX)) * 10,
+                                     "window": (0, 40)}),
+        "fitting.ForceLawFit.predict": (ffit.predict, {"X": FX, "train": D7}),
+        "fitting.ForceLawFit.score": (ffit.score, {"X": FX, "G": FG, "train": D7, "steps": np.arange(len(FX))}),
+        "fitting.ForceLawFit.simulate": (ffit.simulate, {"x0": FX[0], "steps": 3, "dt": 0.01, "train": D7}),
         "fitting.LinearODE": (lambda **kw: ft.LinearODE(**kw).fit(X, T),
                               {"regressor": "ols", "derivative": "central", "stable": False}),
         "fitting.LotkaVolterra": (lambda **kw: ft.LotkaVolterra(**kw).fit(X, T),

@@ -111,6 +111,7 @@ def test_ranges_and_strengths_by_name():
         with_strengths(law.replace(alignment="polar"), {"alignment_same": 2.0, "alignment_other": 0.5})
 
 
+@pytest.mark.slow  # compiles a scaled copy of the law's kernels (~10 s)
 def test_custom_law_scaled_by_term():
     law = _custom()
     _, x, train = _system(11, 2, 7)
