@@ -751,7 +751,7 @@ def _bounded_solve(M: np.ndarray, v: np.ndarray, lower: np.ndarray) -> np.ndarra
     """argmin z' M z / 2 - v' z subject to z >= lower (M positive
     semi-definite; directions M does not see are left at 0)."""
     vals, vecs = np.linalg.eigh(M)
-    keep = vals > max(float(vals.max()), 0.0) * 1e-13
+    keep = vals > max(float(vals.max()), 0.0) * 1e-12
     if not keep.any():
         return np.maximum(np.zeros_like(v), lower)
     z = vecs[:, keep] @ ((vecs[:, keep].T @ v) / vals[keep])
@@ -761,4 +761,7 @@ def _bounded_solve(M: np.ndarray, v: np.ndarray, lower: np.ndarray) -> np.ndarra
     root = np.sqrt(vals[keep])
     R = root[:, None] * vecs[:, keep].T
     q = (vecs[:, keep].T @ v) / root
-    return optimize.lsq_linear(R, q, bounds=(lower, np.full_like(lower, np.inf))).x
+    # bvls: an exact active-set method for these few unknowns (the default trust-region method could
+    # backtrack for minutes on an ill-conditioned replicate)
+    return optimize.lsq_linear(R, q, bounds=(lower, np.full_like(lower, np.inf)), method="bvls",
+                               max_iter=50 * len(lower)).x

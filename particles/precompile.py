@@ -10,7 +10,7 @@ __all__ = ["warmup"]
 
 
 #: what :func:`warmup` can compile
-WARMUP_PARTS = ("simulate", "minimize", "effective")
+WARMUP_PARTS = ("simulate", "minimize", "effective", "terms")
 
 
 def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) -> float:
@@ -28,8 +28,9 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) 
         a second.
     parts : tuple of str
         Which serial integrators: ``"simulate"`` (Euler/Langevin),
-        ``"minimize"``, ``"effective"`` (the effective-loss flow); default
-        all. Compile only what you use: each costs seconds the first time.
+        ``"minimize"``, ``"effective"`` (the effective-loss flow),
+        ``"terms"`` (the force law split into its terms, for the force-law
+        fit); default all. Compile only what you use: each costs seconds the first time.
 
     Returns
     -------
@@ -59,6 +60,10 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) 
             minimize(x0, train, params, max_steps=2)
         if "effective" in parts:
             simulate_effective(x0, addition(5), steps=2, dt=1e-3, project=True)
+        if "terms" in parts:
+            from .force_terms import unit_term_forces
+
+            unit_term_forces(params, x0[None], train)
     if parallel is not False:
         train = modular_addition(23)  # 276 pairs: a blocked system, so the parallel kernel runs
         x0 = np.random.default_rng(0).standard_normal((23, 2))
