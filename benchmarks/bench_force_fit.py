@@ -31,7 +31,7 @@ from timing import best_time, busy_neighbour, write_json  # noqa: E402
 
 import particles as P  # noqa: E402
 from fitting import ForceLawFit  # noqa: E402
-from particles.force_terms import unit_term_forces  # noqa: E402
+from particles.law_terms import unit_term_forces  # noqa: E402
 from particles.kernels.pair_sums import pair_sums_reference  # noqa: E402
 from particles.kernels.terms import pair_term_reference  # noqa: E402
 

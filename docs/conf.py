@@ -60,7 +60,7 @@ API = {
         "particles.datasets": None, "particles.params": None, "particles.energy": None,
         "particles.pair_energy": "PairEnergy, PairTerm, fast_exp, gaussian_clustering, cosine_alignment",
         "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
-        "particles.effective": None, "particles.force_terms": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
+        "particles.effective": None, "particles.law_terms": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
         "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,
         "particles.reference": None, "particles.testing.checks": None, "particles.testing.strategies": None,
     },

@@ -6,7 +6,7 @@ the same steps (minus the loss gradient, or the optimiser's update), fit
 
     G_t  ~  sum_k c_k F_k(X_t; theta)
 
-with the terms F_k of a law (:mod:`particles.force_terms`), strengths c >= 0
+with the terms F_k of a law (:mod:`particles.law_terms`), strengths c >= 0
 by non-negative least squares and the range parameters theta by a bounded
 search on the profile (for each theta the best c): a coarse grid per range,
 then a trust-region polish (``scipy.optimize.least_squares``) on a spread
@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_array, check_choice, check_int, describe
 from particles.datasets import PairDataset
-from particles.force_terms import (check_force_law, range_dependencies, range_fields, range_names, range_values,
+from particles.law_terms import (check_force_law, range_dependencies, range_fields, range_names, range_values,
                                    term_names, unit_term_forces, with_ranges, with_strengths)
 from particles.pair_energy import PairEnergy
 from particles.params import ForceParams
@@ -229,7 +229,7 @@ class ForceLawFit(BaseEstimator):
         name (``particles.preset_names()``).
     terms : sequence of str, optional
         The terms fitted (default all of the law's, see
-        :func:`particles.force_terms.term_names`).
+        :func:`particles.law_terms.term_names`).
     ranges : sequence of str, optional
         The range parameters searched (default: those the fitted terms of a
         built-in law depend on; ``eps`` for a custom law's cosine terms, whose
@@ -680,7 +680,7 @@ class ForceLawFit(BaseEstimator):
 
     def to_law(self) -> Any:
         """The law with the fitted ranges and strengths (a ForceParams when
-        it can hold them, see :func:`particles.force_terms.with_strengths`).
+        it can hold them, see :func:`particles.law_terms.with_strengths`).
         With ``normalize="rms"`` its strengths are per unit RMS force: the
         same flow as the data's, on another time scale."""
         check_is_fitted(self, "coef_")

@@ -51,7 +51,7 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
 
 #: the built-in law's compiled functions
 BUILTIN_KERNELS = Kernels(_forces.forces_serial, _forces.forces_parallel, _euler.run_euler, _euler.run_euler,
-                          _minimize.minimize_serial, _terms.term_forces_many)
+                          _minimize.minimize_serial, _terms.term_forces_many, _terms.term_forces_serial)
 
 
 def check_law(params) -> ForceParams | PairEnergy:

@@ -264,6 +264,7 @@ class Kernels(NamedTuple):
     euler_parallel: Any
     minimize: Any
     term_forces: Any
+    term_forces_serial: Any
 
 
 #: compiled kernels per set of functions (parameters are runtime data)
@@ -477,7 +478,7 @@ class PairEnergy(_Immutable):
             # the step loop with this law's force kernel in its law_forces slot, once per kernel
             loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in (serial, parallel)]
             cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo),
-                             rebind(terms.term_forces_many, slots, memo))
+                             rebind(terms.term_forces_many, slots, memo), rebind(terms.term_forces_serial, slots, memo))
             _COMPILED[key] = cached
         object.__setattr__(self, "_kernels", cached)
         return cached

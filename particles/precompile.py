@@ -61,7 +61,7 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) 
         if "effective" in parts:
             simulate_effective(x0, addition(5), steps=2, dt=1e-3, project=True)
         if "terms" in parts:
-            from .force_terms import unit_term_forces
+            from .law_terms import unit_term_forces
 
             unit_term_forces(params, x0[None], train)
     if parallel is not False:

@@ -22,7 +22,7 @@ from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST, lane_sum
 from .pair_sums import pair_sums, scatter_to_particles
 
-__all__ = ["PAIR_TERMS", "pair_term_forces", "same_class_terms", "other_distance_term", "other_cosine_term",
+__all__ = ["PAIR_TERMS", "pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
            "cosine_forces", "snapshot_term_forces", "term_forces_many", "pair_term_reference"]
 
 #: the pair terms in the order of the kernels' outputs
@@ -194,6 +194,14 @@ def snapshot_term_forces(x, system, prm, which, force):
     pair_term_forces(S, U, rho, system.same_ptr, system.same_idx, prm, which, out, A, B)
     for t in range(4):
         scatter_to_particles(x, pairs, out[t], 0.0, force[t])
+
+
+@njit(cache=True)
+def term_forces_serial(X, system, prm, which, force):
+    """:func:`term_forces_many` on one thread (small work: threads would wait
+    more than they compute, and far more beside a busy neighbour)."""
+    for t in range(X.shape[0]):
+        snapshot_term_forces(X[t], system, prm, which, force[t])
 
 
 @njit(cache=True, parallel=True)

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 from particles import (EffectiveLoss, ForceParams, PairEnergy, cosine_alignment, effective_loss_gradient,
                        forces, gaussian_clustering, modular_addition)
 from particles.testing import example_custom_law
-from particles.force_terms import (BUILTIN_TERMS, force_terms, range_names, range_values, term_names,
+from particles.law_terms import (BUILTIN_TERMS, force_terms, range_names, range_values, term_names,
                                    unit_term_forces, with_ranges, with_strengths)
 
 PROPS = settings(deadline=None, max_examples=25)

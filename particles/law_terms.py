@@ -110,8 +110,18 @@ def _unit_record(law: ForceParams | PairEnergy):
     return prm._replace(wd=0.0)
 
 
-def _pair_kernel(law: ForceParams | PairEnergy) -> Callable:
-    return law.kernels().term_forces if isinstance(law, PairEnergy) else _terms.term_forces_many
+#: pair interactions x snapshots of one call above which it spreads the snapshots over threads (about
+#: 10 ms of work); below, threads wait on each other more than they compute, and beside a busy
+#: neighbour far more (a p = 17 fit ran 5x slower on 2 threads next to another process)
+PARALLEL_WORK = 20_000_000
+
+
+def _pair_kernel(law: ForceParams | PairEnergy, work: int) -> Callable:
+    parallel = work >= PARALLEL_WORK and numba.config.NUMBA_NUM_THREADS > 1
+    if isinstance(law, PairEnergy):
+        kernels = law.kernels()
+        return kernels.term_forces if parallel else kernels.term_forces_serial
+    return _terms.term_forces_many if parallel else _terms.term_forces_serial
 
 
 def _pair_index(law: Any, name: str) -> int:
@@ -159,8 +169,10 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
         for n in pair_names:
             which[_pair_index(law, n)] = True
         full = np.empty((T, 4, p, d))
+        n = len(train)
+        kernel = _pair_kernel(law, T * n * n // 2)
         with _threads_for(T):
-            _pair_kernel(law)(X, pair_system(train), _unit_record(law), which, full)
+            kernel(X, pair_system(train), _unit_record(law), which, full)
     for k, name in enumerate(names):
         out[:, k] = -X if name == "decay" else full[:, _pair_index(law, name)]
     return out
