@@ -47,6 +47,9 @@ __all__ = ["ForceLawFit", "ForceRun", "TARGETS", "NORMALIZE", "as_force_runs"]
 TARGETS = ("gradient", "update")
 #: how G is scaled before the fit: None (as given) or "rms" (each run divided by its RMS force)
 NORMALIZE = (None, "rms")
+#: largest relative move of the ranges in the full-data step for which the Jacobian's unit-force
+#: differences are reused
+REUSE_JACOBIAN = 0.01
 #: most bootstrap replicates and windows of training steps (each keeps an array)
 MAX_BOOTSTRAP = 100_000
 MAX_WINDOWS = 10_000
@@ -59,7 +62,7 @@ COARSE_SNAPSHOTS = 8
 #: polishes started from the law's own ranges and the best other coarse points, each
 #: for at most SCREEN_EVALUATIONS evaluations; the best goes on to convergence
 POLISH_STARTS = 3
-SCREEN_EVALUATIONS = 12
+SCREEN_EVALUATIONS = 6
 
 
 @dataclass
@@ -433,8 +436,13 @@ class ForceLawFit(BaseEstimator):
             coef1 = _nnls(A1, b, self.nonnegative)
             r0, r1 = b - A @ coef, b - A1 @ coef1
             if r1 @ r1 < r0 @ r0:
+                # the intervals linearise at the final fit: a new Jacobian when the ranges moved by more
+                # than REUSE_JACOBIAN (relative), else the unit-force differences already taken, with
+                # the new strengths (the ranges' own move changes them at second order only)
+                shift = float(np.max(np.abs(np.log(moved / theta))))
                 theta, A, coef = moved, A1, coef1
-                J = self._jacobian(basis, runs, theta, coef)  # the intervals linearise at the final fit
+                J = (self._jacobian(basis, runs, theta, coef) if shift > REUSE_JACOBIAN
+                     else np.einsum("rkj,k->rj", self._diffs, coef))
                 info_step = True
             else:
                 info_step = False
@@ -570,13 +578,14 @@ class ForceLawFit(BaseEstimator):
         if theta.size == 0:
             return None
         A, _, _ = self._design(basis, runs, theta)
-        J = []
+        diffs = []
         for j in range(theta.size):
             up = theta.copy()
             up[j] *= math.exp(LOG_STEP)
             Au, _, _ = self._design(basis, runs, up)
-            J.append((Au - A) @ coef / LOG_STEP)
-        return np.column_stack(J)
+            diffs.append((Au - A) / LOG_STEP)
+        self._diffs = np.stack(diffs, axis=-1)  # (rows, terms, ranges): d(unit forces)/d(log range)
+        return np.einsum("rkj,k->rj", self._diffs, coef)
 
     def _intervals(self, theta, coef, A, b, units, J, log_lo, log_hi):
         K = len(coef)

@@ -163,20 +163,20 @@ def plot(summary: dict, folder: Path) -> list[Path]:
             mean = np.array([s["mean"] if s["mean"] is not None else np.nan for s in series])
             lo = np.array([s["ci"][0] if s["ci"][0] is not None else np.nan for s in series])
             hi = np.array([s["ci"][1] if s["ci"][1] is not None else np.nan for s in series])
-            ax.plot(mids, mean, marker="o", label=name)
-            ax.fill_between(mids, lo, hi, alpha=0.2)
-        ax.set_title(f"weight decay {row['wd']:g} ({row['runs']} seeds)", fontsize=9)
+            ax.errorbar(mids, mean, yerr=[mean - lo, hi - mean], marker="o", capsize=3, label=name, alpha=0.85)
+        ax.set_title(f"weight decay {row['wd']:g} ({row['runs']} seeds)\nmean, t 95 % interval; "
+                     "below -0.3 not shown", fontsize=9)
         ax.set_xlabel("window of training (first to last sixth)")
-        ax.set_ylim(-0.1, 1.0)
+        ax.set_ylim(-0.3, 1.0)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("R$^2$ of the embedding gradient")
-    axes[0, 0].legend(fontsize=8, loc="lower left")
+    axes[0, -1].legend(fontsize=8, loc="lower right")
     fig.tight_layout()
     paths.append(folder / "force_fit_network_r2.png")
     fig.savefig(paths[-1], dpi=110)
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(8, 3.2))
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
     wds = [r["wd"] for r in rows]
     for name in rows[0]["ranges"]:
         m = [r["ranges"][name]["mean"] for r in rows]
@@ -187,7 +187,7 @@ def plot(summary: dict, folder: Path) -> list[Path]:
     axes[0].plot(wds, pred, "k--", label="eps the classifier variant assumes")
     axes[0].set_xlabel("weight decay")
     axes[0].set_ylabel("log10 fitted range")
-    axes[0].legend(fontsize=7)
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[0].grid(alpha=0.3)
     for name in rows[0]["rms_forces"]:
         m = [r["rms_forces"][name]["mean"] for r in rows]
@@ -196,7 +196,7 @@ def plot(summary: dict, folder: Path) -> list[Path]:
         axes[1].errorbar(wds, m, yerr=e, marker="o", capsize=3, label=name)
     axes[1].set_xlabel("weight decay")
     axes[1].set_ylabel("RMS force of the fitted term\n(unit: the RMS gradient)")
-    axes[1].legend(fontsize=7)
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     axes[1].grid(alpha=0.3)
     fig.tight_layout()
     paths.append(folder / "force_fit_network_params.png")
