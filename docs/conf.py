@@ -103,7 +103,8 @@ INTERNALS = {
     },
 }
 # sklearn's request-routing helpers are not ours to document
-_EXCLUDE = {"fitting.ode": "set_fit_request, set_score_request, set_predict_request"}
+_EXCLUDE = {"fitting.ode": "set_fit_request, set_score_request, set_predict_request",
+            "fitting.force_law": "set_fit_request, set_score_request, set_predict_request"}
 
 
 def _write_if_changed(path, text):

@@ -1,24 +1,17 @@
 """A force law as a sum of terms: each term's force field, its range
 parameters, and the law rebuilt with other strengths and ranges.
 
-The terms (docs/force_fit.md):
+The terms (docs/force_fit.md), and the range parameters they depend on:
 
-============================  =======================  ======================
-law                           terms                    range parameters
-============================  =======================  ======================
-:class:`ForceParams`          ``attraction``,          ``sig_a``, ``sig_r``,
-                              ``repulsion``,           ``sig_t``, ``eps`` (or
-                              ``alignment_same``,      ``bias_scale`` in the
-                              ``alignment_other``,     classifier variant)
-                              ``decay``
-:class:`PairEnergy`           ``distance_same``,       ``eps`` by default; any
-                              ``distance_other``,      field of the terms'
-                              ``cosine_same``,         params when named, as
-                              ``cosine_other``,        ``distance.<field>``,
-                              ``decay`` (those it has) ``cosine.<field>``
-``"effective"`` or            ``effective``            none
-:class:`EffectiveLoss`        (-grad l_eff), ``decay``
-============================  =======================  ======================
+- :class:`ForceParams`: ``attraction``, ``repulsion``, ``alignment_same``,
+  ``alignment_other``, ``decay``; ranges ``sig_a``, ``sig_r``, ``sig_t`` and
+  ``eps`` (``bias_scale`` in the classifier variant).
+- :class:`PairEnergy`: ``distance_same``, ``distance_other``,
+  ``cosine_same``, ``cosine_other`` (those it has) and ``decay``; range
+  ``eps`` by default, and any field of the terms' params when named, as
+  ``distance.<field>`` / ``cosine.<field>``.
+- ``"effective"`` or an :class:`EffectiveLoss`: ``effective`` (-grad l_eff)
+  and ``decay``; no ranges.
 
 A term's *strength* multiplies it: for the built-in law k_a, k_r, lam (both
 alignment halves) and the decay wd; for a custom energy a factor on the

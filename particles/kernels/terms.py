@@ -142,14 +142,24 @@ def pair_term_forces(S, U, rho, same_ptr, same_idx, prm, which, out, A, B):
 
     Parameters
     ----------
-    S, U : (d, n) pair sums and softened directions; rho : (n,) their softened norms
-    same_ptr, same_idx : CSR lists of each pair's same-class partners v > u
-        (:class:`~.forces.PairSystem`)
-    prm : KernelParams (the strengths as the law has them; alignment scaled by ``prm.lam``)
-    which : (4,) bool, the terms of :data:`PAIR_TERMS` to evaluate (the others stay 0)
-    out : (4, d, n) output, overwritten
-    A : (2, d, n), B : (2, n) work space of the cosine terms
+    S, U : ndarray, shape (d, n)
+        Pair sums and their softened directions.
+    rho : ndarray, shape (n,)
+        Softened norms of the pair sums.
+    same_ptr, same_idx : ndarray of int64
+        CSR lists of each pair's same-class partners v > u
+        (:class:`~particles.kernels.forces.PairSystem`).
+    prm : KernelParams
+        The law, strengths as it has them (alignment scaled by ``prm.lam``).
+    which : ndarray of bool, shape (4,)
+        The terms of :data:`PAIR_TERMS` to evaluate (the others stay 0).
+    out : ndarray, shape (4, d, n)
+        Output, overwritten.
+    A, B : ndarray, shapes (2, d, n) and (2, n)
+        Work space of the cosine terms.
 
+    Notes
+    -----
     The same-class terms run over each pair's few partners; the other-class
     terms meet every v > u in loops that vectorise (as
     :func:`~.clustering.clustering_block`), with the same-class partners'

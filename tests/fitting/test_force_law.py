@@ -36,6 +36,7 @@ def test_noise_free_builtin_law_is_recovered(d):
     assert np.allclose(P.forces(X[3], train, law), G[3], rtol=0, atol=1e-8 * np.abs(G[3]).max())
 
 
+@pytest.mark.slow  # compiles a custom law's kernels (~15-25 s)
 def test_noise_free_custom_law_is_recovered():
     CUSTOM = example_custom_law()
     X, G, train = particle_run(CUSTOM, d=3, seed=5)
