@@ -31,6 +31,7 @@ from timing import best_time, busy_neighbour, write_json  # noqa: E402
 
 import particles as P  # noqa: E402
 from fitting import ForceLawFit  # noqa: E402
+from particles import law_terms  # noqa: E402
 from particles.law_terms import unit_term_forces  # noqa: E402
 from particles.kernels.pair_sums import pair_sums_reference  # noqa: E402
 from particles.kernels.terms import pair_term_reference  # noqa: E402
@@ -82,6 +83,7 @@ def by_hand(X, G, train):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--terms-only", action="store_true", help="time the term forces only (writes nothing)")
     ap.add_argument("--out", type=Path, default=Path("docs/figures/force_fit/bench_force_fit.json"))
     args = ap.parse_args(argv)
     p, T, T_hand, repeats = (23, 40, 5, 1) if args.quick else (59, 200, 10, 3)
@@ -96,12 +98,22 @@ def main(argv=None) -> int:
     t_forces = best_time(lambda: P.forces(x, train, TRUE, parallel=False), 3)
     t_terms = best_time(lambda: unit_term_forces(START, X[:20], train), 3) / 20
     t_numpy = best_time(lambda: numpy_terms(START, X[:1], train), 2)
+    default_work = law_terms.PARALLEL_WORK
+    law_terms.PARALLEL_WORK = 10 ** 30  # one thread
+    try:
+        t_serial = best_time(lambda: unit_term_forces(START, X[:20], train), 3) / 20
+    finally:
+        law_terms.PARALLEL_WORK = default_work
     out["term_forces"] = {"forces_serial_s": t_forces, "four_terms_per_snapshot_s": t_terms,
-                          "per_term_over_forces": t_terms / 4 / t_forces, "numpy_reference_per_snapshot_s": t_numpy,
-                          "numpy_over_ours": t_numpy / t_terms}
-    print(f"term forces, p = {p} ({len(train)} pairs): particles.forces {t_forces * 1e3:.2f} ms; four terms "
-          f"{t_terms * 1e3:.2f} ms per snapshot (threads over snapshots), {t_terms / 4 / t_forces:.2f}x forces per "
-          f"term; NumPy reference {t_numpy * 1e3:.0f} ms ({t_numpy / t_terms:.0f}x ours)")
+                          "per_term_over_forces": t_terms / 4 / t_forces,
+                          "four_terms_one_thread_s": t_serial, "per_term_one_thread_over_forces": t_serial / 4 / t_forces,
+                          "numpy_reference_per_snapshot_s": t_numpy, "numpy_over_ours": t_numpy / t_terms}
+    print(f"term forces, p = {p} ({len(train)} pairs): particles.forces {t_forces * 1e3:.2f} ms (one thread); four "
+          f"terms {t_terms * 1e3:.2f} ms per snapshot (threads over snapshots; {t_terms / 4 / t_forces:.2f}x forces "
+          f"per term), {t_serial * 1e3:.2f} ms on one thread ({t_serial / 4 / t_forces:.2f}x per term); NumPy "
+          f"reference {t_numpy * 1e3:.0f} ms ({t_numpy / t_terms:.0f}x ours)")
+    if args.terms_only:
+        return 0
 
     # 2. the whole fit
     with warnings.catch_warnings():
