@@ -101,14 +101,19 @@ def test_ranges_and_strengths_by_name():
     assert list(range_values(changed, names)) == [1.5, 0.5, 0.3, 2.0]
     strong = with_strengths(changed, {"attraction": 4.0, "alignment_same": 2.0, "alignment_other": 2.0})
     assert isinstance(strong, ForceParams) and strong.k_a == 4.0 and strong.lam == 2.0
+    with pytest.raises(ValueError, match="polar"):
+        with_strengths(law.replace(alignment="polar"), {"alignment_same": 2.0, "alignment_other": 0.5})
+
+
+@pytest.mark.slow  # compiles the split law's kernels (~8 s)
+def test_alignment_halves_apart_make_a_pair_energy():
+    changed = with_ranges(ForceParams(lam=1.0), ("sig_a", "sig_r", "sig_t", "eps"), [1.5, 0.5, 0.3, 2.0])
     split = with_strengths(changed, {"alignment_same": 2.0, "alignment_other": 0.5})
     assert isinstance(split, PairEnergy)  # a ForceParams has one lam
     _, x, train = _system(11, 2, 6)
     t = force_terms(changed, x, train)
     expected = t["attraction"] + t["repulsion"] + 2.0 * t["alignment_same"] + 0.5 * t["alignment_other"] + t["decay"]
     assert _rel(forces(x, train, split), expected) <= 1e-10
-    with pytest.raises(ValueError, match="polar"):
-        with_strengths(law.replace(alignment="polar"), {"alignment_same": 2.0, "alignment_other": 0.5})
 
 
 @pytest.mark.slow  # compiles a scaled copy of the law's kernels (~10 s)
