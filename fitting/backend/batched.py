@@ -11,6 +11,8 @@ trajectory matches :func:`fitting.backend.train` to 1e-10 in float64.
 
 from __future__ import annotations
 
+import copy
+
 import os
 from pathlib import Path
 from typing import Callable, NamedTuple, Sequence
@@ -18,7 +20,7 @@ from typing import Callable, NamedTuple, Sequence
 import numpy as np
 import torch
 
-from particles.core.validation import check_choice, check_seeds
+from particles.core.validation import check_bool, check_choice, check_seeds
 from particles.core.version import package_version
 from particles.datasets import modular_addition
 from particles.trajectory import Trajectory
@@ -38,12 +40,12 @@ LAYERS = ("layer1", "layer2", "layer3")
 
 
 def _train_in_groups(config: SurvivalMLPConfig, seeds: list[int], out_dir, *, callback, compile: str,
-                     checkpoint_every: int | None, resume: bool, n_jobs: int) -> list[Trajectory]:
+                     checkpoint_every: int | None, resume: bool, n_jobs: int, gradients: bool) -> list[Trajectory]:
     """The seeds in ``n_jobs`` contiguous groups, each a stack of its own in
     a worker process (:func:`fitting.backend.processes.run_parts`)."""
     groups = [[int(s) for s in g] for g in np.array_split(np.array(seeds), n_jobs)]
     jobs = [((config, group, out_dir), {"compile": compile, "checkpoint_every": checkpoint_every,
-                                        "resume": resume}) for group in groups]
+                                        "resume": resume, "gradients": gradients}) for group in groups]
     return [traj for trajs in run_parts(train_batched, jobs, config.steps, callback=callback) for traj in trajs]
 
 
@@ -141,16 +143,71 @@ def _per_run_losses(runs: StackedRuns, forward: Callable, d: int) -> Callable:
     return per_run
 
 
-def _final_snapshots(recorders: list, E: torch.Tensor, step: int) -> None:
-    """Every seed's embedding after the last step."""
+def _checkpoint(cfg: SurvivalMLPConfig, seeds: list[int], out_dir, compile: str, gradients: bool) -> Checkpoint:
+    """The batched run's checkpoint (none without ``out_dir``), with its identity."""
+    identity = {"config": cfg.to_dict(), "seeds": seeds, "compile": compile, "torch_version": str(torch.__version__),
+                **({"gradients": True} if gradients else {})}
+    path = None if out_dir is None else batched_checkpoint_path(cfg, seeds, out_dir)
+    return Checkpoint(path, identity, kind="batched run")
+
+
+def _completed(recorders: list, metas: list, paths: list, cfg: SurvivalMLPConfig) -> list[Trajectory]:
+    """Every seed's trajectory of the completed run, saved where a path is given."""
+    trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
+                    for rec, meta in zip(recorders, metas)]
+    for traj, path in zip(trajectories, paths):
+        if path is not None:
+            traj.save(path)
+    return trajectories
+
+
+def _record(recorders: list, t: int, due: bool, values: dict, signals: np.ndarray, emb: np.ndarray) -> None:
+    """Step t's series of every seed, and its snapshot when ``due``."""
+    for b, rec in enumerate(recorders):
+        if due:
+            rec.snapshot(t, emb[b], {})
+        rec.record(t, {k: v[b] for k, v in values.items()}, signals[b, 1:])
+
+
+def _record_forces(recorders: list, gradient: np.ndarray, update: np.ndarray) -> None:
+    """Every seed's gradient and update (stacked (B, p, d)) at its last snapshot."""
+    for b, rec in enumerate(recorders):
+        rec.forces(gradient[b], update[b])
+
+
+def _final_snapshots(recorders: list, E: torch.Tensor, step: int, probe: Callable | None = None) -> None:
+    """Every seed's embedding after the last step (and, with ``probe``, the
+    gradient and update of the step that would follow, taken and undone)."""
     final = E.detach().numpy().copy()
     for b, rec in enumerate(recorders):
         rec.snapshot(step, final[b], {})
+    if probe is not None:
+        _record_forces(recorders, *probe())
+
+
+def _probe_step(E: torch.Tensor, params: list, optimizer, loss: Callable) -> tuple[np.ndarray, np.ndarray]:
+    """The stacked embedding's gradient and the update one more step would
+    make; the parameters and the optimiser are restored after."""
+    saved = ([p.detach().clone() for p in params], copy.deepcopy(optimizer.state_dict()))
+    before = E.detach().numpy().copy()
+    try:
+        optimizer.zero_grad(set_to_none=False)
+        loss().backward()
+        gradient = E.grad.detach().numpy().copy()
+        optimizer.step()
+        update = E.detach().numpy() - before
+    finally:
+        with torch.no_grad():
+            for p, value in zip(params, saved[0]):
+                p.copy_(value)
+        optimizer.load_state_dict(saved[1])
+    return gradient, update
 
 
 def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike | None = None, *,
                   callback: Callable[[int, int], None] | None = None, compile: str = "never",
-                  checkpoint_every: int | None = None, resume: bool = False, n_jobs: int = 1) -> list[Trajectory]:
+                  checkpoint_every: int | None = None, resume: bool = False, n_jobs: int = 1,
+                  gradients: bool = False) -> list[Trajectory]:
     """Train the survival MLP for every seed at once.
 
     Parameters
@@ -176,15 +233,19 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         Split the seeds into ``n_jobs`` contiguous groups, each trained as one
         stack in its own process (joblib) with ``cores // n_jobs`` torch
         threads; checkpoints are per group; ``callback`` reports as groups finish.
+    gradients : bool
+        Record each seed's loss gradient on its embedding and its update at
+        every snapshot, as :func:`fitting.backend.train` does.
 
     Returns
     -------
     list of Trajectory, one per seed, in the order of ``seeds``
     """
     seeds = _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs)
+    gradients = check_bool(gradients, "gradients")
     if n_jobs > 1:
         return _train_in_groups(config, seeds, out_dir, callback=callback, compile=compile,
-                                checkpoint_every=checkpoint_every, resume=resume, n_jobs=n_jobs)
+                                checkpoint_every=checkpoint_every, resume=resume, n_jobs=n_jobs, gradients=gradients)
     cfg = config
     runs = _stacked_runs(cfg, seeds)
     E, params, splits = runs.E, runs.params, runs.splits
@@ -197,9 +258,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     recorders = [SeriesRecorder(cfg.steps, K, series) for _ in seeds]
     metas = _metas(cfg, seeds, splits)
     paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
-    checkpoint = Checkpoint(None if out_dir is None else batched_checkpoint_path(cfg, seeds, out_dir),
-                            {"config": cfg.to_dict(), "seeds": seeds, "compile": compile,
-                             "torch_version": str(torch.__version__)}, kind="batched run")
+    checkpoint = _checkpoint(cfg, seeds, out_dir, compile, gradients)
     start = _restore(checkpoint.load() if resume else None, params, optimizer, recorders)
 
     def step(t: int, progress: Progress) -> None:
@@ -219,11 +278,17 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         progress.consistent = False
         values = {"train_loss": train_loss, "train_acc": train_acc, "val_loss": val_loss, "val_acc": val_acc,
                   DC_SCALAR: signals[:, 0], **norms}
-        for b, rec in enumerate(recorders):
-            if t % cfg.snapshot_every == 0:
-                rec.snapshot(t, emb[b], {})
-            rec.record(t, {k: v[b] for k, v in values.items()}, signals[b, 1:])
+        due = t % cfg.snapshot_every == 0
+        _record(recorders, t, due, values, signals, emb)
+        gradient = E.grad.detach().numpy().copy() if due and gradients else None
         optimizer.step()
+        if gradient is not None:
+            _record_forces(recorders, gradient, E.detach().numpy() - emb)
+
+    def probe():  # the gradient and update from the final state (gradients=True)
+        return _probe_step(E, params, optimizer, lambda: per_run(runs.tr_pairs, runs.tr_labels)[0].sum())
+
+    probe = probe if gradients else None
 
     def save(done: int) -> None:
         checkpoint.save({"params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
@@ -236,11 +301,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
                                                     "stopped_by": type(exc).__name__}).save(path)
 
     run_steps(start, cfg.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-              on_stop=on_stop, finish=lambda done: _final_snapshots(recorders, E, cfg.steps))
-    trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
-                    for rec, meta in zip(recorders, metas)]
-    for traj, path in zip(trajectories, paths):
-        if path is not None:
-            traj.save(path)
+              on_stop=on_stop, finish=lambda done: _final_snapshots(recorders, E, cfg.steps, probe=probe))
+    trajectories = _completed(recorders, metas, paths, cfg)  # saved before the checkpoint goes
     checkpoint.remove()
     return trajectories

@@ -44,8 +44,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("--compile and --jobs exist with --batched only")
     if not 1 <= args.jobs <= args.seeds:
         raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
-    if args.gradients and args.batched:
-        raise ValueError("--gradients is recorded by the one-run trainer; leave out --batched")
     out = check_output_folder(args.out, "--out")
     from .batched import train_batched
     from .trainer import train
@@ -53,7 +51,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.batched:
         bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
         trajectories = train_batched(config, seeds, out, callback=bar, compile="auto" if args.compile else "never",
-                                     checkpoint_every=args.checkpoint_every, resume=args.resume, n_jobs=args.jobs)
+                                     checkpoint_every=args.checkpoint_every, resume=args.resume, n_jobs=args.jobs,
+                                     gradients=args.gradients)
         paths = [out / f"{config.model}_seed{s}.npz" for s in seeds]
     else:
         trajectories, paths = [], []

@@ -280,3 +280,16 @@ def test_gradients_are_recorded_without_changing_the_run(tmp_path):
 
     data = training_set(loaded.meta)
     assert len(data) == len(loaded.meta["train_indices"])
+
+
+def test_batched_trainer_records_the_same_gradients_as_one_run():
+    cfg = small("survival-mlp", steps=12, snapshot_every=4)
+    stacked = train_batched(cfg, [3, 4], gradients=True)
+    for seed, traj in zip([3, 4], stacked):
+        one = train(cfg, seed, gradients=True)
+        assert np.array_equal(traj.snapshot_steps, one.snapshot_steps)
+        assert np.allclose(traj.gradients, one.gradients, rtol=1e-10, atol=1e-12)
+        assert np.allclose(traj.updates, one.updates, rtol=1e-8, atol=1e-12)
+    plain = train_batched(cfg, [3, 4])
+    assert plain[0].gradients is None
+    assert np.array_equal(plain[0].embeddings, stacked[0].embeddings)  # the final probe step is undone
