@@ -285,10 +285,9 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         if gradient is not None:
             _record_forces(recorders, gradient, E.detach().numpy() - emb)
 
-    def probe():  # the gradient and update from the final state (gradients=True)
-        return _probe_step(E, params, optimizer, lambda: per_run(runs.tr_pairs, runs.tr_labels)[0].sum())
-
-    probe = probe if gradients else None
+    # the gradient and update from the final state (gradients=True)
+    probe = (lambda: _probe_step(E, params, optimizer, lambda: per_run(runs.tr_pairs, runs.tr_labels)[0].sum())
+             ) if gradients else None
 
     def save(done: int) -> None:
         checkpoint.save({"params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
