@@ -33,8 +33,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_array, check_choice, check_int, describe
 from particles.datasets import PairDataset
-from particles.law_terms import (check_force_law, range_dependencies, range_fields, range_names, range_values,
-                                   term_names, unit_term_forces, with_ranges, with_strengths)
+from particles.law_terms import (check_force_law, check_term_names, range_dependencies, range_fields, range_names,
+                                 range_values, term_names, unit_term_forces, with_ranges, with_strengths)
 from particles.pair_energy import PairEnergy
 from particles.params import ForceParams
 from particles.trajectory import Trajectory
@@ -328,17 +328,7 @@ class ForceLawFit(BaseEstimator):
         if self.tie_alignment and not isinstance(law, ForceParams):
             raise ValueError("tie_alignment=True ties the built-in law's two alignment halves; the law is not a "
                              "ForceParams")
-        terms = names if self.terms is None else self.terms
-        if isinstance(terms, str) or not isinstance(terms, (tuple, list)):
-            raise TypeError(f"terms must be a list or tuple of term names of the law {names}, got {describe(terms)}")
-        terms = tuple(terms)
-        if not terms:
-            raise ValueError(f"terms must name at least one term of the law {names}")
-        unknown = [t for t in terms if t not in names]
-        if unknown:
-            raise ValueError(f"terms must be among the law's terms {names}, got {unknown}")
-        if len(set(terms)) != len(terms):
-            raise ValueError(f"terms must not repeat a name, got {list(terms)}")
+        terms = names if self.terms is None else check_term_names(self.terms, names)
         self._groups = {t: (("alignment_same", "alignment_other") if t == "alignment" else (t,)) for t in terms}
         terms = tuple(t for members in self._groups.values() for t in members)
         default = range_names(law, terms)

@@ -37,7 +37,7 @@ from .pair_energy import PairEnergy, PairTerm, compiled_function, python_functio
 from .params import ForceParams
 
 __all__ = ["BUILTIN_TERMS", "CUSTOM_TERMS", "EFFECTIVE_TERMS", "force_terms", "unit_term_forces", "term_names",
-           "range_names", "range_fields", "range_values", "range_dependencies", "law_strengths", "with_ranges", "with_strengths", "check_force_law"]
+           "check_term_names", "range_names", "range_fields", "range_values", "range_dependencies", "law_strengths", "with_ranges", "with_strengths", "check_force_law"]
 
 #: terms of the built-in law, in order
 BUILTIN_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "decay")
@@ -80,8 +80,13 @@ def term_names(law: Any) -> tuple[str, ...]:
 
 def _check_terms(law: Any, terms: Sequence[str] | None) -> tuple[str, ...]:
     names = term_names(law)
-    if terms is None:
-        return names
+    return names if terms is None else check_term_names(terms, names)
+
+
+def check_term_names(terms: Any, names: Sequence[str]) -> tuple[str, ...]:
+    """``terms`` as a tuple of distinct names among ``names`` (a law's
+    terms), at least one; else a TypeError/ValueError naming ``terms``."""
+    names = tuple(names)
     if isinstance(terms, str) or not isinstance(terms, Sequence):
         raise TypeError(f"terms must be a sequence of term names of the law {names}, got {describe(terms)}")
     if len(terms) == 0:
