@@ -417,7 +417,7 @@ class ForceLawFit(BaseEstimator):
                                    np.log(high))
         A, b, units = self._design(basis, runs, theta)
         coef = _nnls(A, b, self.nonnegative)
-        J = self._jacobian(basis, runs, theta, coef)
+        J = self._jacobian(basis, runs, theta, coef, A)
         if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
             step = _bounded_solve(*_normal(np.column_stack([A, J]), b - A @ coef), _lower(coef, len(ranges),
                                                                                            self.nonnegative))
@@ -431,7 +431,7 @@ class ForceLawFit(BaseEstimator):
                 # the new strengths (the ranges' own move changes them at second order only)
                 shift = float(np.max(np.abs(np.log(moved / theta))))
                 theta, A, coef = moved, A1, coef1
-                J = (self._jacobian(basis, runs, theta, coef) if shift > REUSE_JACOBIAN
+                J = (self._jacobian(basis, runs, theta, coef, A) if shift > REUSE_JACOBIAN
                      else np.einsum("rkj,k->rj", self._diffs, coef))
                 info_step = True
             else:
@@ -562,13 +562,12 @@ class ForceLawFit(BaseEstimator):
         self.windows_ = out
         self.n_terms_ = K
 
-    def _jacobian(self, basis, runs, theta, coef) -> np.ndarray | None:
+    def _jacobian(self, basis, runs, theta, coef, A) -> np.ndarray | None:
         """d(model)/d(log range) at the fit, by forward differences of
         relative step LOG_STEP (None without ranges)."""
         if theta.size == 0:
             return None
-        A, _, _ = self._design(basis, runs, theta)
-        diffs = []
+        diffs = []  # A: the design at theta (unit forces, rows x terms)
         for j in range(theta.size):
             up = theta.copy()
             up[j] *= math.exp(LOG_STEP)

@@ -168,26 +168,10 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
             which[_pair_index(law, n)] = True
         full = np.empty((T, 4, p, d))
         n = len(train)
-        kernel = _pair_kernel(law, T * n * n // 2)
-        with _threads_for(T):
-            kernel(X, pair_system(train), _unit_record(law), which, full)
+        _pair_kernel(law, T * n * n // 2)(X, pair_system(train), _unit_record(law), which, full)
     for k, name in enumerate(names):
         out[:, k] = -X if name == "decay" else full[:, _pair_index(law, name)]
     return out
-
-
-class _threads_for:
-    """Numba threads sized to the work: at most one per snapshot."""
-
-    def __init__(self, n_items: int):
-        self.n = max(1, min(int(n_items), numba.config.NUMBA_NUM_THREADS))
-
-    def __enter__(self):
-        self.old = numba.get_num_threads()
-        numba.set_num_threads(min(self.n, self.old))
-
-    def __exit__(self, *exc):
-        numba.set_num_threads(self.old)
 
 
 def _check_snapshots(X: Any, train: Any, law: Any) -> tuple[np.ndarray, PairDataset]:
