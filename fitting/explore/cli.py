@@ -1,0 +1,104 @@
+"""``embdyn explore [FILE ...]``: start the explorer on this machine and open it in the browser."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+
+from particles.core.validation import check_int
+
+__all__ = ["register_explore", "check_port_free", "classify_files"]
+
+
+def classify_files(paths: list[str]) -> tuple[list[Path], list[Path]]:
+    """Trajectories (``.npz``) and phase files (``.csv``, ``.json``) among ``paths``."""
+    trajectories, phases = [], []
+    for text in paths:
+        path = Path(text)
+        if not path.exists():
+            raise FileNotFoundError(f"no file at {text!r}")
+        if not path.is_file():
+            raise ValueError(f"FILE must be a file, got the folder {text!r}")
+        suffix = path.suffix.lower()
+        if suffix == ".npz":
+            trajectories.append(path)
+        elif suffix in (".csv", ".json"):
+            phases.append(path)
+        else:
+            raise ValueError(f"FILE must be a trajectory (.npz), a sweep table (.csv) or a toy-phases grid (.json), "
+                             f"got {text!r}")
+    return trajectories, phases
+
+
+def check_port_free(host: str, port: int) -> None:
+    """A ``ValueError`` in one line when ``host:port`` cannot be listened on."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ValueError(f"port {port} on {host} is in use: choose another with --port (or --port 0 "
+                                 f"for any free port)") from None
+            raise ValueError(f"--host {host!r} cannot be listened on ({exc.strerror or exc})") from None
+
+
+def _cmd_explore(args: argparse.Namespace) -> int:
+    from . import INSTALL_HINT, explore_available
+
+    if not explore_available():
+        print(f"embdyn explore: {INSTALL_HINT}", file=sys.stderr)
+        return 2
+    port = check_int(args.port, "--port", 0, 65535)
+    trajectories, phases = classify_files(args.files)
+    check_port_free(args.host, port)
+    import uvicorn
+
+    from .server import make_app
+
+    app = make_app(trajectories, phases)  # every file read and checked before the server starts
+    config = uvicorn.Config(app, host=args.host, port=port, log_level="warning", ws="websockets-sansio",
+                            lifespan="off")
+    server = uvicorn.Server(config)
+
+    def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            threading.Event().wait(0.05)
+        bound = port
+        for srv in getattr(server, "servers", []):
+            for sock in srv.sockets:
+                bound = sock.getsockname()[1]
+        host = f"[{args.host}]" if ":" in args.host else args.host
+        url = f"http://{host}:{bound}/"
+        print(f"embdyn explore: serving on {url} (Ctrl-C stops it)", flush=True)
+        if not args.no_browser:
+            webbrowser.open(url)
+
+    threading.Thread(target=announce, daemon=True).start()
+    server.run()  # Ctrl-C: Uvicorn closes the connections and returns
+    print("embdyn explore: stopped", file=sys.stderr)
+    return 0
+
+
+def register_explore(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "explore", help="interactive explorer in the browser: live particle runs, training runs, phase grids "
+                        "(needs [explore])",
+        description="Start a local web application and open it in the browser. Live: the particle engine runs on "
+                    "this machine and streams frames under controls. Run: trajectory files (.npz) given here or "
+                    "opened in the page. Phase: sweep tables (.csv of embdyn sweep) and toy-phases grids (.json). "
+                    "Needs the explore extra: pip install '.[explore]' in the repository root.")
+    p.add_argument("files", nargs="*", metavar="FILE", help="trajectories (.npz), sweep tables (.csv), toy-phases "
+                                                            "grids (.json)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 for any free port)")
+    p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    p.set_defaults(func=_cmd_explore)

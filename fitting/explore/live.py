@@ -1,0 +1,203 @@
+"""The Live tab's simulation: the particle engine stepped frame by frame under
+controls a page may change at any moment.
+
+Every control has a kind and a range (:data:`CONTROLS`); :meth:`LiveSimulation.update`
+checks all changes before it applies any, so a refused value leaves the run as
+it was. Changing the preset, p, d or the seed starts again from that seed's
+initial state; every other change acts on the current state from the next frame.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+
+from particles.core.validation import check_choice, check_float, check_int
+
+from .projection import principal_plane, project
+
+__all__ = ["Control", "CONTROLS", "LiveSimulation", "control_spec"]
+
+
+@dataclass(frozen=True)
+class Control:
+    """One control of the Live tab: ``kind`` "int", "float" or "choice"; the range
+    [low, high] (``strict``: low itself excluded); ``restart``: a change starts the run again."""
+
+    kind: str
+    low: float | None = None
+    high: float | None = None
+    strict: bool = False
+    choices: tuple[str, ...] = ()
+    restart: bool = False
+    help: str = ""
+
+    def check(self, value: Any, name: str) -> Any:
+        if self.kind == "choice":
+            return check_choice(value, name, self.choices)
+        if self.kind == "int":
+            return check_int(value, name, self.low, self.high)
+        return check_float(value, name, self.low, self.high, strict=self.strict)
+
+    def describe(self) -> str:
+        if self.kind == "choice":
+            return "one of " + ", ".join(self.choices)
+        left = "(" if self.strict else "["
+        return f"{'an int' if self.kind == 'int' else 'a number'} in {left}{self.low:g}, {self.high:g}]"
+
+
+PRESET_NAMES = ("clustering-alignment", "circles", "grids")
+FORCE_FIELDS = ("lam", "wd", "wd_target", "k_a", "sig_a", "k_r", "sig_r", "sig_t", "eps", "bias_scale")
+
+#: every control the page can send, with its accepted range
+CONTROLS: dict[str, Control] = {
+    "preset": Control("choice", choices=PRESET_NAMES, restart=True, help="starting law and schedule"),
+    "p": Control("int", 3, 113, restart=True, help="tokens (modular addition mod p)"),
+    "d": Control("int", 2, 8, restart=True, help="embedding dimension (d > 2 shown by PCA)"),
+    "seed": Control("int", 0, 2 ** 31 - 1, restart=True, help="split and initial state"),
+    "dt": Control("float", 0.0, 0.5, strict=True, help="Euler time step"),
+    "steps_per_frame": Control("int", 1, 1000, help="Euler steps between frames"),
+    "lam": Control("float", 0.0, 100.0, help="alignment weight"),
+    "wd": Control("float", 0.0, 100.0, help="weight decay"),
+    "wd_target": Control("choice", choices=("particles", "classifier"), help="what the weight decay acts on"),
+    "k_a": Control("float", 0.0, 100.0, help="attraction strength"),
+    "sig_a": Control("float", 0.0, 100.0, strict=True, help="attraction range"),
+    "k_r": Control("float", 0.0, 100.0, help="repulsion strength"),
+    "sig_r": Control("float", 0.0, 100.0, strict=True, help="repulsion range"),
+    "sig_t": Control("float", 0.0, 10.0, strict=True, help="angular range of the alignment repulsion"),
+    "eps": Control("float", 0.0, 100.0, strict=True, help="softening of the alignment's norm"),
+    "bias_scale": Control("float", 0.0, 100.0, strict=True, help="classifier bias scale (wd_target = classifier)"),
+}
+
+
+def control_spec() -> dict[str, dict[str, Any]]:
+    """The controls as JSON for the page: kind, range, choices, restart, help and the accepted-range text."""
+    return {name: {"kind": c.kind, "low": c.low, "high": c.high, "strict": c.strict, "choices": list(c.choices),
+                   "restart": c.restart, "help": c.help, "accepted": c.describe()} for name, c in CONTROLS.items()}
+
+
+class LiveSimulation:
+    """A particle run advanced one frame at a time.
+
+    Parameters
+    ----------
+    **values
+        Initial control values (see :data:`CONTROLS`); the rest come from the
+        preset (default ``"clustering-alignment"``, p = 17, d = 2, seed 0,
+        20 steps a frame).
+
+    Thread-safe: :meth:`update` and :meth:`advance` may be called from different threads.
+    """
+
+    def __init__(self, **values: Any):
+        self._lock = threading.Lock()
+        self.values: dict[str, Any] = {}
+        self.version = 0
+        self.error: str | None = None
+        self._basis: np.ndarray | None = None
+        self._set_preset(values.pop("preset", "clustering-alignment"))
+        self.values.update({"p": 17, "d": 2, "seed": 0, "steps_per_frame": 20})
+        self.update(values)
+
+    # -- controls -------------------------------------------------------------------------------------
+    def _set_preset(self, name: str) -> None:
+        from particles.presets import preset
+
+        config = preset(name)
+        self.values.update({"preset": name, "dt": config.dt})
+        params = config.params.to_dict()
+        self.values.update({k: params[k] for k in FORCE_FIELDS})
+        self._base = config
+
+    def check(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """``changes`` checked against :data:`CONTROLS`; a ``ValueError`` or ``TypeError``
+        naming the first bad control and its accepted range, before anything changes."""
+        if not isinstance(changes, Mapping):
+            raise TypeError(f"controls must be a JSON object of control: value, got {type(changes).__name__}")
+        out = {}
+        for name, value in changes.items():
+            if name not in CONTROLS:
+                raise ValueError(f"unknown control {name!r}; accepted: {', '.join(CONTROLS)}")
+            control = CONTROLS[name]
+            if isinstance(value, str) and control.kind != "choice":
+                raise TypeError(f"{name} must be {control.describe()}, got the text {value!r}")
+            out[name] = control.check(value, name)
+        return out
+
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Check, then apply, ``changes``; returns the control values now in force."""
+        changes = self.check(changes)
+        with self._lock:
+            if "preset" in changes:
+                self._set_preset(changes["preset"])
+            self.values.update(changes)
+            self._law = self._base.replace(**{k: self.values[k] for k in FORCE_FIELDS}).params
+            self.version += 1
+            if any(CONTROLS[name].restart for name in changes) or not hasattr(self, "x"):
+                self._restart()
+            return dict(self.values)
+
+    def reset(self) -> None:
+        """Back to the seed's initial state (controls unchanged)."""
+        with self._lock:
+            self._restart()
+
+    def _restart(self) -> None:
+        config = self._base.replace(p=self.values["p"], d=self.values["d"])
+        self.x, self.train, _ = config.sample(self.values["seed"])
+        self.step = 0
+        self.time = 0.0
+        self.error = None
+        self._basis = None
+        self._energy = float("nan")
+        self.restarts = getattr(self, "restarts", -1) + 1
+
+    # -- stepping -------------------------------------------------------------------------------------
+    def advance(self, steps: int | None = None) -> None:
+        """``steps`` Euler steps (default the control ``steps_per_frame``). A run that
+        turns non-finite or runs away keeps its last good state and records why in ``error``."""
+        from particles.simulate import NonFiniteStateError, simulate
+
+        with self._lock:
+            n = int(self.values["steps_per_frame"] if steps is None else steps)
+            try:
+                traj = simulate(self.x, self.train, self._law, steps=n, dt=self.values["dt"], record_every=n)
+            except NonFiniteStateError as exc:
+                self.error = f"the run stopped: {exc}; change a control or reset"
+                return
+            self.error = None
+            self.x = traj.final.copy()
+            self._energy = float(traj.energy[-1])
+            self.step += n
+            self.time += n * self.values["dt"]
+
+    def meta(self) -> dict[str, Any]:
+        """What the page needs once per run: tokens, training pairs and their classes, controls."""
+        with self._lock:
+            return {"p": int(self.x.shape[0]), "d": int(self.x.shape[1]), "pairs": self.train.pairs.tolist(),
+                    "labels": self.train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
+
+    def frame(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The current state as a frame: header (step, time, energy, structure class,
+        circularity, pair-sum accuracy, explained variance, control version) and the
+        projected token positions and pair sums."""
+        from particles.energy import energy_and_forces
+        from particles.metrics import structure_metrics
+
+        with self._lock:
+            x = self.x
+            if not np.isfinite(self._energy):
+                self._energy = float(energy_and_forces(x, self.train, self._law)[0])
+            sums = x[self.train.pairs[:, 0]] + x[self.train.pairs[:, 1]]
+            center, basis, explained = principal_plane(x, self._basis)
+            self._basis = basis
+            metrics = structure_metrics(x, self.train)
+            header = {"kind": "live", "step": self.step, "time": self.time, "energy": self._energy,
+                      "structure": metrics["structure"], "circularity": metrics["circularity"],
+                      "frequency": metrics["frequency"], "accuracy": metrics["accuracy_euclidean"],
+                      "explained": explained, "version": self.version, "restarts": self.restarts,
+                      "error": self.error, "p": int(x.shape[0]), "d": int(x.shape[1])}
+            return header, {"positions": project(x, center, basis), "pair_sums": project(sums, center, basis)}

@@ -1,0 +1,99 @@
+"""The Phase tab's files: a particle sweep table (``sweep.csv`` of ``embdyn sweep``)
+or a phase-grid JSON of ``embdyn toy-phases``, read into one grid of cells."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .frames import json_safe
+
+__all__ = ["load_phase_file", "PhaseFileError"]
+
+#: columns of a sweep table that are measurements, not settings
+SWEEP_MEASURES = ("seed", "circularity", "frequency", "accuracy_euclidean", "accuracy_angular", "grid_defects",
+                  "line_ratio", "structure", "final_energy", "diverged_at")
+
+
+class PhaseFileError(ValueError):
+    """A file given to the Phase tab is neither a sweep table nor a toy-phases grid."""
+
+
+def _grid(name: str, kind: str, axes: list[str], rows: list[dict[str, Any]], outcome: str,
+          live: bool) -> dict[str, Any]:
+    if not rows:
+        raise PhaseFileError(f"{name} has no runs")
+    x_name = axes[0]
+    y_name = axes[1] if len(axes) > 1 else None
+    x_values = sorted({r[x_name] for r in rows}, key=lambda v: (isinstance(v, str), v))
+    y_values = sorted({r[y_name] for r in rows}, key=lambda v: (isinstance(v, str), v)) if y_name else [None]
+    classes = sorted({str(r[outcome]) for r in rows})
+    cells = []
+    for y in y_values:
+        for x in x_values:
+            runs = [r for r in rows if r[x_name] == x and (y_name is None or r[y_name] == y)]
+            if not runs:
+                continue
+            counts = Counter(str(r[outcome]) for r in runs)
+            majority, top = counts.most_common(1)[0]
+            setting = {a: runs[0][a] for a in axes}
+            cells.append({"x": x, "y": y, "setting": setting, "majority": majority, "share": top / len(runs),
+                          "shares": {c: counts[c] / len(runs) for c in counts}, "runs": runs})
+    return json_safe({"kind": kind, "name": name, "x": x_name, "y": y_name, "x_values": x_values,
+                      "y_values": y_values, "axes": axes, "outcome": outcome, "classes": classes, "cells": cells,
+                      "live": live, "extra_axes": axes[2:]})
+
+
+def load_phase_file(path: str | Path) -> dict[str, Any]:
+    """A sweep table (``.csv``) or a toy-phases grid (``.json``) as a grid of cells.
+
+    Returns
+    -------
+    dict
+        ``kind`` ("sweep" or "toy-phases"), the axes ``x``/``y`` with their values,
+        ``cells`` (setting, majority outcome and its share, shares, runs), ``live``
+        (whether a cell's setting can run in the Live tab: particle sweeps only).
+
+    Raises
+    ------
+    PhaseFileError
+        When the file is neither.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no phase file at {str(path)!r}")
+    name = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
+    if path.suffix.lower() == ".csv":
+        from particles.sweep import SweepTable
+
+        try:
+            table = SweepTable.from_csv(path)
+        except Exception as exc:  # a foreign CSV
+            raise PhaseFileError(f"{name} is not a sweep table of embdyn sweep ({' '.join(str(exc).split())})") \
+                from None
+        columns = table.columns
+        if "structure" not in columns or "seed" not in columns:
+            raise PhaseFileError(f"{name} is not a sweep table of embdyn sweep: it has no structure and seed columns")
+        axes = [c for c in columns if c not in SWEEP_MEASURES]
+        if not axes:
+            raise PhaseFileError(f"{name} has no setting columns to lay out")
+        rows = [dict(r) for r in table]
+        from .live import CONTROLS
+
+        return _grid(name, "sweep", axes, rows, "structure", live=all(a in CONTROLS for a in axes))
+    if path.suffix.lower() == ".json":
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise PhaseFileError(f"{name} is not readable JSON ({exc})") from None
+        if not (isinstance(data, dict) and isinstance(data.get("meta"), dict)
+                and isinstance(data["meta"].get("grid"), dict) and isinstance(data.get("records"), list)):
+            raise PhaseFileError(f"{name} is not a phase grid of embdyn toy-phases (no meta.grid and records)")
+        axes = list(data["meta"]["grid"])
+        rows = [r for r in data["records"] if isinstance(r, dict) and all(a in r for a in axes) and "phase" in r]
+        return _grid(name, "toy-phases", axes, rows, "phase", live=False)
+    raise PhaseFileError(f"{name}: the Phase tab reads a sweep table (.csv) or a toy-phases grid (.json)")

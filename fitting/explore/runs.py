@@ -1,0 +1,224 @@
+"""The Run tab's files: trajectories given on the command line or uploaded,
+read with :meth:`particles.Trajectory.load` (no pickle) and known to the
+server by number only, so no other file of the machine can be reached."""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from particles.core.validation import check_int
+from particles.trajectory import Trajectory
+
+from .projection import principal_plane, project
+
+__all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_SERIES_POINTS", "MAX_METRIC_SNAPSHOTS"]
+
+#: the largest upload the server reads (bytes)
+MAX_UPLOAD_BYTES = 1 << 30
+#: series longer than this are thinned to it for the page (every k-th step, the last one kept)
+MAX_SERIES_POINTS = 2000
+#: structure metrics are computed on at most this many snapshots, evenly spaced
+MAX_METRIC_SNAPSHOTS = 120
+#: at most this many signals enter an ODE fit of a window (the survivors, else the strongest)
+MAX_FIT_SIGNALS = 8
+
+
+def thin(n: int, limit: int) -> np.ndarray:
+    """Indices of at most ``limit`` of ``n`` samples, evenly strided, first and last kept."""
+    if n <= limit:
+        return np.arange(n)
+    idx = np.unique(np.linspace(0, n - 1, limit).round().astype(int))
+    return idx
+
+
+@dataclass
+class Run:
+    """One trajectory the server shows; views of it are computed once and kept."""
+
+    name: str
+    trajectory: Trajectory
+    cache: dict[str, Any] = field(default_factory=dict)
+
+    def signals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """``(steps, signals (S, K), survivors mask or None)``."""
+        if "signals" not in self.cache:
+            from fitting.signals import DC_SCALAR, surviving_frequencies, trajectory_signals
+
+            steps, signals = trajectory_signals(self.trajectory)
+            survivors = None
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    if DC_SCALAR in self.trajectory.scalars:
+                        survivors = surviving_frequencies(signals, dc=self.trajectory.scalars[DC_SCALAR])
+                    else:
+                        survivors = surviving_frequencies(self.trajectory)
+                except (ValueError, TypeError):
+                    survivors = None
+            self.cache["signals"] = (steps, signals, None if survivors is None else np.asarray(survivors, bool))
+        return self.cache["signals"]
+
+    def plane(self) -> tuple[np.ndarray, np.ndarray]:
+        """One fixed view for the whole run: the principal plane of the final snapshot."""
+        if "plane" not in self.cache:
+            center, basis, _ = principal_plane(self.trajectory.final)
+            self.cache["plane"] = (center, basis)
+        return self.cache["plane"]
+
+    def summary(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """Header and arrays for the page's first paint: thinned signals, scalars, snapshot steps."""
+        traj = self.trajectory
+        steps, signals, survivors = self.signals()
+        keep = thin(len(steps), MAX_SERIES_POINTS)
+        arrays = {"snapshot_steps": traj.snapshot_steps.astype(float), "signal_steps": steps[keep].astype(float),
+                  "signals": signals[keep]}
+        scalars = []
+        for name, values in traj.scalars.items():
+            values = np.asarray(values, dtype=float)
+            if values.ndim == 1 and values.shape[0] == len(steps):
+                arrays["scalar:" + name] = values[keep]
+                scalars.append(name)
+            elif values.ndim == 1 and values.shape[0] == len(traj.snapshot_steps):
+                arrays["snapshot_scalar:" + name] = values
+                scalars.append(name)
+        meta = {k: v for k, v in traj.meta.items() if k not in ("train_indices",) and not isinstance(v, (list, dict))}
+        header = {"kind": "run", "name": self.name, "p": traj.p, "d": traj.d, "snapshots": len(traj.snapshot_steps),
+                  "first_step": int(traj.snapshot_steps[0]), "last_step": int(max(traj.snapshot_steps[-1], steps[-1])),
+                  "frequencies": list(range(1, signals.shape[1] + 1)), "scalars": scalars,
+                  "survivors": None if survivors is None else [int(k + 1) for k in np.flatnonzero(survivors)],
+                  "meta": meta}
+        return header, arrays
+
+    def frame(self, step: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The embedding at the last snapshot at or before ``step``, in the run's fixed plane."""
+        traj = self.trajectory
+        step = check_int(step, "step", int(traj.snapshot_steps[0]), int(max(traj.snapshot_steps[-1],
+                                                                            self.signals()[0][-1])))
+        index = int(np.searchsorted(traj.snapshot_steps, step, side="right") - 1)
+        E = traj.embeddings[index]
+        center, basis = self.plane()
+        _, _, explained = principal_plane(E)
+        if E.shape[1] > 2:  # the share of this snapshot's variance in the run's fixed plane
+            centred = E - E.mean(axis=0)
+            total = float(np.sum(centred ** 2))
+            explained = float(np.sum((centred @ basis) ** 2) / total) if total > 0 else 1.0
+        header = {"kind": "run-frame", "step": step, "snapshot": index, "snapshot_step": int(traj.snapshot_steps[index]),
+                  "explained": explained, "p": traj.p, "d": traj.d}
+        return header, {"positions": project(E, center, basis)}
+
+    def metrics(self) -> dict[str, Any]:
+        """Structure metrics over (at most :data:`MAX_METRIC_SNAPSHOTS`) snapshots."""
+        if "metrics" not in self.cache:
+            from particles.metrics import structure_metrics
+
+            traj = self.trajectory
+            rows = []
+            for i in thin(len(traj.snapshot_steps), MAX_METRIC_SNAPSHOTS):
+                m = structure_metrics(traj.embeddings[i])
+                rows.append({"step": int(traj.snapshot_steps[i]), "circularity": m["circularity"],
+                             "accuracy": m["accuracy_euclidean"], "structure": m["structure"],
+                             "frequency": m["frequency"]})
+            self.cache["metrics"] = {"rows": rows}
+        return self.cache["metrics"]
+
+    def fit(self, start: Any, stop: Any) -> dict[str, Any]:
+        """``LinearODE(stable=True)`` (the package's default) on the window [start, stop] of the
+        strongest signals; its simulation from the window's first observed state to the end of the
+        run, and its forecast from the window's end against persistence."""
+        from fitting.ode import FitQualityWarning, LinearODE
+
+        steps, signals, survivors = self.signals()
+        first, last = int(steps[0]), int(steps[-1])
+        start = check_int(start, "start", first, last)
+        stop = check_int(stop, "stop", first, last)
+        inside = (steps >= start) & (steps <= stop)
+        if stop <= start or inside.sum() < 8:
+            raise ValueError(f"the window [start, stop] must hold at least 8 samples with start < stop, "
+                             f"got [{start}, {stop}] ({int(inside.sum())} samples)")
+        if survivors is not None and 0 < survivors.sum() <= MAX_FIT_SIGNALS:
+            chosen = np.flatnonzero(survivors)
+        else:
+            chosen = np.sort(np.argsort(signals[-1])[::-1][:MAX_FIT_SIGNALS])
+        x = signals[:, chosen]
+        t = steps.astype(float)
+        notes = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = LinearODE(stable=True, window=(float(start), float(stop)))
+            model.fit(x, t, names=[f"S{k + 1}" for k in chosen])
+            begin = int(np.flatnonzero(inside)[0])
+            t_sim = t[begin:]
+            keep = thin(len(t_sim), MAX_SERIES_POINTS)
+            simulated = model.simulate(x[begin], t_sim)[keep]
+            forecast = None
+            if stop < last:
+                f = model.forecast(x, t)
+                forecast = {"error": f.error, "persistence_error": f.persistence_error, "skill": f.skill}
+        for w in caught:
+            notes.append(" ".join(str(w.message).split()))
+        return {"frequencies": [int(k + 1) for k in chosen], "start": start, "stop": stop,
+                "steps": t_sim[keep].tolist(), "simulated": simulated.T.tolist(), "forecast": forecast,
+                "equations": model.equations() if hasattr(model, "equations") else None, "notes": notes,
+                "model": "LinearODE(stable=True)"}
+
+
+class RunStore:
+    """Trajectories by number. Files come from the command line (:meth:`add_path`)
+    or from an upload (:meth:`add_upload`, kept in a private temporary folder)."""
+
+    def __init__(self) -> None:
+        self._runs: list[Run] = []
+        self._lock = threading.Lock()
+        self._uploads = tempfile.TemporaryDirectory(prefix="embdyn-explore-")
+
+    def add_path(self, path: str | Path) -> int:
+        traj = Trajectory.load(path)
+        path = Path(path)
+        return self._add(Run(f"{path.parent.name}/{path.name}" if path.parent.name else path.name, traj))
+
+    def add_upload(self, name: str, data: bytes) -> int:
+        """A file sent by the page; a damaged or foreign file raises ``TrajectoryFormatError``."""
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("an upload must be bytes")
+        if len(data) == 0:
+            raise ValueError("the uploaded file is empty: choose a trajectory .npz file")
+        if len(data) > MAX_UPLOAD_BYTES:
+            raise ValueError(f"the uploaded file has {len(data)} bytes; the most the explorer reads is "
+                             f"{MAX_UPLOAD_BYTES}")
+        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(str(name)).name)[:100] or "upload.npz"
+        with self._lock:
+            target = Path(self._uploads.name) / f"{len(self._runs)}-{safe}"
+        target.write_bytes(bytes(data))
+        try:
+            traj = Trajectory.load(target)
+        finally:
+            target.unlink(missing_ok=True)
+        return self._add(Run(safe, traj))
+
+    def _add(self, run: Run) -> int:
+        with self._lock:
+            self._runs.append(run)
+            return len(self._runs) - 1
+
+    def get(self, run_id: Any) -> Run:
+        with self._lock:
+            n = len(self._runs)
+            if isinstance(run_id, bool) or not isinstance(run_id, int) or not 0 <= run_id < n:
+                raise KeyError(f"no run {run_id!r}: the server has runs 0 to {n - 1}" if n else
+                               f"no run {run_id!r}: the server has no runs yet")
+            return self._runs[run_id]
+
+    def listing(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [{"id": i, "name": r.name, "p": r.trajectory.p, "d": r.trajectory.d,
+                     "snapshots": len(r.trajectory.snapshot_steps)} for i, r in enumerate(self._runs)]
+
+    def close(self) -> None:
+        self._uploads.cleanup()

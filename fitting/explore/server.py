@@ -1,0 +1,348 @@
+"""The explorer's web application (Starlette): the page, its local assets, and the JSON,
+binary and WebSocket endpoints of the Live, Run and Phase tabs.
+
+Endpoints
+---------
+``GET /``                             the page; ``/static/...`` its scripts and style (no network needed)
+``GET /api/controls``                 the Live controls with their ranges
+``WS  /api/live``                     a live session: the server sends ``hello`` (JSON: session id, run
+                                      meta) and then binary frames (:mod:`.frames`); the page answers
+                                      each frame with ``{"type": "ack"}`` (at most two frames in flight)
+``POST /api/live/{sid}/controls``     ``{control: value, ...}``: 200 with the values in force, or 422
+                                      naming the control and its range (nothing changed)
+``POST /api/live/{sid}/action``       ``{"action": "play" | "pause" | "step" | "reset"}``
+``GET /api/runs``                     the trajectories the server holds (given on the command line or uploaded)
+``POST /api/runs?name=F``             upload a trajectory file (the request body); 422 with the
+                                      ``TrajectoryFormatError`` message for a damaged or foreign file
+``GET /api/runs/{id}``                binary: the run's summary (thinned signals, scalars)
+``GET /api/runs/{id}/frame?step=N``   binary: the embedding at step N (the last snapshot at or before it)
+``GET /api/runs/{id}/metrics``        structure metrics over the snapshots
+``POST /api/runs/{id}/fit``           ``{"start": N, "stop": M}``: an ODE fit of the window, simulated
+``GET /api/phases``, ``GET /api/phases/{id}``   the phase files and their grids
+
+Only files given on the command line or uploaded are read; nothing takes a path.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response
+from starlette.routing import Mount, Route, WebSocketRoute
+from starlette.staticfiles import StaticFiles
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from particles.trajectory import TrajectoryFormatError
+
+from .frames import encode_frame, json_safe
+from .live import LiveSimulation, control_spec
+from .phases import PhaseFileError, load_phase_file
+from .runs import MAX_UPLOAD_BYTES, RunStore
+
+__all__ = ["make_app", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT"]
+
+STATIC = Path(__file__).with_name("static")
+#: the live loop sends at most this many frames a second
+MAX_FPS = 60.0
+#: frames sent and not yet acknowledged by the page
+FRAMES_IN_FLIGHT = 2
+
+
+def _json(data: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(json_safe(data), status_code=status)
+
+
+def _error(exc: BaseException, status: int = 422, parameter: str | None = None) -> JSONResponse:
+    message = " ".join(str(exc).split()) if not isinstance(exc, KeyError) else str(exc.args[0])
+    return _json({"error": message, "parameter": parameter}, status)
+
+
+def _binary(payload: bytes) -> Response:
+    return Response(payload, media_type="application/octet-stream", headers={"Cache-Control": "no-store"})
+
+
+async def _body_json(request: Request) -> Any:
+    try:
+        return json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ValueError("the request body must be JSON") from None
+
+
+class LiveSession:
+    """One page's live run: the simulation, whether it plays, and the frames in flight."""
+
+    def __init__(self, sid: str):
+        self.sid = sid
+        self.sim = LiveSimulation()
+        self.playing = False
+        self.pending_steps = 0
+        self.credits = FRAMES_IN_FLIGHT
+        self.wake = asyncio.Event()
+        self.force_frame = True
+
+
+class Explorer:
+    """The application's state: runs, phase grids and live sessions."""
+
+    def __init__(self, trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = ()):
+        self.runs = RunStore()
+        for path in trajectories:
+            self.runs.add_path(path)
+        self.phases = [load_phase_file(path) for path in phases]
+        self.sessions: dict[str, LiveSession] = {}
+        self._ids = itertools.count(1)
+
+    # -- pages -------------------------------------------------------------------------------------
+    async def index(self, request: Request) -> Response:
+        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-store"})
+
+    async def controls(self, request: Request) -> Response:
+        from particles.presets import preset
+
+        presets = {}
+        for name in ("clustering-alignment", "circles", "grids"):
+            config = preset(name)
+            params = config.params.to_dict()
+            presets[name] = {"dt": config.dt, **{k: params[k] for k in control_spec() if k in params},
+                             "description": config.description}
+        return _json({"controls": control_spec(), "presets": presets})
+
+    # -- live --------------------------------------------------------------------------------------
+    def _session(self, request: Request) -> LiveSession:
+        sid = request.path_params["sid"]
+        if sid not in self.sessions:
+            raise KeyError(f"no live session {sid!r}: reload the page")
+        return self.sessions[sid]
+
+    async def live_controls(self, request: Request) -> Response:
+        try:
+            session = self._session(request)
+        except KeyError as exc:
+            return _error(exc, 404)
+        try:
+            changes = await _body_json(request)
+            checked = session.sim.check(changes)
+        except (ValueError, TypeError) as exc:
+            bad = None
+            if isinstance(changes, dict):
+                bad = next((k for k in changes if str(exc).startswith(k + " ") or repr(k) in str(exc)), None)
+            return _error(exc, 422, bad)
+        restart = any(k in ("preset", "p", "d", "seed") for k in checked)
+        values = await asyncio.to_thread(session.sim.update, checked)
+        session.force_frame = True
+        session.wake.set()
+        return _json({"values": values, "version": session.sim.version, "restart": restart,
+                      "meta": session.sim.meta() if restart else None})
+
+    async def live_action(self, request: Request) -> Response:
+        try:
+            session = self._session(request)
+        except KeyError as exc:
+            return _error(exc, 404)
+        try:
+            body = await _body_json(request)
+            action = body.get("action") if isinstance(body, dict) else None
+            if action not in ("play", "pause", "step", "reset"):
+                raise ValueError(f"action must be one of play, pause, step, reset, got {action!r}")
+        except ValueError as exc:
+            return _error(exc, 422, "action")
+        if action == "play":
+            session.playing = True
+        elif action == "pause":
+            session.playing = False
+        elif action == "step":
+            session.playing = False
+            session.pending_steps += 1
+        else:
+            await asyncio.to_thread(session.sim.reset)
+            session.force_frame = True
+        session.wake.set()
+        return _json({"playing": session.playing, "step": session.sim.step})
+
+    async def live_socket(self, websocket: WebSocket) -> None:
+        await websocket.accept()
+        sid = f"s{next(self._ids)}"
+        session = LiveSession(sid)
+        self.sessions[sid] = session
+        try:
+            await websocket.send_text(json.dumps(json_safe({"type": "hello", "session": sid,
+                                                            "meta": session.sim.meta()})))
+            reader = asyncio.create_task(self._read_acks(websocket, session))
+            try:
+                await self._frame_loop(websocket, session, reader)
+            finally:
+                reader.cancel()
+        except (WebSocketDisconnect, RuntimeError, ConnectionError):
+            pass
+        finally:
+            self.sessions.pop(sid, None)
+
+    async def _read_acks(self, websocket: WebSocket, session: LiveSession) -> None:
+        while True:
+            message = await websocket.receive_text()
+            try:
+                kind = json.loads(message).get("type")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            if kind == "ack":
+                session.credits = min(FRAMES_IN_FLIGHT, session.credits + 1)
+                session.wake.set()
+
+    async def _frame_loop(self, websocket: WebSocket, session: LiveSession, reader: asyncio.Task) -> None:
+        last = 0.0
+        while not reader.done():
+            want = session.playing or session.pending_steps > 0 or session.force_frame
+            if not want or session.credits <= 0:
+                session.wake.clear()
+                try:
+                    await asyncio.wait_for(session.wake.wait(), timeout=1.0)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            wait = last + 1.0 / MAX_FPS - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            last = time.perf_counter()
+            advance = session.playing or session.pending_steps > 0
+            if session.pending_steps > 0:
+                session.pending_steps -= 1
+            session.force_frame = False
+            payload = await asyncio.to_thread(self._live_frame, session, advance)
+            session.credits -= 1
+            await websocket.send_bytes(payload)
+            if session.sim.error is not None:
+                session.playing = False
+        reader.result()  # the page went away: re-raise its disconnect
+
+    @staticmethod
+    def _live_frame(session: LiveSession, advance: bool) -> bytes:
+        if advance:
+            session.sim.advance()
+        header, arrays = session.sim.frame()
+        header["playing"] = session.playing
+        header["sent"] = time.time()
+        return encode_frame(header, arrays)
+
+    # -- runs --------------------------------------------------------------------------------------
+    def _run(self, request: Request):
+        try:
+            run_id = int(request.path_params["rid"])
+        except ValueError:
+            raise KeyError(f"no run {request.path_params['rid']!r}") from None
+        return self.runs.get(run_id)
+
+    async def run_list(self, request: Request) -> Response:
+        return _json({"runs": self.runs.listing()})
+
+    async def run_upload(self, request: Request) -> Response:
+        name = request.query_params.get("name", "upload.npz")
+        size = request.headers.get("content-length")
+        if size is not None and size.isdigit() and int(size) > MAX_UPLOAD_BYTES:
+            return _error(ValueError(f"the file has {size} bytes; the most the explorer reads is "
+                                     f"{MAX_UPLOAD_BYTES}"), 413, "file")
+        data = await request.body()
+        try:
+            run_id = await asyncio.to_thread(self.runs.add_upload, name, data)
+        except (TrajectoryFormatError, ValueError, TypeError, OSError) as exc:
+            return _error(exc, 422, "file")
+        return _json({"id": run_id, "runs": self.runs.listing()})
+
+    async def run_summary(self, request: Request) -> Response:
+        try:
+            run = self._run(request)
+        except KeyError as exc:
+            return _error(exc, 404)
+        header, arrays = await asyncio.to_thread(run.summary)
+        return _binary(encode_frame(header, arrays))
+
+    async def run_frame(self, request: Request) -> Response:
+        try:
+            run = self._run(request)
+        except KeyError as exc:
+            return _error(exc, 404)
+        step = request.query_params.get("step")
+        try:
+            if step is None or not step.lstrip("-").isdigit():
+                raise ValueError(f"step must be an int (the query ?step=N), got {step!r}")
+            header, arrays = await asyncio.to_thread(run.frame, int(step))
+        except (ValueError, TypeError) as exc:
+            return _error(exc, 422, "step")
+        return _binary(encode_frame(header, arrays))
+
+    async def run_metrics(self, request: Request) -> Response:
+        try:
+            run = self._run(request)
+        except KeyError as exc:
+            return _error(exc, 404)
+        return _json(await asyncio.to_thread(run.metrics))
+
+    async def run_fit(self, request: Request) -> Response:
+        try:
+            run = self._run(request)
+        except KeyError as exc:
+            return _error(exc, 404)
+        try:
+            body = await _body_json(request)
+            if not isinstance(body, dict) or "start" not in body or "stop" not in body:
+                raise ValueError('the fit needs a JSON object {"start": N, "stop": M} (steps)')
+            result = await asyncio.to_thread(run.fit, body["start"], body["stop"])
+        except (ValueError, TypeError, FloatingPointError) as exc:
+            parameter = next((k for k in ("start", "stop") if str(exc).startswith(k + " ")), None)
+            return _error(exc, 422, parameter)
+        return _json(result)
+
+    # -- phases ------------------------------------------------------------------------------------
+    async def phase_list(self, request: Request) -> Response:
+        return _json({"phases": [{"id": i, "name": g["name"], "kind": g["kind"]} for i, g in enumerate(self.phases)]})
+
+    async def phase_grid(self, request: Request) -> Response:
+        raw = request.path_params["pid"]
+        if not raw.isdigit() or int(raw) >= len(self.phases):
+            return _error(KeyError(f"no phase grid {raw!r}"), 404)
+        return _json(self.phases[int(raw)])
+
+    def routes(self) -> list:
+        return [
+            Route("/", self.index),
+            Route("/api/controls", self.controls),
+            WebSocketRoute("/api/live", self.live_socket),
+            Route("/api/live/{sid}/controls", self.live_controls, methods=["POST"]),
+            Route("/api/live/{sid}/action", self.live_action, methods=["POST"]),
+            Route("/api/runs", self.run_list, methods=["GET"]),
+            Route("/api/runs", self.run_upload, methods=["POST"]),
+            Route("/api/runs/{rid}", self.run_summary),
+            Route("/api/runs/{rid}/frame", self.run_frame),
+            Route("/api/runs/{rid}/metrics", self.run_metrics),
+            Route("/api/runs/{rid}/fit", self.run_fit, methods=["POST"]),
+            Route("/api/phases", self.phase_list),
+            Route("/api/phases/{pid}", self.phase_grid),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ]
+
+
+def make_app(trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = ()) -> Starlette:
+    """The explorer as an ASGI application.
+
+    Parameters
+    ----------
+    trajectories : sequence of paths
+        Trajectory files (``.npz``) for the Run tab; each is read (and checked) now.
+    phases : sequence of paths
+        Sweep tables (``.csv``) or toy-phases grids (``.json``) for the Phase tab.
+
+    Raises
+    ------
+    TrajectoryFormatError, PhaseFileError, FileNotFoundError
+        For a file that cannot be shown.
+    """
+    explorer = Explorer(trajectories, phases)
+    app = Starlette(routes=explorer.routes())
+    app.state.explorer = explorer
+    return app

@@ -1,0 +1,343 @@
+// The explorer page: Live, Run and Phase tabs talking to fitting/explore/server.py.
+"use strict";
+
+const $ = id => document.getElementById(id);
+const state = { session: null, meta: null, values: {}, controls: {}, presets: {}, frames: 0, frameTimes: [],
+                energy: { x: [], y: [] }, metrics: { x: [], c: [], a: [] }, lastRestarts: -1, run: null, phase: null };
+
+function showError(message) { const box = $("error"); box.textContent = message; box.hidden = false; }
+function clearError() { const box = $("error"); box.textContent = ""; box.hidden = true; }
+
+async function api(path, options) {
+  const response = await fetch(path, options);
+  if (!response.ok) {
+    let message = `${response.status} ${response.statusText}`;
+    try { const body = await response.json(); if (body.error) message = body.error; } catch (e) { /* not JSON */ }
+    showError(message);
+    const error = new Error(message); error.status = response.status; throw error;
+  }
+  return response;
+}
+
+function postJSON(path, body) {
+  return api(path, { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) });
+}
+
+// ---- tabs -------------------------------------------------------------------------------------------
+function showTab(name) {
+  for (const page of document.querySelectorAll(".tab-page")) page.hidden = page.id !== "tab-" + name;
+  for (const button of document.querySelectorAll("nav button.tab")) button.classList.toggle("active", button.dataset.tab === name);
+  document.body.dataset.tab = name;
+}
+
+// ---- live -------------------------------------------------------------------------------------------
+const SLIDERS = { lam: [0, 10], wd: [0, 3], k_a: [0, 20], sig_a: [0.05, 6], k_r: [0, 10], sig_r: [0.05, 6],
+                  sig_t: [0.05, 2], eps: [0.01, 3], bias_scale: [0.05, 5] };
+const liveView = () => state.liveView || (state.liveView = new EmbeddingView($("live-canvas"), ["x1", "x2"]));
+
+function buildControls() {
+  const sliders = $("sliders");
+  for (const [name, [lo, hi]] of Object.entries(SLIDERS)) {
+    const spec = state.controls[name];
+    const row = document.createElement("div"); row.className = "slider"; row.title = `${spec.help}: ${spec.accepted}`;
+    row.innerHTML = `<span>${name}</span><input type="range" id="slider-${name}" min="${lo}" max="${hi}" step="${(hi - lo) / 200}">` +
+                    `<input type="text" id="ctl-${name}" data-control="${name}">`;
+    sliders.appendChild(row);
+    $("slider-" + name).addEventListener("input", ev => sendControl(name, parseFloat(ev.target.value)));
+  }
+  for (const name of ["preset", "wd_target"]) {
+    const select = $("ctl-" + name);
+    for (const choice of state.controls[name].choices) { const o = document.createElement("option"); o.textContent = choice; select.appendChild(o); }
+  }
+  for (const input of document.querySelectorAll("#live-controls [data-control]")) {
+    const name = input.dataset.control;
+    if (input.tagName === "SELECT") input.addEventListener("change", () => sendControl(name, input.value));
+    else {
+      input.title = `${state.controls[name].help}: ${state.controls[name].accepted}`;
+      input.addEventListener("change", () => {
+        const text = input.value.trim();
+        sendControl(name, text !== "" && isFinite(Number(text)) ? Number(text) : text);
+      });
+    }
+  }
+}
+
+function showValues(values) {
+  state.values = values;
+  for (const [name, value] of Object.entries(values)) {
+    const box = $("ctl-" + name); if (box && document.activeElement !== box) box.value = value;
+    const slider = $("slider-" + name); if (slider && document.activeElement !== slider) slider.value = value;
+  }
+  const preset = state.presets[values.preset];
+  $("preset-description").textContent = preset ? preset.description : "";
+}
+
+// one request at a time; the newest change waits for the one in flight
+const pending = { busy: false, changes: {} };
+function sendControl(name, value) { pending.changes[name] = value; flushControls(); }
+async function flushControls() {
+  if (pending.busy || !state.session || Object.keys(pending.changes).length === 0) return;
+  const changes = pending.changes; pending.changes = {}; pending.busy = true;
+  try {
+    const body = await (await postJSON(`/api/live/${state.session}/controls`, changes)).json();
+    clearError(); showValues(body.values);
+    if (body.meta) resetLive(body.meta);
+  } catch (e) {
+    showValues(state.values);  // the server kept its last good values
+  } finally { pending.busy = false; flushControls(); }
+}
+
+async function action(name) {
+  if (!state.session) return;
+  try { await postJSON(`/api/live/${state.session}/action`, { action: name }); clearError(); } catch (e) { /* shown */ }
+  if (name === "reset") resetSeries();
+}
+
+function resetSeries() { state.energy = { x: [], y: [] }; state.metrics = { x: [], c: [], a: [] }; }
+function resetLive(meta) { state.meta = meta; state.liveView = null; resetSeries(); }
+
+function onLiveFrame(frame) {
+  const h = frame.header, live = $("live-step");
+  if (h.restarts !== state.lastRestarts) { state.lastRestarts = h.restarts; resetSeries(); state.liveView = null; }
+  state.frames += 1;
+  const now = performance.now(); state.frameTimes.push(now);
+  while (state.frameTimes.length && state.frameTimes[0] < now - 1000) state.frameTimes.shift();
+  live.textContent = h.step; live.dataset.version = h.version;
+  $("live-time").textContent = h.time.toFixed(2);
+  $("live-structure").textContent = h.structure;
+  $("live-circularity").textContent = h.circularity === null ? "–" : `${h.circularity.toFixed(3)} (k = ${h.frequency})`;
+  $("live-accuracy").textContent = h.accuracy === null ? "–" : h.accuracy.toFixed(3);
+  $("live-energy").textContent = h.energy === null ? "–" : Number(h.energy.toPrecision(6)).toString();
+  $("live-explained").textContent = h.d > 2 ? `PCA of d = ${h.d}: ${(100 * h.explained).toFixed(1)} % of the variance` : "the plane itself (d = 2)";
+  $("live-fps").textContent = state.frameTimes.length;
+  $("live-frames").textContent = state.frames;
+  if (h.error) showError(h.error);
+  const e = state.energy, m = state.metrics;
+  if (!e.x.length || e.x[e.x.length - 1] !== h.step) {
+    e.x.push(h.step); e.y.push(h.energy); m.x.push(h.step); m.c.push(h.circularity); m.a.push(h.accuracy);
+    if (e.x.length > 3000) { for (const arr of [e.x, e.y, m.x, m.c, m.a]) arr.splice(0, arr.length - 2000); }
+  }
+  const showPairs = $("show-pairs").checked && state.meta;
+  const view = liveView(); view.axisNames = h.d > 2 ? ["principal component 1", "principal component 2"] : ["x1", "x2"];
+  view.draw(frame.arrays.positions.data, { labels: $("show-labels").checked, p: h.p,
+    pairs: showPairs ? frame.arrays.pair_sums.data : null, pairLabels: state.meta ? state.meta.labels : null,
+    title: `${h.structure} · step ${h.step}` });
+  lineChart($("energy-plot"), [{ x: e.x, y: e.y, color: "#243447" }], { xlabel: "step", ylabel: "energy", title: "energy" });
+  lineChart($("live-metrics-plot"), [{ x: m.x, y: m.c, color: "#c05621" }, { x: m.x, y: m.a, color: "#2b6cb0" }],
+    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], title: "structure",
+      legend: [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }] });
+}
+
+function connectLive() {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`);
+  ws.binaryType = "arraybuffer";
+  ws.onopen = () => { $("connection").textContent = "connected"; };
+  ws.onclose = () => { $("connection").textContent = "disconnected: reload the page"; state.session = null; };
+  ws.onmessage = ev => {
+    if (typeof ev.data === "string") {
+      const msg = JSON.parse(ev.data);
+      if (msg.type === "hello") { state.session = msg.session; resetLive(msg.meta); showValues(msg.meta.values); document.body.dataset.session = msg.session; }
+      return;
+    }
+    try { onLiveFrame(decodeFrame(ev.data)); } finally { ws.send(JSON.stringify({ type: "ack" })); }
+  };
+}
+
+// ---- run --------------------------------------------------------------------------------------------
+const runView = () => state.runView || (state.runView = new EmbeddingView($("run-canvas"), ["x1", "x2"]));
+
+async function loadRunList(select) {
+  const body = await (await api("/api/runs")).json();
+  const list = $("run-select"); list.innerHTML = "";
+  for (const run of body.runs) {
+    const o = document.createElement("option"); o.value = run.id;
+    o.textContent = `${run.name} (p = ${run.p}, d = ${run.d}, ${run.snapshots} snapshots)`; list.appendChild(o);
+  }
+  if (select !== undefined) list.value = select;
+  if (body.runs.length && (select !== undefined || state.run === null)) await openRun(Number(list.value));
+}
+
+async function openRun(id) {
+  const t0 = performance.now();
+  const frame = decodeFrame(await (await api(`/api/runs/${id}`)).arrayBuffer());
+  const h = frame.header;
+  const steps = frame.arrays.signal_steps.data, K = frame.arrays.signals.shape[1];
+  state.run = { id, header: h, steps, signals: frame.arrays.signals.data, K, fit: null, metrics: null, step: h.last_step };
+  state.runView = null;
+  const slider = $("run-step"); slider.min = h.first_step; slider.max = h.last_step; slider.value = h.last_step;
+  $("fit-start").value = h.first_step; $("fit-stop").value = Math.round((h.first_step + h.last_step) / 2);
+  $("fit-result").textContent = "";
+  $("run-info").textContent = `${h.name}: p = ${h.p}, d = ${h.d}, ${h.snapshots} snapshots, steps ${h.first_step}-${h.last_step}` +
+    (h.survivors ? `; surviving frequencies ${h.survivors.join(", ")}` : "");
+  drawSignals();
+  await showRunStep(h.last_step);
+  document.body.dataset.runPaint = (performance.now() - t0).toFixed(1);
+  api(`/api/runs/${id}/metrics`).then(r => r.json()).then(m => { if (state.run && state.run.id === id) { state.run.metrics = m.rows; drawRunMetrics(); } }).catch(() => {});
+}
+
+function drawSignals() {
+  const r = state.run; if (!r) return;
+  const surv = new Set(r.header.survivors || []);
+  const series = [], legend = [];
+  const x = Array.from(r.steps);
+  for (let k = 0; k < r.K; k++) {
+    const y = new Array(x.length); for (let i = 0; i < x.length; i++) y[i] = r.signals[i * r.K + k];
+    const on = surv.has(k + 1);
+    const color = on ? hue(legend.length, Math.max(surv.size, 1)) : "#ccc";
+    if (on) legend.push({ label: `k = ${k + 1}`, color });
+    series.push({ x, y, color, width: on ? 2 : 1, k: k + 1, on });
+  }
+  series.sort((a, b) => a.on - b.on);
+  if (r.fit) {
+    r.fit.frequencies.forEach((k, j) => {
+      const s = series.find(t => t.k === k);
+      series.push({ x: r.fit.steps, y: r.fit.simulated[j], color: s && s.on ? s.color : "#555", width: 2, dash: [6, 4] });
+    });
+    legend.push({ label: "ODE fit", color: "#555", dash: [6, 4] });
+  }
+  lineChart($("signals-plot"), series, { xlabel: "step", ylabel: "signal (Fourier amplitude)", vline: r.step,
+    title: surv.size ? "Fourier signals (survivors in colour)" : "Fourier signals", legend });
+}
+
+function drawRunMetrics() {
+  const r = state.run; if (!r || !r.metrics) return;
+  const x = r.metrics.map(m => m.step);
+  lineChart($("metrics-plot"), [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
+                                { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }],
+    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, title: "structure metrics",
+      legend: [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }] });
+}
+
+const scrub = { busy: false, next: null };
+async function showRunStep(step) {
+  scrub.next = { step, t0: performance.now() }; if (scrub.busy) return;
+  scrub.busy = true;
+  try {
+    while (scrub.next !== null) {
+      const { step, t0 } = scrub.next; scrub.next = null;
+      const r = state.run; if (!r) break;
+      const frame = decodeFrame(await (await api(`/api/runs/${r.id}/frame?step=${step}`)).arrayBuffer());
+      const h = frame.header; r.step = h.step;
+      const structure = r.metrics ? (r.metrics.filter(m => m.step <= h.snapshot_step).pop() || {}).structure : null;
+      const view = runView(); view.axisNames = h.d > 2 ? ["principal component 1", "principal component 2"] : ["x1", "x2"];
+      view.draw(frame.arrays.positions.data, { labels: true, p: h.p, title: `step ${h.step} (snapshot at ${h.snapshot_step})` + (structure ? ` · ${structure}` : "") });
+      $("run-step-label").textContent = `step ${h.step}`;
+      $("run-snapshot-label").textContent = `embedding of step ${h.snapshot_step}` + (h.d > 2 ? `; the run's plane holds ${(100 * h.explained).toFixed(1)} % of its variance` : "");
+      drawSignals(); drawRunMetrics();
+      document.body.dataset.scrubMs = (performance.now() - t0).toFixed(1);
+    }
+  } catch (e) { /* shown */ } finally { scrub.busy = false; }
+}
+
+async function uploadRun(file) {
+  try {
+    const body = await (await api(`/api/runs?name=${encodeURIComponent(file.name)}`, { method: "POST", body: file })).json();
+    clearError(); await loadRunList(body.id);
+  } catch (e) { /* shown */ }
+}
+
+async function fitWindow() {
+  const r = state.run; if (!r) return;
+  const num = s => (s.trim() !== "" && isFinite(Number(s)) ? Number(s) : s);
+  $("fit-result").textContent = "fitting…";
+  try {
+    const fit = await (await postJSON(`/api/runs/${r.id}/fit`, { start: num($("fit-start").value), stop: num($("fit-stop").value) })).json();
+    clearError(); r.fit = fit; drawSignals();
+    let text = `${fit.model} on steps ${fit.start}-${fit.stop}, frequencies ${fit.frequencies.join(", ")}.`;
+    if (fit.forecast) text += ` Forecast from step ${fit.stop}: error ${fit.forecast.error.toPrecision(3)}, persistence ${fit.forecast.persistence_error.toPrecision(3)} (skill ${fit.forecast.skill.toFixed(2)}).`;
+    if (fit.notes.length) text += " " + fit.notes.join(" ");
+    $("fit-result").textContent = text;
+  } catch (e) { $("fit-result").textContent = ""; }
+}
+
+// ---- phase ------------------------------------------------------------------------------------------
+const CLASS_COLOURS = { circle: "#2f855a", grid: "#2b6cb0", "imperfect grid": "#90cdf4", line: "#d69e2e", unstructured: "#a0aec0",
+  diverged: "#c53030", comprehension: "#2f855a", grokking: "#38a169", memorization: "#c05621", confusion: "#a0aec0" };
+const classColour = c => CLASS_COLOURS[c] || "#718096";
+
+async function loadPhaseList() {
+  const body = await (await api("/api/phases")).json();
+  const list = $("phase-select"); list.innerHTML = "";
+  for (const g of body.phases) { const o = document.createElement("option"); o.value = g.id; o.textContent = `${g.name} (${g.kind})`; list.appendChild(o); }
+  if (body.phases.length) await openPhase(Number(list.value));
+  else $("phase-info").textContent = "no phase files: give a sweep.csv or a toy-phases .json to embdyn explore";
+}
+
+async function openPhase(id) {
+  const g = await (await api(`/api/phases/${id}`)).json();
+  state.phase = g;
+  $("phase-info").textContent = `${g.kind === "sweep" ? "particle sweep" : "toy-model phase grid"}: ${g.y ? g.y + " (rows) × " : ""}${g.x} (columns); ` +
+    `colour: the most common ${g.outcome}, darker when more runs agree` + (g.extra_axes.length ? `; also varied: ${g.extra_axes.join(", ")}` : "");
+  $("phase-legend").innerHTML = g.classes.map(c => `<div><span class="swatch" style="background:${classColour(c)}"></span>${c}</div>`).join("");
+  const table = document.createElement("table");
+  const ys = g.y_values.slice().reverse();
+  for (const y of ys) {
+    const tr = document.createElement("tr");
+    const th = document.createElement("th"); th.textContent = g.y ? `${g.y} = ${y}` : ""; tr.appendChild(th);
+    for (const x of g.x_values) {
+      const td = document.createElement("td"); td.className = "cell";
+      const cells = g.cells.filter(c => c.x === x && c.y === y);
+      if (cells.length) {
+        const cell = cells[0];
+        td.style.background = classColour(cell.majority); td.style.opacity = (0.35 + 0.65 * cell.share).toFixed(2);
+        td.textContent = `${Math.round(100 * cell.share)}%`; td.title = `${cell.majority}: ${Object.entries(cell.shares).map(([k, v]) => `${k} ${Math.round(100 * v)}%`).join(", ")}`;
+        td.dataset.x = x; td.dataset.y = y;
+        td.addEventListener("click", () => { for (const s of table.querySelectorAll(".selected")) s.classList.remove("selected"); td.classList.add("selected"); showCell(cells); });
+      }
+      tr.appendChild(td);
+    }
+    table.appendChild(tr);
+  }
+  const foot = document.createElement("tr"); foot.appendChild(document.createElement("th"));
+  for (const x of g.x_values) { const th = document.createElement("th"); th.textContent = x; foot.appendChild(th); }
+  table.appendChild(foot);
+  const caption = document.createElement("caption"); caption.textContent = `${g.x} →`; caption.style.captionSide = "bottom"; table.appendChild(caption);
+  $("phase-grid").innerHTML = ""; $("phase-grid").appendChild(table);
+  $("phase-cell").textContent = "click a cell to see its runs";
+}
+
+function showCell(cells) {
+  const g = state.phase, box = $("phase-cell"); box.innerHTML = "";
+  const runs = cells.flatMap(c => c.runs);
+  const head = document.createElement("p");
+  head.textContent = Object.entries(cells[0].setting).map(([k, v]) => `${k} = ${v}`).join(", ") + ` · ${runs.length} runs`;
+  box.appendChild(head);
+  if (g.live) {
+    const button = document.createElement("button"); button.id = "btn-run-live"; button.textContent = "run this setting live";
+    button.addEventListener("click", async () => {
+      const changes = Object.assign({}, cells[0].setting);
+      if (runs.length && runs[0].seed !== undefined) changes.seed = runs[0].seed;
+      showTab("live"); sendControl("p", state.values.p);
+      Object.assign(pending.changes, changes); await flushControls(); action("play");
+    });
+    box.appendChild(button);
+  } else {
+    const note = document.createElement("p"); note.className = "muted";
+    note.textContent = "toy-model grids are network trainings: the Live tab runs the particle model only"; box.appendChild(note);
+  }
+  const columns = Object.keys(runs[0]).filter(c => !g.axes.includes(c));
+  const table = document.createElement("table");
+  table.innerHTML = "<tr>" + columns.map(c => `<th>${c}</th>`).join("") + "</tr>" +
+    runs.map(r => "<tr>" + columns.map(c => { const v = r[c]; return `<td>${typeof v === "number" && !Number.isInteger(v) ? v.toPrecision(3) : v}</td>`; }).join("") + "</tr>").join("");
+  box.appendChild(table);
+}
+
+// ---- start ------------------------------------------------------------------------------------------
+async function main() {
+  for (const button of document.querySelectorAll("nav button.tab")) button.addEventListener("click", () => showTab(button.dataset.tab));
+  showTab(location.hash.slice(1) || "live");
+  const body = await (await api("/api/controls")).json();
+  state.controls = body.controls; state.presets = body.presets;
+  buildControls();
+  for (const name of ["play", "pause", "step", "reset"]) $("btn-" + name).addEventListener("click", () => action(name));
+  $("run-step").addEventListener("input", ev => showRunStep(Number(ev.target.value)));
+  $("run-select").addEventListener("change", ev => openRun(Number(ev.target.value)));
+  $("run-file").addEventListener("change", ev => { if (ev.target.files.length) uploadRun(ev.target.files[0]); });
+  $("btn-fit").addEventListener("click", fitWindow);
+  $("phase-select").addEventListener("change", ev => openPhase(Number(ev.target.value)));
+  connectLive();
+  await Promise.all([loadRunList(), loadPhaseList()]);
+  document.body.dataset.ready = "1";
+}
+
+main().catch(e => showError(String(e.message || e)));
