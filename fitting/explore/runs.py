@@ -25,7 +25,7 @@ MAX_UPLOAD_BYTES = 1 << 30
 #: series longer than this are thinned to it for the page (every k-th step, the last one kept)
 MAX_SERIES_POINTS = 2000
 #: structure metrics are computed on at most this many snapshots, evenly spaced
-MAX_METRIC_SNAPSHOTS = 120
+MAX_METRIC_SNAPSHOTS = 60
 #: at most this many signals enter an ODE fit of a window (the survivors, else the strongest)
 MAX_FIT_SIGNALS = 8
 
@@ -45,6 +45,7 @@ class Run:
     name: str
     trajectory: Trajectory
     cache: dict[str, Any] = field(default_factory=dict)
+    _metrics_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def signals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(steps, signals (S, K), survivors mask or None)``."""
@@ -113,20 +114,44 @@ class Run:
                   "explained": explained, "p": traj.p, "d": traj.d}
         return header, {"positions": project(E, center, basis)}
 
-    def metrics(self) -> dict[str, Any]:
-        """Structure metrics over (at most :data:`MAX_METRIC_SNAPSHOTS`) snapshots."""
-        if "metrics" not in self.cache:
-            from particles.metrics import structure_metrics
+    def metrics(self, wait: bool = False) -> dict[str, Any]:
+        """Structure metrics over (at most :data:`MAX_METRIC_SNAPSHOTS`) snapshots.
 
-            traj = self.trajectory
-            rows = []
+        They take up to 0.4 s a snapshot for wide embeddings (d = 128), so the first
+        call starts them in a background thread and every call returns the rows
+        computed so far with ``done`` (``wait=True`` blocks until all are there).
+        """
+        with self._metrics_lock:
+            if "metrics" not in self.cache:
+                self.cache["metrics"] = {"rows": [], "done": False,
+                                         "total": len(thin(len(self.trajectory.snapshot_steps), MAX_METRIC_SNAPSHOTS))}
+                self._metrics_thread = threading.Thread(target=self._compute_metrics, daemon=True)
+                self._metrics_thread.start()
+        if wait:
+            self._metrics_thread.join()
+        with self._metrics_lock:
+            state = self.cache["metrics"]
+            return {"rows": list(state["rows"]), "done": state["done"], "total": state["total"],
+                    "error": state.get("error")}
+
+    def _compute_metrics(self) -> None:
+        from particles.metrics import structure_metrics
+
+        traj = self.trajectory
+        state = self.cache["metrics"]
+        try:
             for i in thin(len(traj.snapshot_steps), MAX_METRIC_SNAPSHOTS):
                 m = structure_metrics(traj.embeddings[i])
-                rows.append({"step": int(traj.snapshot_steps[i]), "circularity": m["circularity"],
-                             "accuracy": m["accuracy_euclidean"], "structure": m["structure"],
-                             "frequency": m["frequency"]})
-            self.cache["metrics"] = {"rows": rows}
-        return self.cache["metrics"]
+                row = {"step": int(traj.snapshot_steps[i]), "circularity": m["circularity"],
+                       "accuracy": m["accuracy_euclidean"], "structure": m["structure"], "frequency": m["frequency"]}
+                with self._metrics_lock:
+                    state["rows"].append(row)
+        except Exception as exc:  # shown in the page instead of the plot
+            with self._metrics_lock:
+                state["error"] = f"structure metrics failed: {exc}"
+        finally:
+            with self._metrics_lock:
+                state["done"] = True
 
     def fit(self, start: Any, stop: Any) -> dict[str, Any]:
         """``LinearODE(stable=True)`` (the package's default) on the window [start, stop] of the

@@ -126,6 +126,7 @@ class Explorer:
             session = self._session(request)
         except KeyError as exc:
             return _error(exc, 404)
+        changes = None
         try:
             changes = await _body_json(request)
             checked = session.sim.check(changes)

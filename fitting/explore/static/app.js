@@ -56,16 +56,17 @@ function buildControls() {
       input.title = `${state.controls[name].help}: ${state.controls[name].accepted}`;
       input.addEventListener("change", () => {
         const text = input.value.trim();
+        if (text === "") { input.value = state.values[name]; return; }  // an emptied box: no change
         sendControl(name, text !== "" && isFinite(Number(text)) ? Number(text) : text);
       });
     }
   }
 }
 
-function showValues(values) {
+function showValues(values, force) {
   state.values = values;
   for (const [name, value] of Object.entries(values)) {
-    const box = $("ctl-" + name); if (box && document.activeElement !== box) box.value = value;
+    const box = $("ctl-" + name); if (box && (force || document.activeElement !== box)) box.value = value;
     const slider = $("slider-" + name); if (slider && document.activeElement !== slider) slider.value = value;
   }
   const preset = state.presets[values.preset];
@@ -83,7 +84,7 @@ async function flushControls() {
     clearError(); showValues(body.values);
     if (body.meta) resetLive(body.meta);
   } catch (e) {
-    showValues(state.values);  // the server kept its last good values
+    showValues(state.values, true);  // the server kept its last good values
   } finally { pending.busy = false; flushControls(); }
 }
 
@@ -172,7 +173,7 @@ async function openRun(id) {
   drawSignals();
   await showRunStep(h.last_step);
   document.body.dataset.runPaint = (performance.now() - t0).toFixed(1);
-  api(`/api/runs/${id}/metrics`).then(r => r.json()).then(m => { if (state.run && state.run.id === id) { state.run.metrics = m.rows; drawRunMetrics(); } }).catch(() => {});
+  pollMetrics(id);
 }
 
 function drawSignals() {
@@ -199,12 +200,27 @@ function drawSignals() {
     title: surv.size ? "Fourier signals (survivors in colour)" : "Fourier signals", legend });
 }
 
+// structure metrics arrive while they are computed (up to 0.4 s a snapshot for d = 128)
+async function pollMetrics(id) {
+  while (state.run && state.run.id === id) {
+    let m;
+    try { m = await (await api(`/api/runs/${id}/metrics`)).json(); } catch (e) { return; }
+    if (!(state.run && state.run.id === id)) return;
+    state.run.metrics = m.rows; state.run.metricsNote = m.error || (m.done ? "" : `computing: ${m.rows.length} of ${m.total} snapshots`);
+    drawRunMetrics();
+    if (m.done) return;
+    await new Promise(resolve => setTimeout(resolve, 700));
+  }
+}
+
 function drawRunMetrics() {
   const r = state.run; if (!r || !r.metrics) return;
+  if (!r.metrics.length) { const c = $("metrics-plot"); c.getContext("2d").clearRect(0, 0, c.width, c.height); return; }
   const x = r.metrics.map(m => m.step);
   lineChart($("metrics-plot"), [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
                                 { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }],
-    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, title: "structure metrics",
+    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, title: "structure metrics" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
+      xlim: [r.header.first_step, r.header.last_step],
       legend: [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }] });
 }
 
@@ -244,7 +260,9 @@ async function fitWindow() {
     const fit = await (await postJSON(`/api/runs/${r.id}/fit`, { start: num($("fit-start").value), stop: num($("fit-stop").value) })).json();
     clearError(); r.fit = fit; drawSignals();
     let text = `${fit.model} on steps ${fit.start}-${fit.stop}, frequencies ${fit.frequencies.join(", ")}.`;
-    if (fit.forecast) text += ` Forecast from step ${fit.stop}: error ${fit.forecast.error.toPrecision(3)}, persistence ${fit.forecast.persistence_error.toPrecision(3)} (skill ${fit.forecast.skill.toFixed(2)}).`;
+    const num3 = v => (v === null || v === undefined ? "undefined" : Number(v.toPrecision(3)).toString());
+    if (fit.forecast) text += ` Forecast from step ${fit.stop} to the end: relative error ${num3(fit.forecast.error)}, ` +
+      `persistence ${num3(fit.forecast.persistence_error)}, skill ${num3(fit.forecast.skill)} (1 - error / persistence; > 0 beats persistence).`;
     if (fit.notes.length) text += " " + fit.notes.join(" ");
     $("fit-result").textContent = text;
   } catch (e) { $("fit-result").textContent = ""; }

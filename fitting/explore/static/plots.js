@@ -89,6 +89,13 @@ function lineChart(canvas, series, opts) {
       if (pen) ctx.lineTo(px, py); else { ctx.moveTo(px, py); pen = true; }
     }
     ctx.stroke();
+    if (s.x.length <= 40 && !s.dash) {  // few samples: mark them
+      ctx.fillStyle = s.color;
+      for (let i = 0; i < s.x.length; i++) {
+        const y = s.y[i]; if (y === null || !isFinite(y)) continue;
+        ctx.beginPath(); ctx.arc(sx(s.x[i]), sy(y), 2.5, 0, 2 * Math.PI); ctx.fill();
+      }
+    }
   }
   ctx.setLineDash([]);
   if (opts.vline !== undefined && opts.vline !== null) {

@@ -1,0 +1,166 @@
+"""The explorer's endpoints, in-process (Starlette's TestClient): pages, live session, runs, phases,
+bad input answered with 4xx naming the parameter, and nothing else of the machine readable."""
+
+import io
+import json
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+import particles as pt
+from fitting.explore import make_app
+from fitting.explore.frames import decode_frame
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("explore")
+    run = pt.preset("circles").replace(p=11, steps=400, record_every=20).run(seed=1)
+    run.save(folder / "circles.npz")
+    table = pt.sweep({"lam": [0.0, 3.0]}, seeds=2, base=pt.preset("circles").replace(p=7, steps=50))
+    table.to_csv(folder / "sweep.csv")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def client(files):
+    with TestClient(make_app([files / "circles.npz"], [files / "sweep.csv"])) as c:
+        yield c
+
+
+def frames(ws, n):
+    out = []
+    for _ in range(n):
+        out.append(decode_frame(ws.receive_bytes()))
+        ws.send_text(json.dumps({"type": "ack"}))
+    return out
+
+
+def test_page_and_assets_are_local(client):
+    page = client.get("/")
+    assert page.status_code == 200 and "embedding-dynamics explorer" in page.text
+    for asset in ("/static/app.js", "/static/plots.js", "/static/style.css"):
+        assert client.get(asset).status_code == 200
+    # every script, style and image the page loads comes from this server
+    for attribute in ("src=", "href="):
+        for part in page.text.split(attribute)[1:]:
+            target = part[1:].split(part[0])[0]
+            assert target.startswith("/static/") or target.startswith("data:"), target
+    for js in ("/static/app.js", "/static/plots.js"):
+        assert "http://" not in client.get(js).text and "https://" not in client.get(js).text
+
+
+@pytest.mark.parametrize("path", ["/static/../../particles/__init__.py", "/static/%2e%2e/%2e%2e/pyproject.toml",
+                                  "/static/..%2f..%2fpyproject.toml", "/api/runs/..%2f..%2fetc%2fpasswd",
+                                  "/api/runs/-1", "/api/runs/7", "/api/phases/../0", "/etc/passwd"])
+def test_nothing_else_is_readable(client, path):
+    response = client.get(path)
+    assert response.status_code == 404, (path, response.status_code)
+    assert "[project]" not in response.text and "import" not in response.text
+
+
+def test_live_session(client):
+    spec = client.get("/api/controls").json()
+    assert spec["controls"]["lam"]["accepted"] == "a number in [0, 100]"
+    with client.websocket_connect("/api/live") as ws:
+        hello = ws.receive_json()
+        sid = hello["session"]
+        assert hello["type"] == "hello" and hello["meta"]["p"] == 17
+        (header, arrays), = frames(ws, 1)  # the first frame comes unasked
+        assert header["step"] == 0 and arrays["positions"].shape == (17, 2)
+        assert client.post(f"/api/live/{sid}/action", json={"action": "play"}).status_code == 200
+        got = frames(ws, 5)
+        steps = [h["step"] for h, _ in got]
+        assert steps == sorted(steps) and steps[-1] >= 80 and all(h["structure"] for h, _ in got)
+        # a change of the law takes effect from the next frame on
+        r = client.post(f"/api/live/{sid}/controls", json={"lam": 0.25, "steps_per_frame": 5})
+        assert r.status_code == 200 and r.json()["values"]["lam"] == 0.25
+        version = r.json()["version"]
+        later = frames(ws, 4)
+        assert later[-1][0]["version"] == version  # frames in flight when it changed may carry the old one
+        assert later[-1][0]["step"] - later[-2][0]["step"] == 5
+        # bad values: 422 naming the control and its range; the run keeps its values
+        for body, name in [({"lam": -3}, "lam"), ({"dt": "soon"}, "dt"), ({"p": 1000}, "p"), ({"nope": 1}, "nope")]:
+            bad = client.post(f"/api/live/{sid}/controls", json=body)
+            assert bad.status_code == 422 and bad.json()["parameter"] == name, bad.json()
+            assert name in bad.json()["error"]
+        assert client.post(f"/api/live/{sid}/controls", content=b"lam=3").status_code == 422
+        assert client.post(f"/api/live/{sid}/action", json={"action": "fly"}).json()["parameter"] == "action"
+        client.post(f"/api/live/{sid}/action", json={"action": "pause"})
+        # a restart (new p) sends the new run's pairs
+        r = client.post(f"/api/live/{sid}/controls", json={"p": 13, "d": 3})
+        assert r.json()["restart"] and r.json()["meta"]["p"] == 13
+        for _ in range(4):  # frames sent before the pause come first (at most two in flight), then the restart's
+            (header, arrays), = frames(ws, 1)
+            if header["p"] == 13:
+                break
+        assert header["p"] == 13 and header["d"] == 3 and 0 < header["explained"] <= 1
+        assert client.post(f"/api/live/{sid}/action", json={"action": "reset"}).status_code == 200
+    assert client.post(f"/api/live/{sid}/controls", json={"lam": 1}).status_code == 404  # session ended
+
+
+def test_runs(client, files):
+    listing = client.get("/api/runs").json()["runs"]
+    assert listing[0]["p"] == 11
+    header, arrays = decode_frame(client.get("/api/runs/0").content)
+    traj = pt.Trajectory.load(files / "circles.npz")
+    assert header["snapshots"] == len(traj.snapshot_steps) and header["last_step"] == 400
+    from fitting.signals import trajectory_signals
+
+    steps, signals = trajectory_signals(traj)
+    np.testing.assert_allclose(arrays["signals"], signals, rtol=1e-6)
+    header, arrays = decode_frame(client.get("/api/runs/0/frame?step=55").content)
+    assert header["snapshot_step"] == 40
+    np.testing.assert_allclose(arrays["positions"], traj.embeddings[2], rtol=1e-6)
+    for step in ("401", "-1", "abc", "1.5"):
+        bad = client.get(f"/api/runs/0/frame?step={step}")
+        assert bad.status_code == 422 and bad.json()["parameter"] == "step"
+    client.app.state.explorer.runs.get(0).metrics(wait=True)
+    metrics = client.get("/api/runs/0/metrics").json()
+    assert metrics["done"] and len(metrics["rows"]) == metrics["total"]
+    metrics = metrics["rows"]
+    assert metrics[-1]["structure"] == pt.structure_metrics(traj.final)["structure"]
+    fit = client.post("/api/runs/0/fit", json={"start": 0, "stop": 200}).json()
+    assert fit["steps"][0] == 0 and len(fit["simulated"]) == len(fit["frequencies"]) and fit["forecast"] is not None
+    for body, name in [({"start": 0, "stop": 999}, "stop"), ({"start": "a", "stop": 10}, "start"),
+                       ({"start": 100, "stop": 100}, None), ({}, None)]:
+        bad = client.post("/api/runs/0/fit", json=body)
+        assert bad.status_code == 422 and bad.json()["parameter"] == name, bad.json()
+
+
+def test_uploads(client, files):
+    good = (files / "circles.npz").read_bytes()
+    r = client.post("/api/runs?name=../../mine.npz", content=good)
+    assert r.status_code == 200
+    new = r.json()["id"]
+    assert client.get("/api/runs").json()["runs"][new]["name"] == "mine.npz"
+    # a damaged file: the TrajectoryFormatError message, nothing added
+    count = len(client.get("/api/runs").json()["runs"])
+    for data in (good[: len(good) // 2], b"hello", b""):
+        bad = client.post("/api/runs?name=x.npz", content=data)
+        assert bad.status_code == 422 and bad.json()["parameter"] == "file" and bad.json()["error"]
+    # a pickle inside an archive is never unpickled
+    buf = io.BytesIO()
+    np.savez(buf, schema_version=np.array(1), snapshot_steps=np.arange(2), embeddings=np.zeros((2, 3, 2)),
+             meta=np.array([{"evil": 1}], dtype=object))
+    bad = client.post("/api/runs?name=p.npz", content=buf.getvalue())
+    assert bad.status_code == 422 and "meta" in bad.json()["error"]
+    assert len(client.get("/api/runs").json()["runs"]) == count
+
+
+def test_phases(client):
+    listing = client.get("/api/phases").json()["phases"]
+    assert listing[0]["kind"] == "sweep"
+    grid = client.get("/api/phases/0").json()
+    assert grid["x"] == "lam" and grid["live"] and len(grid["cells"]) == 2
+    assert client.get("/api/phases/1").status_code == 404
+
+
+def test_bad_files_at_start(files, tmp_path):
+    from particles.trajectory import TrajectoryFormatError
+
+    broken = tmp_path / "broken.npz"
+    broken.write_bytes((files / "circles.npz").read_bytes()[:100])
+    with pytest.raises(TrajectoryFormatError):
+        make_app([broken])
