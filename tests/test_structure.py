@@ -90,6 +90,27 @@ def test_imports_go_downward_and_torch_stays_in_the_backend():
     assert not wrong, "\n".join(wrong)
 
 
+def test_the_web_stack_stays_in_the_explorer():
+    """Starlette, Uvicorn and websockets (the [explore] extra) are imported only inside
+    fitting.explore, and no other module of the packages imports fitting.explore."""
+    wrong = []
+    for path in sources(*PACKAGES):
+        parts = path.relative_to(ROOT).parts
+        in_explore = parts[:2] == ("fitting", "explore")
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names = [node.module]
+            for name in names:
+                if name.split(".")[0] in ("starlette", "uvicorn", "websockets") and not in_explore:
+                    wrong.append(f"{module_of(path)} imports {name}")
+                if name.startswith("fitting.explore") and not in_explore:
+                    wrong.append(f"{module_of(path)} imports {name}")
+    assert not wrong, "\n".join(wrong)
+
+
 def test_every_command_is_an_entry_point_and_no_module_is_named_in_a_string():
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
     commands = project["project"]["entry-points"]["embdyn.commands"]

@@ -16,13 +16,9 @@ INSTALL_HINT = "the explorer needs its extra: pip install '.[explore]' in the re
 
 def explore_available() -> bool:
     """Whether the ``[explore]`` extra is installed."""
-    try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-        import websockets  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    from importlib.util import find_spec
+
+    return all(find_spec(name) is not None for name in ("starlette", "uvicorn", "websockets"))
 
 
 def make_app(*args, **kwargs):

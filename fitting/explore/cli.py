@@ -83,7 +83,10 @@ def _cmd_explore(args: argparse.Namespace) -> int:
             webbrowser.open(url)
 
     threading.Thread(target=announce, daemon=True).start()
-    server.run()  # Ctrl-C: Uvicorn closes the connections and returns
+    try:
+        server.run()  # Ctrl-C: Uvicorn closes the connections, then raises the interrupt again
+    except KeyboardInterrupt:
+        pass  # the way to end a server: a clean stop, exit 0
     print("embdyn explore: stopped", file=sys.stderr)
     return 0
 

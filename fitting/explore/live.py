@@ -134,7 +134,7 @@ class LiveSimulation:
             if "preset" in changes:
                 self._set_preset(changes["preset"])
             self.values.update(changes)
-            self._law = self._base.replace(**{k: self.values[k] for k in FORCE_FIELDS}).params
+            self.law = self._base.replace(**{k: self.values[k] for k in FORCE_FIELDS}).params
             self.version += 1
             if any(CONTROLS[name].restart for name in changes) or not hasattr(self, "x"):
                 self._restart()
@@ -164,7 +164,7 @@ class LiveSimulation:
         with self._lock:
             n = int(self.values["steps_per_frame"] if steps is None else steps)
             try:
-                traj = simulate(self.x, self.train, self._law, steps=n, dt=self.values["dt"], record_every=n)
+                traj = simulate(self.x, self.train, self.law, steps=n, dt=self.values["dt"], record_every=n)
             except NonFiniteStateError as exc:
                 self.error = f"the run stopped: {exc}; change a control or reset"
                 return
@@ -190,7 +190,7 @@ class LiveSimulation:
         with self._lock:
             x = self.x
             if not np.isfinite(self._energy):
-                self._energy = float(energy_and_forces(x, self.train, self._law)[0])
+                self._energy = float(energy_and_forces(x, self.train, self.law)[0])
             sums = x[self.train.pairs[:, 0]] + x[self.train.pairs[:, 1]]
             center, basis, explained = principal_plane(x, self._basis)
             self._basis = basis

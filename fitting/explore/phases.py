@@ -8,8 +8,6 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .frames import json_safe
 
 __all__ = ["load_phase_file", "PhaseFileError"]

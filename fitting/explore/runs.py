@@ -4,6 +4,7 @@ server by number only, so no other file of the machine can be reached."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 import threading
 import warnings
@@ -137,6 +138,10 @@ class Run:
     def _compute_metrics(self) -> None:
         from particles.metrics import structure_metrics
 
+        try:  # a background job: the live frames and scrubbing come first (Linux: niceness per thread)
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except (AttributeError, OSError):
+            pass
         traj = self.trajectory
         state = self.cache["metrics"]
         try:
@@ -157,7 +162,7 @@ class Run:
         """``LinearODE(stable=True)`` (the package's default) on the window [start, stop] of the
         strongest signals; its simulation from the window's first observed state to the end of the
         run, and its forecast from the window's end against persistence."""
-        from fitting.ode import FitQualityWarning, LinearODE
+        from fitting.ode import LinearODE
 
         steps, signals, survivors = self.signals()
         first, last = int(steps[0]), int(steps[-1])

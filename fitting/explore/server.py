@@ -43,7 +43,7 @@ from particles.trajectory import TrajectoryFormatError
 
 from .frames import encode_frame, json_safe
 from .live import LiveSimulation, control_spec
-from .phases import PhaseFileError, load_phase_file
+from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
 
 __all__ = ["make_app", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT"]
@@ -224,9 +224,11 @@ class Explorer:
 
     @staticmethod
     def _live_frame(session: LiveSession, advance: bool) -> bytes:
+        began = time.perf_counter()
         if advance:
             session.sim.advance()
         header, arrays = session.sim.frame()
+        header["compute_ms"] = 1e3 * (time.perf_counter() - began)
         header["playing"] = session.playing
         header["sent"] = time.time()
         return encode_frame(header, arrays)

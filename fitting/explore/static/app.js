@@ -28,6 +28,7 @@ function showTab(name) {
   for (const page of document.querySelectorAll(".tab-page")) page.hidden = page.id !== "tab-" + name;
   for (const button of document.querySelectorAll("nav button.tab")) button.classList.toggle("active", button.dataset.tab === name);
   document.body.dataset.tab = name;
+  if (name === "run" && state.run === null && $("run-select").options.length) openRun(Number($("run-select").value));
 }
 
 // ---- live -------------------------------------------------------------------------------------------
@@ -113,6 +114,7 @@ function onLiveFrame(frame) {
   $("live-fps").textContent = state.frameTimes.length;
   $("live-frames").textContent = state.frames;
   if (h.error) showError(h.error);
+  state.computeMs = 0.9 * (state.computeMs || h.compute_ms) + 0.1 * h.compute_ms;  // the server's share
   const e = state.energy, m = state.metrics;
   if (!e.x.length || e.x[e.x.length - 1] !== h.step) {
     e.x.push(h.step); e.y.push(h.energy); m.x.push(h.step); m.c.push(h.circularity); m.a.push(h.accuracy);
@@ -140,7 +142,11 @@ function connectLive() {
       if (msg.type === "hello") { state.session = msg.session; resetLive(msg.meta); showValues(msg.meta.values); document.body.dataset.session = msg.session; }
       return;
     }
-    try { onLiveFrame(decodeFrame(ev.data)); } finally { ws.send(JSON.stringify({ type: "ack" })); }
+    const began = performance.now();
+    try { onLiveFrame(decodeFrame(ev.data)); } finally {
+      ws.send(JSON.stringify({ type: "ack" }));
+      state.drawMs = 0.9 * (state.drawMs || 0) + 0.1 * (performance.now() - began);  // the page's share of a frame
+    }
   };
 }
 
@@ -155,7 +161,10 @@ async function loadRunList(select) {
     o.textContent = `${run.name} (p = ${run.p}, d = ${run.d}, ${run.snapshots} snapshots)`; list.appendChild(o);
   }
   if (select !== undefined) list.value = select;
-  if (body.runs.length && (select !== undefined || state.run === null)) await openRun(Number(list.value));
+  // a run opens when the Run tab is shown: its metrics are computed in the background and would
+  // otherwise take CPU from the Live tab
+  if (body.runs.length && (select !== undefined || (state.run === null && document.body.dataset.tab === "run")))
+    await openRun(Number(list.value));
 }
 
 async function openRun(id) {
@@ -178,6 +187,8 @@ async function openRun(id) {
 
 function drawSignals() {
   const r = state.run; if (!r) return;
+  const key = `${r.id}:${r.fit ? r.fit.start + "-" + r.fit.stop : ""}`;
+  if ($("signals-plot")._cacheKey === key) { lineChart($("signals-plot"), [], { cacheKey: key, vline: r.step }); return; }
   const surv = new Set(r.header.survivors || []);
   const series = [], legend = [];
   const x = Array.from(r.steps);
@@ -196,7 +207,7 @@ function drawSignals() {
     });
     legend.push({ label: "ODE fit", color: "#555", dash: [6, 4] });
   }
-  lineChart($("signals-plot"), series, { xlabel: "step", ylabel: "signal (Fourier amplitude)", vline: r.step,
+  lineChart($("signals-plot"), series, { xlabel: "step", ylabel: "signal (Fourier amplitude)", vline: r.step, cacheKey: key,
     title: surv.size ? "Fourier signals (survivors in colour)" : "Fourier signals", legend });
 }
 
@@ -219,7 +230,8 @@ function drawRunMetrics() {
   const x = r.metrics.map(m => m.step);
   lineChart($("metrics-plot"), [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
                                 { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }],
-    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, title: "structure metrics" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
+    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, cacheKey: `${r.id}:${r.metrics.length}:${r.metricsNote}`,
+      title: "structure metrics" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
       xlim: [r.header.first_step, r.header.last_step],
       legend: [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }] });
 }

@@ -69,9 +69,25 @@ function range(values, pad) {
   return [lo - p, hi + p];
 }
 
-// series: [{x, y, color, width, dash, label}]; opts: xlabel, ylabel, title, vline, ylim, legend
+function drawVline(ctx, map, x) {
+  if (x === undefined || x === null) return;
+  ctx.save(); ctx.beginPath(); ctx.rect(map.box.left, map.box.top, map.box.width, map.box.height); ctx.clip();
+  ctx.strokeStyle = "#000"; ctx.lineWidth = 1; ctx.beginPath();
+  ctx.moveTo(map.sx(x), map.box.top); ctx.lineTo(map.sx(x), map.box.top + map.box.height); ctx.stroke();
+  ctx.restore();
+}
+
+// series: [{x, y, color, width, dash, label}]; opts: xlabel, ylabel, title, vline, xlim, ylim, legend, cacheKey.
+// With cacheKey, the chart without its vertical line is kept as an image: the next call with the same key
+// only copies it and draws the line (scrubbing redraws nothing else).
 function lineChart(canvas, series, opts) {
   const ctx = canvas.getContext("2d");
+  if (opts.cacheKey !== undefined && canvas._cacheKey === opts.cacheKey) {
+    ctx.clearRect(0, 0, canvas.width, canvas.height);
+    ctx.drawImage(canvas._background, 0, 0);
+    drawVline(ctx, canvas._map, opts.vline);
+    return;
+  }
   ctx.clearRect(0, 0, canvas.width, canvas.height);
   const box = { left: 62, top: 22, width: canvas.width - 62 - (opts.legend ? 96 : 14), height: canvas.height - 22 - 48 };
   const xs = [], ys = [];
@@ -98,10 +114,6 @@ function lineChart(canvas, series, opts) {
     }
   }
   ctx.setLineDash([]);
-  if (opts.vline !== undefined && opts.vline !== null) {
-    ctx.strokeStyle = "#000"; ctx.lineWidth = 1; ctx.beginPath();
-    ctx.moveTo(sx(opts.vline), box.top); ctx.lineTo(sx(opts.vline), box.top + box.height); ctx.stroke();
-  }
   ctx.restore();
   if (opts.legend) {
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "middle";
@@ -113,6 +125,14 @@ function lineChart(canvas, series, opts) {
       y += 15;
     }
   }
+  const map = { sx, sy, box };
+  if (opts.cacheKey !== undefined) {
+    const background = canvas._background || document.createElement("canvas");
+    background.width = canvas.width; background.height = canvas.height;
+    const bctx = background.getContext("2d"); bctx.clearRect(0, 0, canvas.width, canvas.height); bctx.drawImage(canvas, 0, 0);
+    canvas._background = background; canvas._cacheKey = opts.cacheKey; canvas._map = map;
+  }
+  drawVline(ctx, map, opts.vline);
 }
 
 function hue(i, n) { return `hsl(${Math.round(360 * i / Math.max(1, n))}, 70%, 45%)`; }

@@ -55,7 +55,7 @@ def test_law_changes_keep_the_state_and_restarts_start_again():
     x = sim.x.copy()
     sim.update({"lam": 0.5, "k_r": 2.0})
     np.testing.assert_array_equal(sim.x, x)
-    assert sim.step == 30 and sim._law.lam == 0.5 and sim._law.k_r == 2.0
+    assert sim.step == 30 and sim.law.lam == 0.5 and sim.law.k_r == 2.0
     sim.update({"seed": 3})
     assert sim.step == 0 and not np.array_equal(sim.x, x)
     sim.update({"preset": "circles"})
