@@ -47,9 +47,10 @@ import numpy as np
 
 import effective_theory as et
 import fitting as ft
+import fitting.explore as fe
 import particles as pt
 
-PACKAGES = ("particles", "effective_theory", "fitting", "fitting.backend")
+PACKAGES = ("particles", "effective_theory", "fitting", "fitting.explore", "fitting.backend")
 
 #: entries with parameters that the battery leaves alone, and why
 SKIP: dict[str, str] = {
@@ -130,6 +131,8 @@ SEEDED: list[tuple[tuple[str, ...], str]] = [
 
 #: documented values that look bad: (entries, parameter, bad-value label, why it is valid)
 ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
+    (('fitting.explore.make_app',), 'trajectories', 'empty', 'no files: the explorer with its Live tab only'),
+    (('fitting.explore.make_app',), 'phases', 'empty', 'no phase files: the Phase tab says how to give one'),
     (('fitting.ODEModel', 'fitting.ODEModel.score', 'fitting.ODEModel.trajectory_score'), 'window', 'nested None',
      '(None, None): an open window (documented)'),
     (('fitting.initial_gradient', 'fitting.initial_signal'), 'signals', 'extra dim',
@@ -540,6 +543,7 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "fitting.ODEModel": (lambda **kw: ft.ODEModel(**kw).fit(X, T),
                              {"library": "linear", "regressor": "stlsq", "alpha": 0.05, "derivative": "central",
                               "window": (0.0, 2.0), "debias": False, "blowup_factor": 1000.0}),
+        "fitting.explore.make_app": (fe.make_app, {"trajectories": [traj_path], "phases": [csv_path]}),
         "fitting.ForceLawFit": (lambda **kw: ft.ForceLawFit(**kw).fit(FX, FG, train=D7),
                                 {"law": "builtin", "terms": ["attraction", "repulsion"], "ranges": ["sig_a"],
                                  "bounds": {"sig_a": (1.0, 5.0)}, "target": "gradient", "normalize": "rms",

@@ -21,8 +21,39 @@ def explore_available() -> bool:
     return all(find_spec(name) is not None for name in ("starlette", "uvicorn", "websockets"))
 
 
-def make_app(*args, **kwargs):
-    """The application (see :func:`fitting.explore.server.make_app`)."""
+def check_files(value, name: str) -> list:
+    """``value`` as a list of file paths; a ``TypeError`` naming ``name`` otherwise."""
+    import os
+
+    from particles.core.validation import describe
+
+    if isinstance(value, (str, bytes, os.PathLike)) or not isinstance(value, (list, tuple)):
+        raise TypeError(f"{name} must be a list of file paths, got {describe(value)}")
+    for item in value:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"{name} must hold file paths (str or os.PathLike), got {describe(item)}")
+    return list(value)
+
+
+def make_app(trajectories=(), phases=()):
+    """The explorer as an ASGI application (Starlette).
+
+    Parameters
+    ----------
+    trajectories : list of paths
+        Trajectory files (``.npz``) for the Run tab; each is read (and checked) now.
+    phases : list of paths
+        Sweep tables (``.csv``) or toy-phases grids (``.json``) for the Phase tab.
+
+    Raises
+    ------
+    TypeError
+        When either is not a list of paths.
+    TrajectoryFormatError, PhaseFileError, FileNotFoundError
+        For a file that cannot be shown.
+    """
+    trajectories = check_files(trajectories, "trajectories")
+    phases = check_files(phases, "phases")
     from .server import make_app as make
 
-    return make(*args, **kwargs)
+    return make(trajectories, phases)
