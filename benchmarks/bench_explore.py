@@ -35,12 +35,17 @@ from timing import busy_neighbour, write_json  # noqa: E402
 
 
 def start_server(files):
+    import tempfile
+
+    log = tempfile.TemporaryFile(mode="w+")  # the server's stderr: a file, so a full pipe never blocks it
     proc = subprocess.Popen([sys.executable, "-c", "from particles.core.cli import main; raise SystemExit(main())",
                              "explore", "--no-browser", "--port", "0", *map(str, files)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    line = proc.stdout.readline()
+                            stdout=subprocess.PIPE, stderr=log, text=True)
+    line = proc.stdout.readline()  # the server prints its address once listening, or exits
     if "serving on" not in line:
-        raise RuntimeError(f"the server did not start: {line} {proc.stderr.read()}")
+        proc.wait(30)
+        log.seek(0)
+        raise RuntimeError(f"the server did not start: {line} {log.read()}")
     return proc, line.split("serving on ")[1].split()[0]
 
 

@@ -35,7 +35,7 @@ def check_files(value, name: str) -> list:
     return list(value)
 
 
-def make_app(trajectories=(), phases=()):
+def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::1")):
     """The explorer as an ASGI application (Starlette).
 
     Parameters
@@ -44,6 +44,9 @@ def make_app(trajectories=(), phases=()):
         Trajectory files (``.npz``) for the Run tab; each is read (and checked) now.
     phases : list of paths
         Sweep tables (``.csv``) or toy-phases grids (``.json``) for the Phase tab.
+    hosts : sequence of str or None
+        Host names the server answers (default this machine's); None answers any.
+        Requests from another site's page are refused either way.
 
     Raises
     ------
@@ -56,4 +59,7 @@ def make_app(trajectories=(), phases=()):
     phases = check_files(phases, "phases")
     from .server import make_app as make
 
-    return make(trajectories, phases)
+    if hosts is not None and (isinstance(hosts, str) or not isinstance(hosts, (list, tuple))
+                              or not all(isinstance(h, str) and h for h in hosts)):
+        raise TypeError(f"hosts must be a list of host names (str) or None, got {hosts!r}")
+    return make(trajectories, phases, hosts=hosts)

@@ -62,7 +62,13 @@ def _cmd_explore(args: argparse.Namespace) -> int:
 
     from .server import make_app
 
-    app = make_app(trajectories, phases)  # every file read and checked before the server starts
+    if args.host in ("127.0.0.1", "localhost", "::1"):
+        hosts = ("127.0.0.1", "localhost", "::1")
+    elif args.host in ("0.0.0.0", "::", ""):
+        hosts = None  # every address of the machine: any Host header (cross-site requests still refused)
+    else:
+        hosts = ("127.0.0.1", "localhost", "::1", args.host)
+    app = make_app(trajectories, phases, hosts=hosts)  # every file read and checked before the server starts
     config = uvicorn.Config(app, host=args.host, port=port, log_level="warning", ws="websockets-sansio",
                             lifespan="off")
     server = uvicorn.Server(config)

@@ -15,17 +15,26 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from particles.core.validation import check_choice, check_float, check_int
+from particles.core.validation import check_float, check_int
 
 from .projection import principal_plane, project
 
-__all__ = ["Control", "CONTROLS", "LiveSimulation", "control_spec"]
+__all__ = ["Control", "ControlError", "CONTROLS", "LiveSimulation", "control_spec"]
+
+
+class ControlError(ValueError):
+    """A control value the Live tab refuses; ``parameter`` names the control."""
+
+    def __init__(self, parameter: str | None, message: str):
+        super().__init__(message)
+        self.parameter = parameter
 
 
 @dataclass(frozen=True)
 class Control:
     """One control of the Live tab: ``kind`` "int", "float" or "choice"; the range
-    [low, high] (``strict``: low itself excluded); ``restart``: a change starts the run again."""
+    [low, high] (``strict``: low itself excluded, high included); ``restart``: a change
+    starts the run again."""
 
     kind: str
     low: float | None = None
@@ -36,13 +45,24 @@ class Control:
     help: str = ""
 
     def check(self, value: Any, name: str) -> Any:
+        """``value`` checked; a :class:`ControlError` naming ``name`` and the range of :meth:`describe`."""
+        wrong = ControlError(name, f"{name} must be {self.describe()}, got {value!r}")
         if self.kind == "choice":
-            return check_choice(value, name, self.choices)
-        if self.kind == "int":
-            return check_int(value, name, self.low, self.high)
-        return check_float(value, name, self.low, self.high, strict=self.strict)
+            if not isinstance(value, str) or value not in self.choices:
+                raise wrong
+            return value
+        if isinstance(value, (bool, str)) or value is None:
+            raise wrong
+        try:
+            value = check_int(value, name) if self.kind == "int" else check_float(value, name)
+        except (ValueError, TypeError):
+            raise wrong from None
+        if value < self.low or value > self.high or (self.strict and value == self.low):
+            raise wrong
+        return value
 
     def describe(self) -> str:
+        """The accepted values in words, as every message about this control says them."""
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         left = "(" if self.strict else "["
@@ -69,7 +89,8 @@ CONTROLS: dict[str, Control] = {
     "sig_r": Control("float", 0.0, 100.0, strict=True, help="repulsion range"),
     "sig_t": Control("float", 0.0, 10.0, strict=True, help="angular range of the alignment repulsion"),
     "eps": Control("float", 0.0, 100.0, strict=True, help="softening of the alignment's norm"),
-    "bias_scale": Control("float", 0.0, 100.0, strict=True, help="classifier bias scale (wd_target = classifier)"),
+    "bias_scale": Control("float", 0.0, 100.0, strict=True,
+                          help="classifier bias scale (acts only with wd_target = classifier)"),
 }
 
 
@@ -113,29 +134,47 @@ class LiveSimulation:
         self._base = config
 
     def check(self, changes: Mapping[str, Any]) -> dict[str, Any]:
-        """``changes`` checked against :data:`CONTROLS`; a ``ValueError`` or ``TypeError``
-        naming the first bad control and its accepted range, before anything changes."""
+        """``changes`` checked against :data:`CONTROLS`; a :class:`ControlError` (a
+        ``ValueError``) naming the first bad control and its accepted range, before anything changes."""
         if not isinstance(changes, Mapping):
-            raise TypeError(f"controls must be a JSON object of control: value, got {type(changes).__name__}")
+            raise ControlError(None, f"controls must be a JSON object of control: value, got {type(changes).__name__}")
         out = {}
         for name, value in changes.items():
             if name not in CONTROLS:
-                raise ValueError(f"unknown control {name!r}; accepted: {', '.join(CONTROLS)}")
-            control = CONTROLS[name]
-            if isinstance(value, str) and control.kind != "choice":
-                raise TypeError(f"{name} must be {control.describe()}, got the text {value!r}")
-            out[name] = control.check(value, name)
+                raise ControlError(str(name), f"unknown control {name!r}; accepted: {', '.join(CONTROLS)}")
+            out[name] = CONTROLS[name].check(value, name)
         return out
 
+    @staticmethod
+    def law_for(base: Any, values: Mapping[str, Any]) -> Any:
+        """The force law of ``values`` on the preset ``base``: the classifier's bias scale and the
+        particles' own decay act only with ``wd_target = "classifier"`` (otherwise 1 and 0, as
+        :class:`particles.ForceParams` requires); the decay is the preset's."""
+        fields = {k: values[k] for k in FORCE_FIELDS if k != "bias_scale"}
+        if values["wd_target"] == "classifier":
+            fields["bias_scale"] = values["bias_scale"]
+            fields["particle_decay"] = base.params.particle_decay
+        else:
+            fields["bias_scale"], fields["particle_decay"] = 1.0, 0.0
+        return base.replace(**fields).params
+
     def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
-        """Check, then apply, ``changes``; returns the control values now in force."""
+        """Check, then apply, ``changes``; returns the control values now in force. Nothing
+        changes when any value is refused."""
         changes = self.check(changes)
         with self._lock:
+            old_values, old_base = dict(self.values), getattr(self, "_base", None)
             if "preset" in changes:
                 self._set_preset(changes["preset"])
             self.values.update(changes)
-            self.law = self._base.replace(**{k: self.values[k] for k in FORCE_FIELDS}).params
+            try:
+                law = self.law_for(self._base, self.values)
+            except (ValueError, TypeError) as exc:
+                self.values, self._base = old_values, old_base
+                raise ControlError(None, f"these controls make no force law: {exc}") from None
+            self.law = law
             self.version += 1
+            self._energy = float("nan")  # the frame's energy is that of the new law
             if any(CONTROLS[name].restart for name in changes) or not hasattr(self, "x"):
                 self._restart()
             return dict(self.values)

@@ -15,14 +15,18 @@ from typing import Any
 import numpy as np
 
 from particles.core.validation import check_int
-from particles.trajectory import Trajectory
+from particles.trajectory import Trajectory, TrajectoryFormatError
 
 from .projection import principal_plane, project
 
 __all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_SERIES_POINTS", "MAX_METRIC_SNAPSHOTS"]
 
 #: the largest upload the server reads (bytes)
-MAX_UPLOAD_BYTES = 1 << 30
+MAX_UPLOAD_BYTES = 512 << 20
+#: the most an upload may unpack to (the sizes its archive declares, bytes)
+MAX_UNPACKED_BYTES = 4 << 30
+#: uploaded runs kept at a time (the oldest is closed first)
+MAX_UPLOADS = 16
 #: series longer than this are thinned to it for the page (every k-th step, the last one kept)
 MAX_SERIES_POINTS = 2000
 #: structure metrics are computed on at most this many snapshots, evenly spaced
@@ -37,6 +41,22 @@ def thin(n: int, limit: int) -> np.ndarray:
         return np.arange(n)
     idx = np.unique(np.linspace(0, n - 1, limit).round().astype(int))
     return idx
+
+
+def check_unpacked_size(data: bytes, name: str) -> None:
+    """Refuse an archive that declares more than :data:`MAX_UNPACKED_BYTES` of contents
+    (a small file can unpack to gigabytes). A file that is not a zip archive passes here
+    and is refused by :meth:`particles.Trajectory.load` with its own message."""
+    import io
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            declared = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return
+    if declared > MAX_UNPACKED_BYTES:
+        raise ValueError(f"{name} unpacks to {declared} bytes; the most the explorer opens is {MAX_UNPACKED_BYTES}")
 
 
 @dataclass
@@ -166,8 +186,13 @@ class Run:
 
         steps, signals, survivors = self.signals()
         first, last = int(steps[0]), int(steps[-1])
-        start = check_int(start, "start", first, last)
-        stop = check_int(stop, "stop", first, last)
+        for name, value in (("start", start), ("stop", stop)):
+            try:
+                check_int(value, name, first, last)
+            except (ValueError, TypeError) as exc:
+                exc.parameter = name
+                raise
+        start, stop = int(start), int(stop)
         inside = (steps >= start) & (steps <= stop)
         if stop <= start or inside.sum() < 8:
             raise ValueError(f"the window [start, stop] must hold at least 8 samples with start < stop, "
@@ -204,7 +229,8 @@ class RunStore:
     or from an upload (:meth:`add_upload`, kept in a private temporary folder)."""
 
     def __init__(self) -> None:
-        self._runs: list[Run] = []
+        self._runs: list[Run | None] = []
+        self._uploaded: list[int] = []
         self._lock = threading.Lock()
         self._uploads = tempfile.TemporaryDirectory(prefix="embdyn-explore-")
 
@@ -214,7 +240,8 @@ class RunStore:
         return self._add(Run(f"{path.parent.name}/{path.name}" if path.parent.name else path.name, traj))
 
     def add_upload(self, name: str, data: bytes) -> int:
-        """A file sent by the page; a damaged or foreign file raises ``TrajectoryFormatError``."""
+        """A file sent by the page; a damaged or foreign file raises ``TrajectoryFormatError``
+        (its message names the upload, not the server's temporary file)."""
         if not isinstance(data, (bytes, bytearray)):
             raise TypeError("an upload must be bytes")
         if len(data) == 0:
@@ -223,18 +250,29 @@ class RunStore:
             raise ValueError(f"the uploaded file has {len(data)} bytes; the most the explorer reads is "
                              f"{MAX_UPLOAD_BYTES}")
         safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(str(name)).name)[:100] or "upload.npz"
-        with self._lock:
-            target = Path(self._uploads.name) / f"{len(self._runs)}-{safe}"
-        target.write_bytes(bytes(data))
+        check_unpacked_size(data, safe)
+        handle, tmp = tempfile.mkstemp(suffix=".npz", dir=self._uploads.name)  # a name of its own per upload
         try:
-            traj = Trajectory.load(target)
+            with os.fdopen(handle, "wb") as fh:
+                fh.write(data)
+            try:
+                traj = Trajectory.load(tmp)
+            except Exception as exc:  # the same exception, with the upload's name for the temporary path
+                message = str(exc).replace(repr(tmp), repr(safe)).replace(tmp, safe)
+                if isinstance(exc, TrajectoryFormatError):
+                    raise TrajectoryFormatError(exc.field, message.split(": ", 1)[-1]) from None
+                raise type(exc)(message) from None
         finally:
-            target.unlink(missing_ok=True)
-        return self._add(Run(safe, traj))
+            Path(tmp).unlink(missing_ok=True)
+        return self._add(Run(safe, traj), uploaded=True)
 
-    def _add(self, run: Run) -> int:
+    def _add(self, run: Run, uploaded: bool = False) -> int:
         with self._lock:
             self._runs.append(run)
+            if uploaded:  # keep the newest uploads only: each holds its arrays in memory
+                self._uploaded.append(len(self._runs) - 1)
+                while len(self._uploaded) > MAX_UPLOADS:
+                    self._runs[self._uploaded.pop(0)] = None
             return len(self._runs) - 1
 
     def get(self, run_id: Any) -> Run:
@@ -243,12 +281,15 @@ class RunStore:
             if isinstance(run_id, bool) or not isinstance(run_id, int) or not 0 <= run_id < n:
                 raise KeyError(f"no run {run_id!r}: the server has runs 0 to {n - 1}" if n else
                                f"no run {run_id!r}: the server has no runs yet")
+            if self._runs[run_id] is None:
+                raise KeyError(f"run {run_id} was closed to make room for newer uploads (the explorer keeps "
+                               f"the last {MAX_UPLOADS}): open it again")
             return self._runs[run_id]
 
     def listing(self) -> list[dict[str, Any]]:
         with self._lock:
             return [{"id": i, "name": r.name, "p": r.trajectory.p, "d": r.trajectory.d,
-                     "snapshots": len(r.trajectory.snapshot_steps)} for i, r in enumerate(self._runs)]
+                     "snapshots": len(r.trajectory.snapshot_steps)} for i, r in enumerate(self._runs) if r is not None]
 
     def close(self) -> None:
         self._uploads.cleanup()

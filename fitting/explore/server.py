@@ -26,13 +26,14 @@ Only files given on the command line or uploaded are read; nothing takes a path.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
+import secrets
 import time
 from pathlib import Path
 from typing import Any, Sequence
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
@@ -46,13 +47,17 @@ from .live import LiveSimulation, control_spec
 from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
 
-__all__ = ["make_app", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT"]
+__all__ = ["make_app", "SameOrigin", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT", "MAX_SESSIONS", "LOCAL_HOSTS"]
 
 STATIC = Path(__file__).with_name("static")
 #: the live loop sends at most this many frames a second
 MAX_FPS = 60.0
 #: frames sent and not yet acknowledged by the page
 FRAMES_IN_FLIGHT = 2
+#: live sessions (pages with a Live tab) at a time: each one runs its own simulation
+MAX_SESSIONS = 8
+#: Host headers the server answers by default (the page must be on this machine: no DNS rebinding)
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
 def _json(data: Any, status: int = 200) -> JSONResponse:
@@ -69,6 +74,9 @@ def _binary(payload: bytes) -> Response:
 
 
 async def _body_json(request: Request) -> Any:
+    # application/json only: another site's page cannot send it without the browser asking first
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise ValueError("the request body must be JSON (Content-Type: application/json)")
     try:
         return json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError):
@@ -97,7 +105,6 @@ class Explorer:
             self.runs.add_path(path)
         self.phases = [load_phase_file(path) for path in phases]
         self.sessions: dict[str, LiveSession] = {}
-        self._ids = itertools.count(1)
 
     # -- pages -------------------------------------------------------------------------------------
     async def index(self, request: Request) -> Response:
@@ -126,17 +133,13 @@ class Explorer:
             session = self._session(request)
         except KeyError as exc:
             return _error(exc, 404)
-        changes = None
         try:
             changes = await _body_json(request)
             checked = session.sim.check(changes)
+            restart = any(k in ("preset", "p", "d", "seed") for k in checked)
+            values = await asyncio.to_thread(session.sim.update, checked)
         except (ValueError, TypeError) as exc:
-            bad = None
-            if isinstance(changes, dict):
-                bad = next((k for k in changes if str(exc).startswith(k + " ") or repr(k) in str(exc)), None)
-            return _error(exc, 422, bad)
-        restart = any(k in ("preset", "p", "d", "seed") for k in checked)
-        values = await asyncio.to_thread(session.sim.update, checked)
+            return _error(exc, 422, getattr(exc, "parameter", None))
         session.force_frame = True
         session.wake.set()
         return _json({"values": values, "version": session.sim.version, "restart": restart,
@@ -168,8 +171,11 @@ class Explorer:
         return _json({"playing": session.playing, "step": session.sim.step})
 
     async def live_socket(self, websocket: WebSocket) -> None:
+        if len(self.sessions) >= MAX_SESSIONS:
+            await websocket.close(code=1013, reason=f"at most {MAX_SESSIONS} live sessions at a time")
+            return
         await websocket.accept()
-        sid = f"s{next(self._ids)}"
+        sid = secrets.token_urlsafe(12)
         session = LiveSession(sid)
         self.sessions[sid] = session
         try:
@@ -187,11 +193,13 @@ class Explorer:
 
     async def _read_acks(self, websocket: WebSocket, session: LiveSession) -> None:
         while True:
-            message = await websocket.receive_text()
+            message = await websocket.receive()
+            if message["type"] == "websocket.disconnect":
+                raise WebSocketDisconnect(message.get("code", 1000))
             try:
-                kind = json.loads(message).get("type")
+                kind = json.loads(message.get("text") or "").get("type")
             except (json.JSONDecodeError, AttributeError):
-                continue
+                continue  # anything but {"type": "ack"} is ignored
             if kind == "ack":
                 session.credits = min(FRAMES_IN_FLIGHT, session.credits + 1)
                 session.wake.set()
@@ -235,10 +243,10 @@ class Explorer:
 
     # -- runs --------------------------------------------------------------------------------------
     def _run(self, request: Request):
-        try:
-            run_id = int(request.path_params["rid"])
-        except ValueError:
-            raise KeyError(f"no run {request.path_params['rid']!r}") from None
+        raw = request.path_params["rid"]
+        if not (raw.isascii() and raw.isdigit()):
+            raise KeyError(f"no run {raw!r}")
+        run_id = int(raw)
         return self.runs.get(run_id)
 
     async def run_list(self, request: Request) -> Response:
@@ -250,9 +258,15 @@ class Explorer:
         if size is not None and size.isdigit() and int(size) > MAX_UPLOAD_BYTES:
             return _error(ValueError(f"the file has {size} bytes; the most the explorer reads is "
                                      f"{MAX_UPLOAD_BYTES}"), 413, "file")
-        data = await request.body()
+        chunks, received = [], 0
+        async for chunk in request.stream():
+            received += len(chunk)
+            if received > MAX_UPLOAD_BYTES:
+                return _error(ValueError(f"the file has more than {MAX_UPLOAD_BYTES} bytes, the most the explorer "
+                                         f"reads"), 413, "file")
+            chunks.append(chunk)
         try:
-            run_id = await asyncio.to_thread(self.runs.add_upload, name, data)
+            run_id = await asyncio.to_thread(self.runs.add_upload, name, b"".join(chunks))
         except (TrajectoryFormatError, ValueError, TypeError, OSError) as exc:
             return _error(exc, 422, "file")
         return _json({"id": run_id, "runs": self.runs.listing()})
@@ -297,8 +311,7 @@ class Explorer:
                 raise ValueError('the fit needs a JSON object {"start": N, "stop": M} (steps)')
             result = await asyncio.to_thread(run.fit, body["start"], body["stop"])
         except (ValueError, TypeError, FloatingPointError) as exc:
-            parameter = next((k for k in ("start", "stop") if str(exc).startswith(k + " ")), None)
-            return _error(exc, 422, parameter)
+            return _error(exc, 422, getattr(exc, "parameter", None))
         return _json(result)
 
     # -- phases ------------------------------------------------------------------------------------
@@ -307,7 +320,7 @@ class Explorer:
 
     async def phase_grid(self, request: Request) -> Response:
         raw = request.path_params["pid"]
-        if not raw.isdigit() or int(raw) >= len(self.phases):
+        if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(self.phases):
             return _error(KeyError(f"no phase grid {raw!r}"), 404)
         return _json(self.phases[int(raw)])
 
@@ -330,7 +343,43 @@ class Explorer:
         ]
 
 
-def make_app(trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = ()) -> Starlette:
+class SameOrigin:
+    """ASGI middleware: answer only requests addressed to one of ``hosts`` (the Host header;
+    None: any) and coming from this server's own page (an Origin header, when there is one,
+    must name the same host and port). Another web site open in the same browser can then
+    neither drive the simulation nor read a run, also not through DNS rebinding."""
+
+    def __init__(self, app: Any, hosts: Sequence[str] | None):
+        self.app = app
+        self.hosts = None if hosts is None else {h.strip("[]").lower() for h in hosts}
+
+    @staticmethod
+    def hostname(host: str) -> str:
+        if host.startswith("["):  # [::1]:8050
+            return host[1:].split("]")[0].lower()
+        return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+            host = headers.get("host", "")
+            origin = headers.get("origin")
+            refusal = None
+            if self.hosts is not None and self.hostname(host) not in self.hosts:
+                refusal = f"this server answers requests to {', '.join(sorted(self.hosts))} only"
+            elif origin is not None and origin.split("://", 1)[-1].rstrip("/").lower() != host.lower():
+                refusal = "cross-site requests are refused: use the explorer's own page"
+            if refusal is not None:
+                if scope["type"] == "websocket":
+                    await send({"type": "websocket.close", "code": 1008, "reason": refusal})
+                else:
+                    await JSONResponse({"error": refusal, "parameter": None}, status_code=403)(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def make_app(trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = (), *,
+             hosts: Sequence[str] | None = LOCAL_HOSTS) -> Starlette:
     """The explorer as an ASGI application.
 
     Parameters
@@ -339,6 +388,9 @@ def make_app(trajectories: Sequence[str | Path] = (), phases: Sequence[str | Pat
         Trajectory files (``.npz``) for the Run tab; each is read (and checked) now.
     phases : sequence of paths
         Sweep tables (``.csv``) or toy-phases grids (``.json``) for the Phase tab.
+    hosts : sequence of str or None
+        Host names the server answers (default this machine's: 127.0.0.1, localhost, ::1);
+        None answers any (for ``--host 0.0.0.0``). Cross-site requests are always refused.
 
     Raises
     ------
@@ -346,6 +398,6 @@ def make_app(trajectories: Sequence[str | Path] = (), phases: Sequence[str | Pat
         For a file that cannot be shown.
     """
     explorer = Explorer(trajectories, phases)
-    app = Starlette(routes=explorer.routes())
+    app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)])
     app.state.explorer = explorer
     return app

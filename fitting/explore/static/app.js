@@ -28,7 +28,7 @@ function showTab(name) {
   for (const page of document.querySelectorAll(".tab-page")) page.hidden = page.id !== "tab-" + name;
   for (const button of document.querySelectorAll("nav button.tab")) button.classList.toggle("active", button.dataset.tab === name);
   document.body.dataset.tab = name;
-  if (name === "run" && state.run === null && $("run-select").options.length) openRun(Number($("run-select").value));
+  if (name === "run" && state.run === null && $("run-select").options.length) safeOpenRun(Number($("run-select").value));
 }
 
 // ---- live -------------------------------------------------------------------------------------------
@@ -72,6 +72,8 @@ function showValues(values, force) {
   }
   const preset = state.presets[values.preset];
   $("preset-description").textContent = preset ? preset.description : "";
+  const classifier = values.wd_target === "classifier";  // the bias scale acts only on the classifier's decay
+  for (const id of ["slider-bias_scale", "ctl-bias_scale"]) { const el = $(id); if (el) el.disabled = !classifier; }
 }
 
 // one request at a time; the newest change waits for the one in flight
@@ -180,10 +182,15 @@ async function openRun(id) {
   $("run-info").textContent = `${h.name}: p = ${h.p}, d = ${h.d}, ${h.snapshots} snapshots, steps ${h.first_step}-${h.last_step}` +
     (h.survivors ? `; surviving frequencies ${h.survivors.join(", ")}` : "");
   drawSignals();
-  await showRunStep(h.last_step);
+  scrub.next = null;  // a scrub of the previous run in flight draws nothing (drawRunFrame checks the run)
+  const first = decodeFrame(await (await api(`/api/runs/${id}/frame?step=${h.last_step}`)).arrayBuffer());
+  if (state.run.id !== id) return;
+  drawRunFrame(state.run, first);
   document.body.dataset.runPaint = (performance.now() - t0).toFixed(1);
   pollMetrics(id);
 }
+
+function safeOpenRun(id) { openRun(id).catch(() => { /* shown by api() */ }); }
 
 function drawSignals() {
   const r = state.run; if (!r) return;
@@ -237,6 +244,16 @@ function drawRunMetrics() {
 }
 
 const scrub = { busy: false, next: null };
+function drawRunFrame(r, frame) {
+  const h = frame.header; r.step = h.step;
+  const structure = r.metrics ? (r.metrics.filter(m => m.step <= h.snapshot_step).pop() || {}).structure : null;
+  const view = runView(); view.axisNames = h.d > 2 ? ["principal component 1", "principal component 2"] : ["x1", "x2"];
+  view.draw(frame.arrays.positions.data, { labels: true, p: h.p, title: `step ${h.step} (snapshot at ${h.snapshot_step})` + (structure ? ` · ${structure}` : "") });
+  $("run-step-label").textContent = `step ${h.step}`;
+  $("run-snapshot-label").textContent = `embedding of step ${h.snapshot_step}` + (h.d > 2 ? `; the run's plane holds ${(100 * h.explained).toFixed(1)} % of its variance` : "");
+  drawSignals(); drawRunMetrics();
+}
+
 async function showRunStep(step) {
   scrub.next = { step, t0: performance.now() }; if (scrub.busy) return;
   scrub.busy = true;
@@ -245,13 +262,8 @@ async function showRunStep(step) {
       const { step, t0 } = scrub.next; scrub.next = null;
       const r = state.run; if (!r) break;
       const frame = decodeFrame(await (await api(`/api/runs/${r.id}/frame?step=${step}`)).arrayBuffer());
-      const h = frame.header; r.step = h.step;
-      const structure = r.metrics ? (r.metrics.filter(m => m.step <= h.snapshot_step).pop() || {}).structure : null;
-      const view = runView(); view.axisNames = h.d > 2 ? ["principal component 1", "principal component 2"] : ["x1", "x2"];
-      view.draw(frame.arrays.positions.data, { labels: true, p: h.p, title: `step ${h.step} (snapshot at ${h.snapshot_step})` + (structure ? ` · ${structure}` : "") });
-      $("run-step-label").textContent = `step ${h.step}`;
-      $("run-snapshot-label").textContent = `embedding of step ${h.snapshot_step}` + (h.d > 2 ? `; the run's plane holds ${(100 * h.explained).toFixed(1)} % of its variance` : "");
-      drawSignals(); drawRunMetrics();
+      if (state.run !== r) continue;  // another run was opened meanwhile
+      drawRunFrame(r, frame);
       document.body.dataset.scrubMs = (performance.now() - t0).toFixed(1);
     }
   } catch (e) { /* shown */ } finally { scrub.busy = false; }
@@ -270,6 +282,7 @@ async function fitWindow() {
   $("fit-result").textContent = "fitting…";
   try {
     const fit = await (await postJSON(`/api/runs/${r.id}/fit`, { start: num($("fit-start").value), stop: num($("fit-stop").value) })).json();
+    if (state.run !== r) return;  // another run was opened meanwhile
     clearError(); r.fit = fit; drawSignals();
     let text = `${fit.model} on steps ${fit.start}-${fit.stop}, frequencies ${fit.frequencies.join(", ")}.`;
     const num3 = v => (v === null || v === undefined ? "undefined" : Number(v.toPrecision(3)).toString());
@@ -277,7 +290,7 @@ async function fitWindow() {
       `persistence ${num3(fit.forecast.persistence_error)}, skill ${num3(fit.forecast.skill)} (1 - error / persistence; > 0 beats persistence).`;
     if (fit.notes.length) text += " " + fit.notes.join(" ");
     $("fit-result").textContent = text;
-  } catch (e) { $("fit-result").textContent = ""; }
+  } catch (e) { if (state.run === r) $("fit-result").textContent = ""; }
 }
 
 // ---- phase ------------------------------------------------------------------------------------------
@@ -298,7 +311,12 @@ async function openPhase(id) {
   state.phase = g;
   $("phase-info").textContent = `${g.kind === "sweep" ? "particle sweep" : "toy-model phase grid"}: ${g.y ? g.y + " (rows) × " : ""}${g.x} (columns); ` +
     `colour: the most common ${g.outcome}, darker when more runs agree` + (g.extra_axes.length ? `; also varied: ${g.extra_axes.join(", ")}` : "");
-  $("phase-legend").innerHTML = g.classes.map(c => `<div><span class="swatch" style="background:${classColour(c)}"></span>${c}</div>`).join("");
+  const legend = $("phase-legend"); legend.innerHTML = "";
+  for (const c of g.classes) {
+    const row = document.createElement("div"), swatch = document.createElement("span");
+    swatch.className = "swatch"; swatch.style.background = classColour(c);
+    row.appendChild(swatch); row.appendChild(document.createTextNode(c)); legend.appendChild(row);
+  }
   const table = document.createElement("table");
   const ys = g.y_values.slice().reverse();
   for (const y of ys) {
@@ -329,26 +347,44 @@ async function openPhase(id) {
 function showCell(cells) {
   const g = state.phase, box = $("phase-cell"); box.innerHTML = "";
   const runs = cells.flatMap(c => c.runs);
-  const head = document.createElement("p");
-  head.textContent = Object.entries(cells[0].setting).map(([k, v]) => `${k} = ${v}`).join(", ") + ` · ${runs.length} runs`;
-  box.appendChild(head);
+  const title = document.createElement("p");
+  title.textContent = Object.entries(cells[0].setting).map(([k, v]) => `${k} = ${v}`).join(", ") + ` · ${runs.length} runs`;
+  box.appendChild(title);
   if (g.live) {
-    const button = document.createElement("button"); button.id = "btn-run-live"; button.textContent = "run this setting live";
+    const button = document.createElement("button"); button.id = "btn-run-live";
+    button.textContent = "set these values live";
+    button.title = "sets this cell's settings and its first seed in the Live tab and plays; the sweep's other " +
+                   "settings (its preset, p, dt, ...) are not in the table: the Live tab keeps its own";
     button.addEventListener("click", async () => {
       const changes = Object.assign({}, cells[0].setting);
       if (runs.length && runs[0].seed !== undefined) changes.seed = runs[0].seed;
-      showTab("live"); sendControl("p", state.values.p);
-      Object.assign(pending.changes, changes); await flushControls(); action("play");
+      showTab("live");
+      while (pending.busy) await new Promise(resolve => setTimeout(resolve, 20));  // a request in flight first
+      Object.assign(pending.changes, changes);
+      await flushControls();
+      action("play");
     });
     box.appendChild(button);
+    const note = document.createElement("p"); note.className = "muted";
+    note.textContent = "the sweep's base settings are not in its table: the Live tab's preset, p and dt are kept";
+    box.appendChild(note);
   } else {
     const note = document.createElement("p"); note.className = "muted";
-    note.textContent = "toy-model grids are network trainings: the Live tab runs the particle model only"; box.appendChild(note);
+    note.textContent = g.kind === "sweep" ? "this sweep varies settings the Live tab has no control for" :
+      "toy-model grids are network trainings: the Live tab runs the particle model only";
+    box.appendChild(note);
   }
   const columns = Object.keys(runs[0]).filter(c => !g.axes.includes(c));
   const table = document.createElement("table");
-  table.innerHTML = "<tr>" + columns.map(c => `<th>${c}</th>`).join("") + "</tr>" +
-    runs.map(r => "<tr>" + columns.map(c => { const v = r[c]; return `<td>${typeof v === "number" && !Number.isInteger(v) ? v.toPrecision(3) : v}</td>`; }).join("") + "</tr>").join("");
+  const head = table.insertRow();
+  for (const c of columns) { const th = document.createElement("th"); th.textContent = c; head.appendChild(th); }
+  for (const r of runs) {
+    const row = table.insertRow();
+    for (const c of columns) {
+      const v = r[c];
+      row.insertCell().textContent = typeof v === "number" && !Number.isInteger(v) ? v.toPrecision(3) : String(v);
+    }
+  }
   box.appendChild(table);
 }
 
@@ -361,12 +397,12 @@ async function main() {
   buildControls();
   for (const name of ["play", "pause", "step", "reset"]) $("btn-" + name).addEventListener("click", () => action(name));
   $("run-step").addEventListener("input", ev => showRunStep(Number(ev.target.value)));
-  $("run-select").addEventListener("change", ev => openRun(Number(ev.target.value)));
+  $("run-select").addEventListener("change", ev => safeOpenRun(Number(ev.target.value)));
   $("run-file").addEventListener("change", ev => { if (ev.target.files.length) uploadRun(ev.target.files[0]); });
   $("btn-fit").addEventListener("click", fitWindow);
-  $("phase-select").addEventListener("change", ev => openPhase(Number(ev.target.value)));
+  $("phase-select").addEventListener("change", ev => openPhase(Number(ev.target.value)).catch(() => { /* shown */ }));
   connectLive();
-  await Promise.all([loadRunList(), loadPhaseList()]);
+  await Promise.all([loadRunList().catch(() => {}), loadPhaseList().catch(() => {})]);  // failures are shown
   document.body.dataset.ready = "1";
 }
 

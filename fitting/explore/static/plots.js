@@ -24,8 +24,13 @@ function niceTicks(lo, hi, count) {
   const span = hi - lo, raw = span / Math.max(1, count);
   const mag = Math.pow(10, Math.floor(Math.log10(raw)));
   const step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw) || 10 * mag;
-  const ticks = [];
-  for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  const ticks = [], first = Math.ceil(lo / step);
+  // by index, at most a few dozen: a step below the numbers' resolution would never advance v += step
+  for (let i = 0; i <= 50; i++) {
+    const v = (first + i) * step;
+    if (v > hi + step * 1e-9) break;
+    ticks.push(Math.abs(v) < step * 1e-9 ? 0 : v);
+  }
   return ticks;
 }
 

@@ -56,13 +56,41 @@ def test_bad_files_and_values(tmp_path, run_file):
     one_line_exit_2(run("--host", "256.1.1.1", "--port", "0"), "--host")
 
 
+def first_line(proc, timeout=60.0):
+    """The first line of the server's stdout, or "" after ``timeout`` seconds (never hangs)."""
+    import threading
+
+    box = []
+    reader = threading.Thread(target=lambda: box.append(proc.stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout)
+    return box[0] if box else ""
+
+
+def raw_get(url, path):
+    """A GET with the path exactly as written (clients normalise "..")."""
+    host, port = url.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nConnection: close\r\n\r\n".encode())
+        data = b""
+        while chunk := conn.recv(65536):
+            data += chunk
+    return data.decode("latin-1")
+
+
 def test_serves_and_stops_on_ctrl_c(run_file):
     proc = subprocess.Popen(EMBDYN + ["explore", "--no-browser", "--port", "0", str(run_file)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stdout.readline()
-        assert "serving on http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
+        line = first_line(proc)
+        assert "serving on http://127.0.0.1:" in line, line
         url = line.split("serving on ")[1].split()[0]
+        for path in ("/static/../../pyproject.toml", "/static/../server.py", "/static/..%2f..%2fpyproject.toml",
+                     "/static//etc/passwd", "/../../etc/passwd", "/api/runs/../../../etc/passwd"):
+            answer = raw_get(url, path)
+            status = answer.split(" ", 2)[1]
+            assert status in ("400", "403", "404"), (path, answer[:200])
+            assert "[project]" not in answer and "root:" not in answer and "Starlette" not in answer, path
         runs = json.loads(urllib.request.urlopen(url + "api/runs", timeout=10).read())["runs"]
         assert runs[0]["name"].endswith("run.npz")
         assert b"explorer" in urllib.request.urlopen(url, timeout=10).read()

@@ -25,8 +25,11 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(files):
-    with TestClient(make_app([files / "circles.npz"], [files / "sweep.csv"])) as c:
+    with TestClient(make_app([files / "circles.npz"], [files / "sweep.csv"]), base_url="http://127.0.0.1:8050") as c:
         yield c
+
+
+WS = "ws://127.0.0.1:8050/api/live"  # the test client's own host would be refused (not this machine)
 
 
 def frames(ws, n):
@@ -63,7 +66,7 @@ def test_nothing_else_is_readable(client, path):
 def test_live_session(client):
     spec = client.get("/api/controls").json()
     assert spec["controls"]["lam"]["accepted"] == "a number in [0, 100]"
-    with client.websocket_connect("/api/live") as ws:
+    with client.websocket_connect(WS) as ws:
         hello = ws.receive_json()
         sid = hello["session"]
         assert hello["type"] == "hello" and hello["meta"]["p"] == 17
@@ -81,11 +84,24 @@ def test_live_session(client):
         assert later[-1][0]["version"] == version  # frames in flight when it changed may carry the old one
         assert later[-1][0]["step"] - later[-2][0]["step"] == 5
         # bad values: 422 naming the control and its range; the run keeps its values
-        for body, name in [({"lam": -3}, "lam"), ({"dt": "soon"}, "dt"), ({"p": 1000}, "p"), ({"nope": 1}, "nope")]:
+        for body, name in [({"lam": -3}, "lam"), ({"dt": "soon"}, "dt"), ({"p": 1000}, "p"), ({"nope": 1}, "nope"),
+                           ({"seed": 1, "wd_target": "seed"}, "wd_target"), ({"p": 5, "preset": "p"}, "preset"),
+                           ({"dt": 0}, "dt"), ({"sig_a": 0.0}, "sig_a")]:
             bad = client.post(f"/api/live/{sid}/controls", json=body)
             assert bad.status_code == 422 and bad.json()["parameter"] == name, bad.json()
             assert name in bad.json()["error"]
+        assert "(0, 0.5]" in client.post(f"/api/live/{sid}/controls", json={"dt": 0.6}).json()["error"]
+        assert client.post(f"/api/live/{sid}/controls", json={"dt": 0.5}).status_code == 200  # the upper end is in
+        assert client.post(f"/api/live/{sid}/controls", json={"dt": 0.01}).status_code == 200
         assert client.post(f"/api/live/{sid}/controls", content=b"lam=3").status_code == 422
+        # JSON only as JSON: a page of another site could send text/plain without asking
+        assert client.post(f"/api/live/{sid}/controls", content=b'{"lam": 1}',
+                           headers={"Content-Type": "text/plain"}).status_code == 422
+        # the classifier's bias scale and the decay target: every combination is a law
+        for body in ({"wd_target": "particles"}, {"bias_scale": 3.0}, {"wd_target": "classifier"},
+                     {"preset": "circles"}, {"bias_scale": 0.5}, {"wd_target": "classifier"}):
+            assert client.post(f"/api/live/{sid}/controls", json=body).status_code == 200, body
+        ws.send_bytes(b"not an ack")  # ignored
         assert client.post(f"/api/live/{sid}/action", json={"action": "fly"}).json()["parameter"] == "action"
         client.post(f"/api/live/{sid}/action", json={"action": "pause"})
         # a restart (new p) sends the new run's pairs
@@ -98,6 +114,45 @@ def test_live_session(client):
         assert header["p"] == 13 and header["d"] == 3 and 0 < header["explained"] <= 1
         assert client.post(f"/api/live/{sid}/action", json={"action": "reset"}).status_code == 200
     assert client.post(f"/api/live/{sid}/controls", json={"lam": 1}).status_code == 404  # session ended
+
+
+def test_live_energy_follows_a_change_while_paused(client):
+    with client.websocket_connect(WS) as ws:
+        sid = ws.receive_json()["session"]
+        (h0, _), = frames(ws, 1)
+        client.post(f"/api/live/{sid}/controls", json={"k_r": 5.0, "sig_r": 3.0})
+        (h1, arrays), = frames(ws, 1)
+        sim = client.app.state.explorer.sessions[sid].sim
+        true = pt.energy_and_forces(sim.x, sim.train, sim.law)[0]
+        assert h1["step"] == h0["step"] == 0 and h1["energy"] == pytest.approx(true) and h1["energy"] != h0["energy"]
+
+
+@pytest.mark.parametrize("headers", [{"host": "evil.example"}, {"host": "127.0.0.1.evil.example:8050"},
+                                     {"origin": "http://evil.example"}, {"origin": "http://127.0.0.1:9999"}])
+def test_other_sites_are_refused(client, headers):
+    assert client.get("/api/runs", headers=headers).status_code == 403
+    assert client.post("/api/runs?name=a.npz", content=b"x", headers=headers).status_code == 403
+    from starlette.websockets import WebSocketDisconnect
+
+    with pytest.raises(WebSocketDisconnect):
+        with client.websocket_connect(WS, headers=headers) as ws:
+            ws.receive_json()
+    assert client.get("/api/runs", headers={"origin": "http://127.0.0.1:8050"}).status_code == 200
+
+
+def test_live_sessions_are_limited(client):
+    from contextlib import ExitStack
+
+    from fitting.explore.server import MAX_SESSIONS
+    from starlette.websockets import WebSocketDisconnect
+
+    with ExitStack() as stack:
+        for _ in range(MAX_SESSIONS):
+            ws = stack.enter_context(client.websocket_connect(WS))
+            ws.receive_json()
+        with pytest.raises(WebSocketDisconnect):
+            with client.websocket_connect(WS) as ws:
+                ws.receive_json()
 
 
 def test_runs(client, files):
@@ -147,6 +202,36 @@ def test_uploads(client, files):
     bad = client.post("/api/runs?name=p.npz", content=buf.getvalue())
     assert bad.status_code == 422 and "meta" in bad.json()["error"]
     assert len(client.get("/api/runs").json()["runs"]) == count
+    # the server's temporary path never shows
+    assert "embdyn-explore-" not in client.post("/api/runs?name=x.npz", content=good[:500]).json()["error"]
+    # an archive that declares more than it may unpack to
+    import zipfile
+
+    from fitting.explore import runs
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("embeddings.npy", b"\0" * (8 << 20))
+    old = runs.MAX_UNPACKED_BYTES
+    runs.MAX_UNPACKED_BYTES = 1 << 20
+    try:
+        bad = client.post("/api/runs?name=bomb.npz", content=buf.getvalue())
+    finally:
+        runs.MAX_UNPACKED_BYTES = old
+    assert bad.status_code == 422 and "unpacks to" in bad.json()["error"]
+
+
+def test_uploads_at_once_do_not_collide(files):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from fitting.explore.runs import RunStore
+
+    store = RunStore()
+    data = (files / "circles.npz").read_bytes()
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(pool.map(lambda i: store.add_upload("same.npz", data), range(8)))
+    assert sorted(ids) == list(range(8))
+    store.close()
 
 
 def test_phases(client):
@@ -155,6 +240,7 @@ def test_phases(client):
     grid = client.get("/api/phases/0").json()
     assert grid["x"] == "lam" and grid["live"] and len(grid["cells"]) == 2
     assert client.get("/api/phases/1").status_code == 404
+    assert client.get("/api/phases/²").status_code == 404
 
 
 def test_bad_files_at_start(files, tmp_path):
