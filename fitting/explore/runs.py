@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import tempfile
 import threading
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,6 +32,8 @@ MAX_UPLOADS = 16
 MAX_SERIES_POINTS = 2000
 #: structure metrics are computed on at most this many snapshots, evenly spaced
 MAX_METRIC_SNAPSHOTS = 60
+#: the background metrics wait while frames were asked for less than this long ago (seconds)
+INTERACTIVE_PAUSE = 0.3
 #: at most this many signals enter an ODE fit of a window (the survivors, else the strongest)
 MAX_FIT_SIGNALS = 8
 
@@ -120,6 +123,7 @@ class Run:
 
     def frame(self, step: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The embedding at the last snapshot at or before ``step``, in the run's fixed plane."""
+        self.cache["last_frame"] = time.monotonic()
         traj = self.trajectory
         step = check_int(step, "step", int(traj.snapshot_steps[0]), int(max(traj.snapshot_steps[-1],
                                                                             self.signals()[0][-1])))
@@ -166,6 +170,8 @@ class Run:
         state = self.cache["metrics"]
         try:
             for i in thin(len(traj.snapshot_steps), MAX_METRIC_SNAPSHOTS):
+                while time.monotonic() - self.cache.get("last_frame", -1e9) < INTERACTIVE_PAUSE:
+                    time.sleep(0.05)  # someone is scrubbing: the frames first
                 m = structure_metrics(traj.embeddings[i])
                 row = {"step": int(traj.snapshot_steps[i]), "circularity": m["circularity"],
                        "accuracy": m["accuracy_euclidean"], "structure": m["structure"], "frequency": m["frequency"]}
