@@ -4,7 +4,6 @@ import ast
 import tomllib
 from pathlib import Path
 
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("particles", "effective_theory", "fitting")
@@ -22,6 +21,15 @@ def private(name: str) -> bool:
 
 def module_of(path: Path) -> str:
     return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def absolute_imports(node: ast.AST) -> list[str]:
+    """The modules an ``import`` or an absolute ``from ... import`` statement names."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        return [node.module]
+    return []
 
 
 def imported_from_ours(node: ast.ImportFrom, path: Path) -> str | None:
@@ -70,12 +78,7 @@ def test_imports_go_downward_and_torch_stays_in_the_backend():
         in_core = path.relative_to(ROOT).parts[:2] == ("particles", "core")
         in_backend = path.relative_to(ROOT).parts[:2] == ("fitting", "backend")
         for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names = [node.module]
-            for name in names:
+            for name in absolute_imports(node):
                 head = name.split(".")[0]
                 if top == "particles" and head in ("effective_theory", "fitting"):
                     wrong.append(f"{module_of(path)} imports {name}")
@@ -98,12 +101,7 @@ def test_the_web_stack_stays_in_the_explorer():
         parts = path.relative_to(ROOT).parts
         in_explore = parts[:2] == ("fitting", "explore")
         for node in ast.walk(ast.parse(path.read_text())):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names = [node.module]
-            for name in names:
+            for name in absolute_imports(node):
                 if name.split(".")[0] in ("starlette", "uvicorn", "websockets") and not in_explore:
                     wrong.append(f"{module_of(path)} imports {name}")
                 if name.startswith("fitting.explore") and not in_explore:

@@ -57,9 +57,9 @@ def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::
     """
     trajectories = check_files(trajectories, "trajectories")
     phases = check_files(phases, "phases")
-    from .server import make_app as make
+    from .server import build_app
 
     if hosts is not None and (isinstance(hosts, str) or not isinstance(hosts, (list, tuple))
                               or not all(isinstance(h, str) and h for h in hosts)):
         raise TypeError(f"hosts must be a list of host names (str) or None, got {hosts!r}")
-    return make(trajectories, phases, hosts=hosts)
+    return build_app(trajectories, phases, hosts)

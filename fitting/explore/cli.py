@@ -60,7 +60,7 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     check_port_free(args.host, port)
     import uvicorn
 
-    from .server import make_app
+    from . import make_app
 
     if args.host in ("127.0.0.1", "localhost", "::1"):
         hosts = ("127.0.0.1", "localhost", "::1")

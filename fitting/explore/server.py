@@ -20,6 +20,9 @@ Endpoints
 ``POST /api/runs/{id}/fit``           ``{"start": N, "stop": M}``: an ODE fit of the window, simulated
 ``GET /api/phases``, ``GET /api/phases/{id}``   the phase files and their grids
 
+Every request must be addressed to this machine (the Host header) and, when it has an
+Origin, come from this server's own page (:class:`SameOrigin`).
+
 Only files given on the command line or uploaded are read; nothing takes a path.
 """
 
@@ -47,7 +50,7 @@ from .live import LiveSimulation, control_spec
 from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
 
-__all__ = ["make_app", "SameOrigin", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT", "MAX_SESSIONS", "LOCAL_HOSTS"]
+__all__ = ["build_app", "SameOrigin", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT", "MAX_SESSIONS", "LOCAL_HOSTS"]
 
 STATIC = Path(__file__).with_name("static")
 #: the live loop sends at most this many frames a second
@@ -378,25 +381,10 @@ class SameOrigin:
         await self.app(scope, receive, send)
 
 
-def make_app(trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = (), *,
-             hosts: Sequence[str] | None = LOCAL_HOSTS) -> Starlette:
-    """The explorer as an ASGI application.
-
-    Parameters
-    ----------
-    trajectories : sequence of paths
-        Trajectory files (``.npz``) for the Run tab; each is read (and checked) now.
-    phases : sequence of paths
-        Sweep tables (``.csv``) or toy-phases grids (``.json``) for the Phase tab.
-    hosts : sequence of str or None
-        Host names the server answers (default this machine's: 127.0.0.1, localhost, ::1);
-        None answers any (for ``--host 0.0.0.0``). Cross-site requests are always refused.
-
-    Raises
-    ------
-    TrajectoryFormatError, PhaseFileError, FileNotFoundError
-        For a file that cannot be shown.
-    """
+def build_app(trajectories: Sequence[str | Path], phases: Sequence[str | Path],
+              hosts: Sequence[str] | None) -> Starlette:
+    """The application behind :func:`fitting.explore.make_app` (which checks the arguments
+    and documents them)."""
     explorer = Explorer(trajectories, phases)
     app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)])
     app.state.explorer = explorer
