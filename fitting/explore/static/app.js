@@ -180,7 +180,7 @@ async function openRun(id) {
   $("fit-start").value = h.first_step; $("fit-stop").value = Math.round((h.first_step + h.last_step) / 2);
   $("fit-result").textContent = "";
   $("run-info").textContent = `${h.name}: p = ${h.p}, d = ${h.d}, ${h.snapshots} snapshots, steps ${h.first_step}-${h.last_step}` +
-    (h.survivors ? `; surviving frequencies ${h.survivors.join(", ")}` : "");
+    (h.survivors === null ? "" : h.survivors.length ? `; surviving frequencies ${h.survivors.join(", ")}` : "; no frequency survives");
   drawSignals();
   scrub.next = null;  // a scrub of the previous run in flight draws nothing (drawRunFrame checks the run)
   const first = decodeFrame(await (await api(`/api/runs/${id}/frame?step=${h.last_step}`)).arrayBuffer());
