@@ -66,7 +66,9 @@ class Control:
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         left = "(" if self.strict else "["
-        return f"{'an int' if self.kind == 'int' else 'a number'} in {left}{self.low:g}, {self.high:g}]"
+        if self.kind == "int":
+            return f"an int in {left}{int(self.low)}, {int(self.high)}]"
+        return f"a number in {left}{self.low:g}, {self.high:g}]"
 
 
 PRESET_NAMES = ("clustering-alignment", "circles", "grids")

@@ -202,7 +202,7 @@ class Run:
         inside = (steps >= start) & (steps <= stop)
         if stop <= start or inside.sum() < 8:
             raise ValueError(f"the window [start, stop] must hold at least 8 samples with start < stop, "
-                             f"got [{start}, {stop}] ({int(inside.sum())} samples)")
+                             f"got [{start}, {stop}] ({int(inside.sum())} sample{'' if int(inside.sum()) == 1 else 's'})")
         if survivors is not None and 0 < survivors.sum() <= MAX_FIT_SIGNALS:
             chosen = np.flatnonzero(survivors)
         else:
@@ -218,13 +218,22 @@ class Run:
             t_sim = t[begin:]
             keep = thin(len(t_sim), MAX_SERIES_POINTS)
             simulated = model.simulate(x[begin], t_sim)[keep]
+            # how well the simulation follows the data inside the window (relative to the data's own spread)
+            window = inside[begin:]
+            observed = x[begin:][window]
+            spread = float(np.linalg.norm(observed - observed.mean(axis=0)))
+            miss = float(np.linalg.norm(model.simulate(x[begin], t_sim)[window] - observed))
+            in_window = miss / spread if spread > 0 else None
             forecast = None
             if stop < last:
                 f = model.forecast(x, t)
-                forecast = {"error": f.error, "persistence_error": f.persistence_error, "skill": f.skill}
+                # persistence that is exact up to rounding makes the skill meaningless: say so (None)
+                tiny = f.persistence_error <= 1e-9 * max(1.0, f.error)
+                forecast = {"error": f.error, "persistence_error": f.persistence_error,
+                            "skill": None if tiny else f.skill}
         for w in caught:
             notes.append(" ".join(str(w.message).split()))
-        return {"frequencies": [int(k + 1) for k in chosen], "start": start, "stop": stop,
+        return {"frequencies": [int(k + 1) for k in chosen], "start": start, "stop": stop, "in_window_error": in_window,
                 "steps": t_sim[keep].tolist(), "simulated": simulated.T.tolist(), "forecast": forecast,
                 "equations": model.equations() if hasattr(model, "equations") else None, "notes": notes,
                 "model": "LinearODE(stable=True)"}
@@ -241,7 +250,11 @@ class RunStore:
         self._uploads = tempfile.TemporaryDirectory(prefix="embdyn-explore-")
 
     def add_path(self, path: str | Path) -> int:
-        traj = Trajectory.load(path)
+        try:
+            traj = Trajectory.load(path)
+        except TrajectoryFormatError as exc:  # name the file: several may be given
+            message = str(exc).split(": ", 1)[-1]
+            raise TrajectoryFormatError(exc.field, f"{message} (in {str(path)!r})") from None
         path = Path(path)
         return self._add(Run(f"{path.parent.name}/{path.name}" if path.parent.name else path.name, traj))
 

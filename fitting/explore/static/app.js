@@ -68,7 +68,13 @@ function showValues(values, force) {
   state.values = values;
   for (const [name, value] of Object.entries(values)) {
     const box = $("ctl-" + name); if (box && (force || document.activeElement !== box)) box.value = value;
-    const slider = $("slider-" + name); if (slider && document.activeElement !== slider) slider.value = value;
+    const slider = $("slider-" + name);
+    if (slider && document.activeElement !== slider) {
+      // a value outside the slider's usual span widens it (the box takes the whole accepted range)
+      if (value > Number(slider.max)) slider.max = value;
+      if (value < Number(slider.min)) slider.min = value;
+      slider.value = value;
+    }
   }
   const preset = state.presets[values.preset];
   $("preset-description").textContent = preset ? preset.description : "";
@@ -137,7 +143,10 @@ function connectLive() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`);
   ws.binaryType = "arraybuffer";
   ws.onopen = () => { $("connection").textContent = "connected"; };
-  ws.onclose = () => { $("connection").textContent = "disconnected: reload the page"; state.session = null; };
+  ws.onclose = () => {
+    $("connection").textContent = "disconnected: reload the page"; state.session = null;
+    showError("the connection to the explorer's server closed (stopped, or too many pages open): reload the page");
+  };
   ws.onmessage = ev => {
     if (typeof ev.data === "string") {
       const msg = JSON.parse(ev.data);
@@ -273,7 +282,7 @@ async function uploadRun(file) {
   try {
     const body = await (await api(`/api/runs?name=${encodeURIComponent(file.name)}`, { method: "POST", body: file })).json();
     clearError(); await loadRunList(body.id);
-  } catch (e) { /* shown */ }
+  } catch (e) { /* shown */ } finally { $("run-file").value = ""; }
 }
 
 async function fitWindow() {
@@ -286,8 +295,11 @@ async function fitWindow() {
     clearError(); r.fit = fit; drawSignals();
     let text = `${fit.model} on steps ${fit.start}-${fit.stop}, frequencies ${fit.frequencies.join(", ")}.`;
     const num3 = v => (v === null || v === undefined ? "undefined" : Number(v.toPrecision(3)).toString());
+    if (fit.in_window_error !== null) text += ` Inside the window the simulation misses the data by ${num3(fit.in_window_error)} of its spread` +
+      (fit.in_window_error > 0.5 ? ": the fit does not describe this window well." : ".");
     if (fit.forecast) text += ` Forecast from step ${fit.stop} to the end: relative error ${num3(fit.forecast.error)}, ` +
-      `persistence ${num3(fit.forecast.persistence_error)}, skill ${num3(fit.forecast.skill)} (1 - error / persistence; > 0 beats persistence).`;
+      `persistence ${num3(fit.forecast.persistence_error)}, skill ${fit.forecast.skill === null ?
+        "undefined (the run hardly changes after the window)" : num3(fit.forecast.skill)} (1 - error / persistence; > 0 beats persistence).`;
     if (fit.notes.length) text += " " + fit.notes.join(" ");
     $("fit-result").textContent = text;
   } catch (e) { if (state.run === r) $("fit-result").textContent = ""; }
@@ -297,6 +309,12 @@ async function fitWindow() {
 const CLASS_COLOURS = { circle: "#2f855a", grid: "#2b6cb0", "imperfect grid": "#90cdf4", line: "#d69e2e", unstructured: "#a0aec0",
   diverged: "#c53030", comprehension: "#2f855a", grokking: "#38a169", memorization: "#c05621", confusion: "#a0aec0" };
 const classColour = c => CLASS_COLOURS[c] || "#718096";
+
+// a setting's value in a few characters (grids of learning rates hold values like 1.584893e-05)
+function compact(v) {
+  if (typeof v !== "number" || Number.isInteger(v)) return String(v);
+  return Math.abs(v) >= 1e-3 && Math.abs(v) < 1e4 ? Number(v.toPrecision(3)).toString() : v.toExponential(1);
+}
 
 async function loadPhaseList() {
   const body = await (await api("/api/phases")).json();
@@ -321,14 +339,15 @@ async function openPhase(id) {
   const ys = g.y_values.slice().reverse();
   for (const y of ys) {
     const tr = document.createElement("tr");
-    const th = document.createElement("th"); th.textContent = g.y ? `${g.y} = ${y}` : ""; tr.appendChild(th);
+    const th = document.createElement("th"); th.textContent = g.y ? `${g.y} = ${compact(y)}` : ""; tr.appendChild(th);
     for (const x of g.x_values) {
       const td = document.createElement("td"); td.className = "cell";
       const cells = g.cells.filter(c => c.x === x && c.y === y);
       if (cells.length) {
         const cell = cells[0];
         td.style.background = classColour(cell.majority); td.style.opacity = (0.35 + 0.65 * cell.share).toFixed(2);
-        td.textContent = `${Math.round(100 * cell.share)}%`; td.title = `${cell.majority}: ${Object.entries(cell.shares).map(([k, v]) => `${k} ${Math.round(100 * v)}%`).join(", ")}`;
+        const n = cell.runs.length;  // one run: its outcome; several: the majority's share
+        td.textContent = n === 1 ? cell.majority.slice(0, 5) : `${Math.round(100 * cell.share)}%`; td.title = `${cell.majority}: ${Object.entries(cell.shares).map(([k, v]) => `${k} ${Math.round(100 * v)}%`).join(", ")}`;
         td.dataset.x = x; td.dataset.y = y;
         td.addEventListener("click", () => { for (const s of table.querySelectorAll(".selected")) s.classList.remove("selected"); td.classList.add("selected"); showCell(cells); });
       }
@@ -337,7 +356,7 @@ async function openPhase(id) {
     table.appendChild(tr);
   }
   const foot = document.createElement("tr"); foot.appendChild(document.createElement("th"));
-  for (const x of g.x_values) { const th = document.createElement("th"); th.textContent = x; foot.appendChild(th); }
+  for (const x of g.x_values) { const th = document.createElement("th"); th.textContent = compact(x); foot.appendChild(th); }
   table.appendChild(foot);
   const caption = document.createElement("caption"); caption.textContent = `${g.x} →`; caption.style.captionSide = "bottom"; table.appendChild(caption);
   $("phase-grid").innerHTML = ""; $("phase-grid").appendChild(table);
@@ -348,7 +367,7 @@ function showCell(cells) {
   const g = state.phase, box = $("phase-cell"); box.innerHTML = "";
   const runs = cells.flatMap(c => c.runs);
   const title = document.createElement("p");
-  title.textContent = Object.entries(cells[0].setting).map(([k, v]) => `${k} = ${v}`).join(", ") + ` · ${runs.length} runs`;
+  title.textContent = Object.entries(cells[0].setting).map(([k, v]) => `${k} = ${v}`).join(", ") + ` · ${runs.length} run${runs.length === 1 ? "" : "s"}`;
   box.appendChild(title);
   if (g.live) {
     const button = document.createElement("button"); button.id = "btn-run-live";
@@ -366,7 +385,7 @@ function showCell(cells) {
     });
     box.appendChild(button);
     const note = document.createElement("p"); note.className = "muted";
-    note.textContent = "the sweep's base settings are not in its table: the Live tab's preset, p and dt are kept";
+    note.textContent = "the sweep's base settings are not in its table: the Live tab's preset, p, d and dt are kept";
     box.appendChild(note);
   } else {
     const note = document.createElement("p"); note.className = "muted";

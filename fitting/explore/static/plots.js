@@ -34,10 +34,15 @@ function niceTicks(lo, hi, count) {
   return ticks;
 }
 
-function formatTick(v) {
+// a tick's label with as many digits as its spacing needs (so neighbouring ticks never read alike)
+function formatTick(v, step) {
   const a = Math.abs(v);
-  if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(0);
-  return Number(v.toPrecision(4)).toString();
+  if (a !== 0 && (a >= 1e6 || a < 1e-3)) {
+    const digits = Math.max(0, Math.min(8, Math.ceil(Math.log10(a / step))));
+    return v.toExponential(digits);
+  }
+  const decimals = Math.max(0, Math.min(10, -Math.floor(Math.log10(step) + 1e-9)));
+  return v.toFixed(decimals);
 }
 
 // Axes in a box with ticks and labels; returns the mapping from data to pixels.
@@ -48,14 +53,16 @@ function drawAxes(ctx, box, xr, yr, xlabel, ylabel, title) {
   ctx.strokeStyle = "#999"; ctx.lineWidth = 1; ctx.strokeRect(left, top, width, height);
   ctx.fillStyle = "#333"; ctx.font = "12px system-ui, sans-serif";
   ctx.textAlign = "center"; ctx.textBaseline = "top";
-  for (const t of niceTicks(xr[0], xr[1], Math.max(2, Math.floor(width / 80)))) {
+  const xt = niceTicks(xr[0], xr[1], Math.max(3, Math.floor(width / 70)));
+  for (const t of xt) {
     const x = sx(t); ctx.beginPath(); ctx.moveTo(x, top + height); ctx.lineTo(x, top + height + 4); ctx.stroke();
-    ctx.fillText(formatTick(t), x, top + height + 6);
+    ctx.fillText(formatTick(t, xt.length > 1 ? xt[1] - xt[0] : Math.abs(t) || 1), x, top + height + 6);
   }
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
-  for (const t of niceTicks(yr[0], yr[1], Math.max(2, Math.floor(height / 45)))) {
+  const yt = niceTicks(yr[0], yr[1], Math.max(3, Math.floor(height / 45)));
+  for (const t of yt) {
     const y = sy(t); ctx.beginPath(); ctx.moveTo(left - 4, y); ctx.lineTo(left, y); ctx.stroke();
-    ctx.fillText(formatTick(t), left - 6, y);
+    ctx.fillText(formatTick(t, yt.length > 1 ? yt[1] - yt[0] : Math.abs(t) || 1), left - 6, y);
   }
   ctx.textAlign = "center"; ctx.textBaseline = "bottom";
   ctx.fillText(xlabel, left + width / 2, top + height + 36);
@@ -69,7 +76,7 @@ function range(values, pad) {
   let lo = Infinity, hi = -Infinity;
   for (const v of values) { if (v !== null && isFinite(v)) { if (v < lo) lo = v; if (v > hi) hi = v; } }
   if (!isFinite(lo)) { lo = 0; hi = 1; }
-  if (hi - lo < 1e-12 * Math.max(1, Math.abs(hi))) { lo -= 0.5; hi += 0.5; }
+  if (hi - lo < 1e-9 * Math.max(1, Math.abs(hi))) { const h = 0.05 * Math.max(1, Math.abs(hi)); lo -= h; hi += h; }
   const p = (hi - lo) * (pad === undefined ? 0.05 : pad);
   return [lo - p, hi + p];
 }

@@ -250,3 +250,22 @@ def test_bad_files_at_start(files, tmp_path):
     broken.write_bytes((files / "circles.npz").read_bytes()[:100])
     with pytest.raises(TrajectoryFormatError):
         make_app([broken])
+
+
+def test_fit_says_how_it_fits_inside_and_after_the_window(tmp_path):
+    from fitting.explore.runs import RunStore
+
+    path = pt.preset("grids").replace(p=11, steps=3000, record_every=50).run(seed=4).save(tmp_path / "g.npz")
+    store = RunStore()
+    run = store.get(store.add_path(path))
+    fit = run.fit(0, 1500)
+    steps, signals, _ = run.signals()
+    chosen = [k - 1 for k in fit["frequencies"]]
+    sim = np.array(fit["simulated"]).T
+    inside = np.array(fit["steps"]) <= 1500
+    observed = signals[: inside.sum()][:, chosen]
+    expected = np.linalg.norm(sim[inside] - observed) / np.linalg.norm(observed - observed.mean(0))
+    assert fit["in_window_error"] == pytest.approx(expected, rel=1e-6)
+    # the run has settled after the window: persistence is exact, so the skill is undefined, not a huge number
+    assert fit["forecast"]["persistence_error"] < 1e-9 and fit["forecast"]["skill"] is None
+    store.close()
