@@ -27,11 +27,11 @@ def classify_files(paths: list[str]) -> tuple[list[Path], list[Path]]:
         suffix = path.suffix.lower()
         if suffix == ".npz":
             trajectories.append(path)
-        elif suffix in (".csv", ".json"):
+        elif suffix in (".csv", ".json", ".jsonl"):
             phases.append(path)
         else:
-            raise ValueError(f"FILE must be a trajectory (.npz), a sweep table (.csv) or a toy-phases grid (.json), "
-                             f"got {text!r}")
+            raise ValueError(f"FILE must be a trajectory (.npz), a sweep table (.csv) or journal (.jsonl), or a "
+                             f"toy-phases grid (.json), got {text!r}")
     return trajectories, phases
 
 

@@ -371,11 +371,11 @@ function showCell(cells) {
   box.appendChild(title);
   if (g.live) {
     const button = document.createElement("button"); button.id = "btn-run-live";
-    button.textContent = "set these values live";
-    button.title = "sets this cell's settings and its first seed in the Live tab and plays; the sweep's other " +
-                   "settings (its preset, p, dt, ...) are not in the table: the Live tab keeps its own";
+    button.textContent = g.base ? "run this setting live" : "set these values live";
+    button.title = "sets this cell's settings (and the sweep's base, when its journal is known) and its first seed " +
+                   "in the Live tab, and plays";
     button.addEventListener("click", async () => {
-      const changes = Object.assign({}, cells[0].setting);
+      const changes = Object.assign({}, g.base || {}, cells[0].setting);
       if (runs.length && runs[0].seed !== undefined) changes.seed = runs[0].seed;
       showTab("live");
       while (pending.busy) await new Promise(resolve => setTimeout(resolve, 20));  // a request in flight first
@@ -384,13 +384,9 @@ function showCell(cells) {
       action("play");
     });
     box.appendChild(button);
-    const note = document.createElement("p"); note.className = "muted";
-    note.textContent = "the sweep's base settings are not in its table: the Live tab's preset, p, d and dt are kept";
-    box.appendChild(note);
-  } else {
-    const note = document.createElement("p"); note.className = "muted";
-    note.textContent = g.kind === "sweep" ? "this sweep varies settings the Live tab has no control for" :
-      "toy-model grids are network trainings: the Live tab runs the particle model only";
+  }
+  if (g.live_note) {
+    const note = document.createElement("p"); note.className = "muted"; note.textContent = g.live_note;
     box.appendChild(note);
   }
   const columns = Object.keys(runs[0]).filter(c => !g.axes.includes(c));

@@ -39,3 +39,27 @@ def test_foreign_files_are_refused(tmp_path, name, text):
     path.write_text(text)
     with pytest.raises(PhaseFileError):
         load_phase_file(path)
+
+
+def test_a_journal_gives_the_sweeps_base(tmp_path):
+    base = pt.preset("circles").replace(p=7, steps=50, dt=0.02)
+    table = pt.sweep({"lam": [1.0, 3.0]}, seeds=2, base=base, journal=tmp_path / "sweep.journal.jsonl")
+    table.to_csv(tmp_path / "sweep.csv")
+    for name in ("sweep.csv", "sweep.journal.jsonl"):
+        grid = load_phase_file(tmp_path / name)
+        assert grid["live"] and grid["base"]["preset"] == "circles"
+        assert (grid["base"]["p"], grid["base"]["d"], grid["base"]["dt"]) == (7, 2, 0.02)
+        assert grid["base"]["wd"] == base.params.wd and "journal" in grid["live_note"]
+        assert sorted(c["x"] for c in grid["cells"]) == [1.0, 3.0]
+
+
+def test_a_base_the_live_tab_cannot_run_is_said(tmp_path):
+    base = pt.preset("circles").replace(p=7, steps=50, alignment_form="cosine")  # circles is axial
+    pt.sweep({"lam": [1.0]}, seeds=1, base=base, journal=tmp_path / "sweep.journal.jsonl")
+    grid = load_phase_file(tmp_path / "sweep.journal.jsonl")
+    assert not grid["live"] and grid["base"] is None and "alignment_form" in grid["live_note"]
+    # without a journal the values alone can be set, and the page says the base is the Live tab's own
+    table = pt.sweep({"lam": [1.0]}, seeds=1, base=base)
+    grid = load_phase_file(table.to_csv(tmp_path / "other" / "sweep.csv") if (tmp_path / "other").mkdir() is None
+                           else None)
+    assert grid["live"] and grid["base"] is None and "keeps its own" in grid["live_note"]
