@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from particles.core.cli import add_quiet
+from particles.core.io import json_safe
 from particles.core.validation import check_output_folder
 
 __all__ = ["register_fit", "register_demo", "register_force_fit"]
@@ -102,17 +103,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _finite(value):
-    """``value`` with every non-finite float as None (JSON has no NaN)."""
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    if isinstance(value, (float, np.floating)) and not np.isfinite(value):
-        return None
-    return value
-
-
 def _json_number(value):
     """JSON for numbers json does not know (NumPy scalars)."""
     if isinstance(value, np.generic):
@@ -179,7 +169,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
               "normalize": normalize, "strength_units": unit, "window": window, "r2": fit.r2_,
               "table": fit.table(), "windows": fit.windows_, "fit_info": fit.fit_info_}
-    atomic_write_text(out / "force_fit.json", json.dumps(_finite(report), indent=2, default=_json_number,
+    atomic_write_text(out / "force_fit.json", json.dumps(json_safe(report), indent=2,
                                                          allow_nan=False))
     save_figure(plot_force_shares(fit), out / "force_shares.png")
     print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}: "

@@ -14,34 +14,16 @@ with one ``DataView`` and a ``Float32Array`` view per array, no copy.
 from __future__ import annotations
 
 import json
-import math
 import struct
 from typing import Any, Mapping
 
 import numpy as np
 
-__all__ = ["MAGIC", "encode_frame", "decode_frame", "json_safe"]
+from particles.core.io import json_safe
+
+__all__ = ["MAGIC", "encode_frame", "decode_frame"]
 
 MAGIC = b"EDF1"
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with NumPy scalars and arrays as plain Python and NaN or infinities as None
-    (JSON has no NaN; the page treats None as a gap)."""
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return json_safe(value.tolist())
-    if isinstance(value, (np.bool_, bool)):
-        return bool(value)
-    if isinstance(value, (np.integer, int)):
-        return int(value)
-    if isinstance(value, (np.floating, float)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    return value
 
 
 def encode_frame(header: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> bytes:

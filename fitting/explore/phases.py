@@ -9,14 +9,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .frames import json_safe
+from particles.core.io import json_safe
 
 __all__ = ["load_phase_file", "PhaseFileError"]
-
-#: columns of a sweep table that are measurements, not settings
-SWEEP_MEASURES = ("seed", "circularity", "frequency", "accuracy_euclidean", "accuracy_angular", "grid_defects",
-                  "line_ratio", "structure", "final_energy", "diverged_at")
-
 
 class PhaseFileError(ValueError):
     """A file given to the Phase tab is neither a sweep table nor a toy-phases grid."""
@@ -124,7 +119,7 @@ def load_phase_file(path: str | Path) -> dict[str, Any]:
         columns = table.columns
         if "structure" not in columns or "seed" not in columns:
             raise PhaseFileError(f"{name} is not a sweep table of embdyn sweep: it has no structure and seed columns")
-        axes = [c for c in columns if c not in SWEEP_MEASURES]
+        axes = list(table.parameters)  # the swept settings (SweepTable.from_csv: the columns before seed)
         if not axes:
             raise PhaseFileError(f"{name} has no setting columns to lay out")
         rows = [dict(r) for r in table]

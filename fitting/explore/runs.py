@@ -130,7 +130,7 @@ class Run:
         index = int(np.searchsorted(traj.snapshot_steps, step, side="right") - 1)
         E = traj.embeddings[index]
         center, basis = self.plane()
-        _, _, explained = principal_plane(E)
+        explained = 1.0
         if E.shape[1] > 2:  # the share of this snapshot's variance in the run's fixed plane
             centred = E - E.mean(axis=0)
             total = float(np.sum(centred ** 2))
@@ -217,12 +217,13 @@ class Run:
             begin = int(np.flatnonzero(inside)[0])
             t_sim = t[begin:]
             keep = thin(len(t_sim), MAX_SERIES_POINTS)
-            simulated = model.simulate(x[begin], t_sim)[keep]
+            path = model.simulate(x[begin], t_sim)
+            simulated = path[keep]
             # how well the simulation follows the data inside the window (relative to the data's own spread)
             window = inside[begin:]
             observed = x[begin:][window]
             spread = float(np.linalg.norm(observed - observed.mean(axis=0)))
-            miss = float(np.linalg.norm(model.simulate(x[begin], t_sim)[window] - observed))
+            miss = float(np.linalg.norm(path[window] - observed))
             in_window = miss / spread if spread > 0 else None
             forecast = None
             if stop < last:

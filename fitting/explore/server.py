@@ -45,7 +45,9 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from particles.trajectory import TrajectoryFormatError
 
-from .frames import encode_frame, json_safe
+from particles.core.io import json_safe
+
+from .frames import encode_frame
 from .live import LiveSimulation, control_spec
 from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
@@ -68,7 +70,7 @@ def _json(data: Any, status: int = 200) -> JSONResponse:
 
 
 def _error(exc: BaseException, status: int = 422, parameter: str | None = None) -> JSONResponse:
-    message = " ".join(str(exc).split()) if not isinstance(exc, KeyError) else str(exc.args[0])
+    message = " ".join(str(exc).split())
     return _json({"error": message, "parameter": parameter}, status)
 
 
@@ -84,6 +86,14 @@ async def _body_json(request: Request) -> Any:
         return json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise ValueError("the request body must be JSON") from None
+
+
+class NotFound(Exception):
+    """A session, run or grid the server does not have: answered 404 with its message."""
+
+
+async def _not_found(request: Request, exc: NotFound) -> Response:
+    return _json({"error": str(exc), "parameter": None}, 404)
 
 
 class LiveSession:
@@ -128,14 +138,11 @@ class Explorer:
     def _session(self, request: Request) -> LiveSession:
         sid = request.path_params["sid"]
         if sid not in self.sessions:
-            raise KeyError(f"no live session {sid!r}: reload the page")
+            raise NotFound(f"no live session {sid!r}: reload the page")
         return self.sessions[sid]
 
     async def live_controls(self, request: Request) -> Response:
-        try:
-            session = self._session(request)
-        except KeyError as exc:
-            return _error(exc, 404)
+        session = self._session(request)
         try:
             changes = await _body_json(request)
             checked = session.sim.check(changes)
@@ -149,10 +156,7 @@ class Explorer:
                       "meta": session.sim.meta() if restart else None})
 
     async def live_action(self, request: Request) -> Response:
-        try:
-            session = self._session(request)
-        except KeyError as exc:
-            return _error(exc, 404)
+        session = self._session(request)
         try:
             body = await _body_json(request)
             action = body.get("action") if isinstance(body, dict) else None
@@ -248,9 +252,11 @@ class Explorer:
     def _run(self, request: Request):
         raw = request.path_params["rid"]
         if not (raw.isascii() and raw.isdigit()):
-            raise KeyError(f"no run {raw!r}")
-        run_id = int(raw)
-        return self.runs.get(run_id)
+            raise NotFound(f"no run {raw!r}")
+        try:
+            return self.runs.get(int(raw))
+        except KeyError as exc:
+            raise NotFound(exc.args[0]) from None
 
     async def run_list(self, request: Request) -> Response:
         return _json({"runs": self.runs.listing()})
@@ -275,18 +281,12 @@ class Explorer:
         return _json({"id": run_id, "runs": self.runs.listing()})
 
     async def run_summary(self, request: Request) -> Response:
-        try:
-            run = self._run(request)
-        except KeyError as exc:
-            return _error(exc, 404)
+        run = self._run(request)
         header, arrays = await asyncio.to_thread(run.summary)
         return _binary(encode_frame(header, arrays))
 
     async def run_frame(self, request: Request) -> Response:
-        try:
-            run = self._run(request)
-        except KeyError as exc:
-            return _error(exc, 404)
+        run = self._run(request)
         step = request.query_params.get("step")
         try:
             if step is None or not step.lstrip("-").isdigit():
@@ -297,17 +297,11 @@ class Explorer:
         return _binary(encode_frame(header, arrays))
 
     async def run_metrics(self, request: Request) -> Response:
-        try:
-            run = self._run(request)
-        except KeyError as exc:
-            return _error(exc, 404)
+        run = self._run(request)
         return _json(await asyncio.to_thread(run.metrics))
 
     async def run_fit(self, request: Request) -> Response:
-        try:
-            run = self._run(request)
-        except KeyError as exc:
-            return _error(exc, 404)
+        run = self._run(request)
         try:
             body = await _body_json(request)
             if not isinstance(body, dict) or "start" not in body or "stop" not in body:
@@ -324,7 +318,7 @@ class Explorer:
     async def phase_grid(self, request: Request) -> Response:
         raw = request.path_params["pid"]
         if not (raw.isascii() and raw.isdigit()) or int(raw) >= len(self.phases):
-            return _error(KeyError(f"no phase grid {raw!r}"), 404)
+            raise NotFound(f"no phase grid {raw!r}")
         return _json(self.phases[int(raw)])
 
     def routes(self) -> list:
@@ -386,6 +380,7 @@ def build_app(trajectories: Sequence[str | Path], phases: Sequence[str | Path],
     """The application behind :func:`fitting.explore.make_app` (which checks the arguments
     and documents them)."""
     explorer = Explorer(trajectories, phases)
-    app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)])
+    app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)],
+                    exception_handlers={NotFound: _not_found})
     app.state.explorer = explorer
     return app

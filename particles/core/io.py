@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask"]
+__all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask", "json_safe"]
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_name: bool = False) -> Path:
@@ -106,3 +106,26 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` for JSON: NumPy scalars and arrays as plain Python, tuples as lists, keys as
+    strings, and NaN or infinities as None (JSON has no NaN)."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, (np.bool_, bool)):
+        return bool(value)
+    if isinstance(value, (np.integer, int)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value

@@ -9,7 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
-from fitting.explore.frames import MAGIC, decode_frame, encode_frame, json_safe
+from fitting.explore.frames import MAGIC, decode_frame, encode_frame
+from particles.core.io import json_safe
 
 names = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=8)
 shapes = st.lists(st.integers(0, 5), min_size=1, max_size=3).map(tuple)
