@@ -10,6 +10,7 @@ and names its F columns. Libraries combine with ``+``.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from typing import Callable, Sequence
 
@@ -86,6 +87,24 @@ class Library:
             raise NotImplementedError(f"{type(self).__name__} must define transform or _transform")
         return self.transform(X)
 
+    def jacobian(self, X: np.ndarray) -> np.ndarray:
+        """d Theta / d x_j at every state: (K, n, F) for states X (n, K) the
+        caller has checked (as :meth:`features`).
+
+        Central differences with a step of 1e-6 times each column's largest
+        |x| (the covariance-weighted refit's error propagation, where a
+        relative error of ~1e-10 does not matter); libraries with a closed
+        form (:class:`PolynomialLibrary`) give it exactly."""
+        X = np.asarray(X, dtype=float)
+        out = []
+        for j in range(X.shape[1]):
+            h = 1e-6 * max(float(np.max(np.abs(X[:, j]))), 1e-12)
+            up, down = X.copy(), X.copy()
+            up[:, j] += h
+            down[:, j] -= h
+            out.append((self.features(up) - self.features(down)) / (2 * h))
+        return np.stack(out)
+
     def feature_names(self, names: Sequence[str]) -> list[str]:  # pragma: no cover - abstract
         raise NotImplementedError
 
@@ -143,8 +162,32 @@ class PolynomialLibrary(Library):
         return out
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
-        cols = [np.prod(X[:, list(p)], axis=1) if p else np.ones(X.shape[0]) for p in self.powers(X.shape[1])]
-        return np.column_stack(cols)
+        # each monomial is its parent (the same without its last factor) times one column,
+        # the products np.prod forms, in the same order
+        plan = _monomial_plan(self.degree, self.include_bias, X.shape[1])
+        out = np.empty((len(plan), X.shape[0]))
+        Xt = np.ascontiguousarray(X.T, dtype=float)
+        for c, (parent, var, _) in enumerate(plan):
+            if var < 0:
+                out[c] = 1.0
+            elif parent < 0:
+                out[c] = Xt[var]
+            else:
+                np.multiply(out[parent], Xt[var], out=out[c])
+        return np.ascontiguousarray(out.T)
+
+    def jacobian(self, X: np.ndarray) -> np.ndarray:
+        """d Theta / d x_j, (K, n, F), exactly: d/dx_j of a monomial with x_j
+        to the power e is e times the monomial with one factor x_j less."""
+        X = np.asarray(X, dtype=float)
+        n, K = X.shape
+        plan = _monomial_plan(self.degree, self.include_bias, K)
+        theta = self._transform(X)
+        out = np.zeros((K, n, len(plan)))
+        for c, (_, _, lower) in enumerate(plan):
+            for j, e, base in lower:  # (variable, its power, the column of the monomial divided by x_j)
+                out[j, :, c] = e * (theta[:, base] if base >= 0 else 1.0)
+        return out
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
         names = _check_names(names)
@@ -166,6 +209,31 @@ class PolynomialLibrary(Library):
 
     def degrees(self, K: int) -> np.ndarray:
         return np.array([len(p) for p in self.powers(K)])
+
+
+@functools.lru_cache(maxsize=64)
+def _monomial_plan(degree: int, include_bias: bool, K: int) -> tuple:
+    """For each column of ``PolynomialLibrary(degree, include_bias)`` on K
+    states: (parent column, variable, derivatives). The column is the
+    parent times x_variable (parent -1: x_variable alone; variable -1: the
+    constant); derivatives lists (j, power of x_j, column of the monomial
+    with one x_j less, -1 for the constant 1)."""
+    powers = PolynomialLibrary(degree, include_bias).powers(K)
+    index = {p: c for c, p in enumerate(powers)}
+    plan = []
+    for p in powers:
+        lower = []
+        for j in sorted(set(p)):
+            rest = list(p)
+            rest.remove(j)
+            lower.append((j, p.count(j), index.get(tuple(rest), -1)))
+        if not p:
+            plan.append((-1, -1, ()))
+        elif len(p) == 1:
+            plan.append((-1, p[0], tuple(lower)))
+        else:
+            plan.append((index[p[:-1]], p[-1], tuple(lower)))
+    return tuple(plan)
 
 
 class FourierLibrary(Library):
@@ -262,6 +330,9 @@ class ConcatLibrary(Library):
 
     def _transform(self, X: np.ndarray) -> np.ndarray:
         return np.hstack([lib._transform(X) for lib in self.libraries])
+
+    def jacobian(self, X: np.ndarray) -> np.ndarray:
+        return np.concatenate([lib.jacobian(X) for lib in self.libraries], axis=2)
 
     def feature_names(self, names: Sequence[str]) -> list[str]:
         return [n for lib in self.libraries for n in lib.feature_names(names)]

@@ -25,7 +25,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from scipy import stats
+from scipy import special
 
 from ..derivatives import is_uniform
 from particles.core.validation import check_float, check_int
@@ -265,8 +265,11 @@ def smooth_noise_level(runs: list[np.ndarray], times: list[np.ndarray] | None = 
     if times is not None and not all(len(t) < 2 or is_uniform(np.asarray(t, dtype=float)) for t in times):
         return None
     best = None
+    diffs, done = list(runs), 0  # each run's differences of order `done`, raised order by order
     for n in DIFFERENCE_ORDERS:
-        pieces = [np.diff(r, n=n, axis=0) for r in runs if len(r) > n + 1]
+        diffs = [np.diff(d, n=n - done, axis=0) for d in diffs if len(d) > n - done]
+        done = n
+        pieces = [d for d in diffs if len(d) > 1]  # runs longer than n + 1 samples
         if not pieces:
             break
         level = np.sqrt(np.mean(np.vstack(pieces) ** 2, axis=0) / comb(2 * n, n))
@@ -338,7 +341,7 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9, times: list[np.n
         # in the cumulative sum that can move the share far out.
         level = noise_var * float(np.sum(taper**2))
         if level > 0:
-            cut = level * float(stats.gamma.ppf(1 - 0.1 / len(power), shape)) / shape
+            cut = level * float(special.gammaincinv(shape, 1 - 0.1 / len(power))) / shape  # stats.gamma.ppf
             power = np.where(power > cut, power - level, 0.0)
         cum = np.cumsum(power)
         total = float(cum[-1])
