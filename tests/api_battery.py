@@ -69,6 +69,9 @@ SKIP: dict[str, str] = {
     "fitting.backend.EmbeddingRecorder": "takes a live torch tensor; checked in tests/fitting/backend/test_recorder.py",
     "fitting.Regressor.check": "plug-in protocol: the estimator calls it on its own parameters",
     "fitting.Library.features": "the estimators' unchecked inner-loop form of Library.transform (in the battery)",
+    "fitting.Library.jacobian": "the weighted refit's unchecked inner-loop derivative of Library.features "
+                                "(checked against central differences in tests/fitting/ode/test_library.py)",
+    "fitting.PolynomialLibrary.jacobian": "as Library.jacobian, in closed form (tests/fitting/ode/test_library.py)",
     "fitting.ODEModel.regression_rows": "a seam for BootstrapEnsemble: fit builds the rows from checked data",
     "fitting.ODEModel.solve_rows": "a seam for BootstrapEnsemble: called on rows regression_rows built",
     "fitting.LinearODE.solve_rows": "a seam for BootstrapEnsemble: called on rows regression_rows built",

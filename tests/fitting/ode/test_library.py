@@ -24,3 +24,49 @@ def test_libraries_name_their_columns():
     assert buf.getvalue().splitlines()[0].startswith("du/dt = ")
     with pytest.raises(ValueError, match="degree"):
         PolynomialLibrary(0)
+
+
+# ----------------------------------------------------------- exact forms of the inner loop
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+from fitting.ode.library import Library  # noqa: E402
+
+
+@settings(deadline=None, max_examples=40)
+@given(degree=st.integers(1, 4), bias=st.booleans(), K=st.integers(1, 5), seed=st.integers(0, 2**32 - 1),
+       scale=st.floats(1e-3, 1e3))
+def test_polynomial_features_equal_the_products_of_their_columns(degree, bias, K, seed, scale):
+    """The monomials built from their parents are bit for bit np.prod over their factors."""
+    lib = PolynomialLibrary(degree, include_bias=bias)
+    X = np.random.default_rng(seed).normal(size=(30, K)) * scale
+    reference = np.column_stack([np.prod(X[:, list(p)], axis=1) if p else np.ones(len(X)) for p in lib.powers(K)])
+    out = lib.features(X)
+    assert out.flags["C_CONTIGUOUS"] and out.shape == reference.shape
+    np.testing.assert_array_equal(out, reference)
+
+
+@settings(deadline=None, max_examples=40)
+@given(degree=st.integers(1, 4), bias=st.booleans(), K=st.integers(1, 4), seed=st.integers(0, 2**32 - 1))
+def test_polynomial_jacobian_is_the_derivative(degree, bias, K, seed):
+    """The closed-form Jacobian against central differences (the generic Library.jacobian),
+    and against a hand-made derivative of one monomial."""
+    lib = PolynomialLibrary(degree, include_bias=bias)
+    X = np.random.default_rng(seed).uniform(-2, 2, size=(25, K))
+    exact = lib.jacobian(X)
+    assert exact.shape == (K, 25, lib.n_features(K))
+    numeric = Library.jacobian(lib, X)
+    np.testing.assert_allclose(exact, numeric, rtol=1e-6, atol=1e-6 * max(1.0, np.abs(exact).max()))
+    powers = lib.powers(K)
+    col = len(powers) - 1  # x_K^degree: d/dx_K = degree x_K^(degree - 1)
+    np.testing.assert_allclose(exact[K - 1, :, col], degree * X[:, K - 1] ** (degree - 1), rtol=1e-12)
+
+
+def test_concatenated_libraries_stack_their_jacobians():
+    lib = PolynomialLibrary(2) + FourierLibrary(1)
+    X = np.random.default_rng(3).normal(size=(20, 2))
+    J = lib.jacobian(X)
+    np.testing.assert_array_equal(J[:, :, :6], PolynomialLibrary(2).jacobian(X))
+    # d sin(x1)/dx1 = cos(x1), d cos(x1)/dx1 = -sin(x1) (central differences for the Fourier part)
+    np.testing.assert_allclose(J[0, :, 6], np.cos(X[:, 0]), rtol=1e-6)
+    np.testing.assert_allclose(J[0, :, 7], -np.sin(X[:, 0]), rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(J[1, :, 6], 0.0, atol=1e-9)

@@ -226,3 +226,64 @@ def test_the_two_ways_of_building_the_rows_covariance_agree(monkeypatch):
     general, info_general = weighted.covariance_refit(model.coef_, runs, [t] * 3, lib, weak)
     assert info_fast["status"] == info_general["status"] == "converged"
     np.testing.assert_allclose(fast, general, rtol=1e-9, atol=0)
+
+
+# ----------------------------------------------------------- whitening and the scaled inverse
+from hypothesis import given, settings, strategies as st  # noqa: E402
+from scipy.linalg import solveh_banded  # noqa: E402
+
+from fitting.ode.weighted import scaled_inverse, whiten  # noqa: E402
+
+
+@settings(deadline=None, max_examples=40)
+@given(n=st.integers(2, 60), u=st.integers(0, 6), m=st.integers(1, 5), seed=st.integers(0, 2**32 - 1))
+def test_whitened_rows_give_the_generalised_least_squares_products(n, u, m, seed):
+    """(W D)'(W D) = D' C^-1 D and (W D)'(W b) = D' C^-1 b for a random positive
+    definite band matrix C, against solveh_banded (the two solves it replaced)."""
+    rng = np.random.default_rng(seed)
+    u = min(u, n - 1)
+    B = np.triu(np.tril(rng.normal(size=(n, n)), u), -u)
+    C = B @ B.T + n * np.eye(n)  # band of half-width 2u, positive definite
+    w = min(2 * u, n - 1)
+    band = np.zeros((w + 1, n))
+    for d in range(w + 1):  # upper storage: band[w - d, j] = C[j - d, j]
+        band[w - d, d:] = np.diagonal(C, d)
+    rhs = rng.normal(size=(n, m + 1))
+    WD, Wb = whiten(band, rhs)
+    solved = solveh_banded(band, rhs)
+    D, b = rhs[:, :-1], rhs[:, -1]
+    np.testing.assert_allclose(WD.T @ WD, D.T @ solved[:, :-1], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(WD.T @ Wb, D.T @ solved[:, -1], rtol=1e-9, atol=1e-12)
+
+
+def test_whiten_refuses_a_matrix_that_is_not_positive_definite():
+    from scipy.linalg import LinAlgError
+
+    band = np.array([[0.0, 2.0], [1.0, 1.0]])  # [[1, 2], [2, 1]]: eigenvalues 3 and -1
+    with pytest.raises(LinAlgError, match="not positive definite"):
+        whiten(band, np.ones((2, 2)))
+
+
+@settings(deadline=None, max_examples=40)
+@given(n=st.integers(1, 12), rank=st.integers(0, 12), seed=st.integers(0, 2**32 - 1),
+       spread=st.floats(-6, 6))
+def test_scaled_inverse_matches_the_pseudo_inverse(n, rank, seed, spread):
+    """Cholesky where the normal matrix is positive definite, the pseudo-inverse where
+    columns are collinear: both agree with pinv of the column-scaled matrix."""
+    rng = np.random.default_rng(seed)
+    rank = min(rank, n)
+    A = rng.normal(size=(40, n)) * 10.0 ** (spread * rng.uniform(size=n))
+    if rank < n:
+        A[:, rank:] = A[:, :rank] @ rng.normal(size=(rank, n - rank)) if rank else 0.0
+    M = A.T @ A
+    scale = np.sqrt(np.abs(np.diag(M)))
+    scale[scale == 0] = 1.0
+    reference = np.linalg.pinv(M / np.outer(scale, scale)) / np.outer(scale, scale)
+    out = scaled_inverse(M)
+    if rank == n:
+        np.testing.assert_allclose(out * np.outer(scale, scale), reference * np.outer(scale, scale),
+                                   rtol=1e-6, atol=1e-6)
+    else:  # both solve the consistent normal equations: M x = M y for a y in the row space
+        y = rng.normal(size=n)
+        v = M @ y
+        np.testing.assert_allclose(M @ (out @ v), v, rtol=1e-5, atol=1e-6 * max(np.abs(v).max(), 1e-300))
