@@ -45,6 +45,7 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import r2_score
 
+from effective_theory.montecarlo import wilson_interval
 from fitting import ODEModel, PolynomialLibrary
 from fitting.ode import BlowUpError
 
@@ -148,8 +149,8 @@ def _our_powers(lib: PolynomialLibrary, K: int) -> list[tuple[int, ...]]:
 class PySINDyFit:
     """PySINDy 2.1 as a user calls it; coefficients mapped onto our library's terms."""
 
-    def __init__(self, kind: str, degree: int, K: int):
-        self.kind, self.degree, self.K = kind, degree, K
+    def __init__(self, kind: str, degree: int, K: int, seed: int = 0):
+        self.kind, self.degree, self.K, self.seed = kind, degree, K, seed
 
     def fit(self, x: np.ndarray, t: np.ndarray) -> "PySINDyFit":
         import pysindy as ps
@@ -162,7 +163,14 @@ class PySINDyFit:
         else:
             model = ps.SINDy(feature_library=ps.WeakPDELibrary(function_library=lib, spatiotemporal_grid=t,
                                                                is_uniform=True, K=100))
-        model.fit(x, t=t)
+        # WeakPDELibrary places its K test functions at random (numpy's global generator): seeded by the
+        # case's seed so a run can be repeated (its error varies from draw to draw; docs/fitting.md)
+        state = np.random.get_state()
+        np.random.seed(self.seed)
+        try:
+            model.fit(x, t=t)
+        finally:
+            np.random.set_state(state)
         ours = PolynomialLibrary(self.degree)
         index = {p: j for j, p in enumerate(_our_powers(ours, self.K))}
         coef = np.zeros((self.K, len(index)))
@@ -193,10 +201,10 @@ class PySINDyFit:
 FITTERS = ("ours", "fd", "sfd", "weak")
 
 
-def make_fitter(kind: str, system: DystsSystem):
+def make_fitter(kind: str, system: DystsSystem, seed: int = 0):
     if kind == "ours":
         return ODEModel(library=system.degree)
-    return PySINDyFit(kind, system.degree, system.K)
+    return PySINDyFit(kind, system.degree, system.K, seed)
 
 
 # ----------------------------------------------------------------- metrics
@@ -246,10 +254,10 @@ def run_case(system: DystsSystem, noise: float, seed: int, fitters=FITTERS, repe
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:
-                model = make_fitter(kind, system).fit(x_fit, t[:n])
+                model = make_fitter(kind, system, seed).fit(x_fit, t[:n])
                 result = scores(model, system, t[n:], x[n:])
                 if repeats > 1:
-                    result["fit_seconds"] = fit_time(lambda: make_fitter(kind, system), x_fit, t[:n], repeats)
+                    result["fit_seconds"] = fit_time(lambda: make_fitter(kind, system, seed), x_fit, t[:n], repeats)
             except Exception as exc:  # noqa: BLE001 - a comparator that fails is a result
                 result = {"error": f"{type(exc).__name__}: {exc}"}
             if kind == "ours":
@@ -257,7 +265,7 @@ def run_case(system: DystsSystem, noise: float, seed: int, fitters=FITTERS, repe
                 result["status"] = getattr(model, "fit_info_", {}).get("weighting", {}).get("status") \
                     if "error" not in result else None
             if repeats <= 1 and "error" not in result:
-                result["fit_seconds"] = fit_time(lambda: make_fitter(kind, system), x_fit, t[:n], 1)
+                result["fit_seconds"] = fit_time(lambda: make_fitter(kind, system, seed), x_fit, t[:n], 1)
         row[kind] = result
     return row
 
@@ -284,14 +292,12 @@ def summarise(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95 % Wilson interval of a rate k / n."""
+def wilson(k: int, n: int) -> tuple[float, float]:
+    """95 % Wilson interval of a rate k / n (effective_theory's), nan for n = 0."""
     if n == 0:
         return (float("nan"), float("nan"))
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    lo, hi = wilson_interval(np.array(k), n)
+    return float(lo), float(hi)
 
 
 def table(rows: list[dict], systems: list[str] | None = None) -> str:

@@ -14,6 +14,12 @@ the relative error ||x_sim - x_obs|| / ||x_obs|| against persistence
 
     python benchmarks/grokking_forecast.py --p 53 59 --seeds 2 --steps 6000 --json out.json
     python benchmarks/grokking_forecast.py --runs DIR/*.npz        # score saved runs again
+    python benchmarks/grokking_forecast.py --runs DIR/*.npz --grid # and the windows x horizons grid
+
+``--grid`` also fits the default ``LinearODE(stable=True)`` on windows
+ending at 30-70 % of each run and scores ``model.forecast`` from the
+window's end over horizons of 0.1, 0.25, 0.5 and 1 times the window's length
+(where the run is long enough), counting the cases that beat persistence.
 
 Runs are saved as ``particles.Trajectory`` files (``--save DIR``) so they can
 be fitted again with other code.
@@ -134,6 +140,57 @@ def forecast_errors(steps: np.ndarray, signals: np.ndarray) -> dict:
     return out
 
 
+#: where the fitted windows end (share of the run) and how far they forecast (share of the window) with --grid
+GRID_ENDS = (0.3, 0.4, 0.5, 0.6, 0.7)
+GRID_HORIZONS = (0.1, 0.25, 0.5, 1.0)
+
+
+def forecast_grid(steps: np.ndarray, signals: np.ndarray) -> list[dict]:
+    """The default stable fit on [0, end] forecast over end * h from the
+    observed state at the end (``LinearODE.forecast``), for every end of
+    GRID_ENDS and h of GRID_HORIZONS that the run covers."""
+    from fitting import LinearODE
+
+    t = steps.astype(float)
+    out = []
+    for end in GRID_ENDS:
+        t_end = float(t[int(end * (len(t) - 1))])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = LinearODE(stable=True, window=(None, t_end)).fit(signals, t)
+        for h in GRID_HORIZONS:
+            horizon = h * (t_end - t[0])
+            if t_end + horizon > t[-1]:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f = model.forecast(signals, t, horizon=horizon)
+            out.append({"end": end, "horizon": h, "error": f.error, "persistence": f.persistence_error,
+                        "beats": f.beats_persistence})
+    return out
+
+
+def grid_summary(rows: list[dict]) -> str:
+    """Wins over persistence by horizon, with Wilson 95 % intervals."""
+    from effective_theory.montecarlo import wilson_interval
+
+    lines = ["default LinearODE(stable=True) against persistence, windows ending at "
+             + "/".join(f"{e:g}" for e in GRID_ENDS) + " of each run:"]
+    cases = [c for r in rows for c in r["grid"]]
+    for h in GRID_HORIZONS + (None,):
+        sub = [c for c in cases if h is None or c["horizon"] == h]
+        if not sub:
+            continue
+        wins = sum(c["beats"] for c in sub)
+        lo, hi = wilson_interval(np.array(wins), len(sub))
+        what = "all horizons" if h is None else f"horizon {h:g} x window"
+        lines.append(f"  {what}: beats persistence in {wins} of {len(sub)} ({100 * wins / len(sub):.0f} %, "
+                     f"95 % [{100 * float(lo):.0f} %, {100 * float(hi):.0f} %]); median error "
+                     f"{np.median([c['error'] for c in sub]):.3g} vs persistence "
+                     f"{np.median([c['persistence'] for c in sub]):.3g}")
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--p", type=int, nargs="*", default=[53, 59])
@@ -143,6 +200,7 @@ def main(argv=None) -> None:
     parser.add_argument("--every", type=int, default=10)
     parser.add_argument("--save", default=None, help="folder for the runs' trajectory files")
     parser.add_argument("--runs", nargs="*", default=None, help="score these saved runs instead of training")
+    parser.add_argument("--grid", action="store_true", help="also score windows x horizons (see the module notes)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
     rows = []
@@ -172,17 +230,21 @@ def main(argv=None) -> None:
                 items.append((name, steps, fourier_signals(snaps)))
     for name, steps, signals in items:
         errs = forecast_errors(steps, signals)
+        if args.grid:
+            errs["grid"] = forecast_grid(steps, signals)
         rows.append({"run": name, **errs})
-        print(f"{name}: " + ", ".join(f"{k} {v:.3g}" for k, v in errs.items() if not k.endswith("seconds")),
-              flush=True)
+        print(f"{name}: " + ", ".join(f"{k} {v:.3g}" for k, v in errs.items()
+                                      if not k.endswith("seconds") and k != "grid"), flush=True)
     names = ["persistence"] + list(models())
     print("\nbeats persistence (of %d runs):" % len(rows))
     for n in names[1:]:
         wins = sum(r[n] < r["persistence"] for r in rows)
         print(f"  {n}: {wins}; median error {np.median([r[n] for r in rows]):.3g} "
               f"(persistence {np.median([r['persistence'] for r in rows]):.3g})")
+    if args.grid:
+        print(grid_summary(rows))
     if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
+        Path(args.json).write_text(json.dumps({"command": "python " + " ".join(sys.argv), "runs": rows}, indent=1))
 
 
 if __name__ == "__main__":

@@ -48,6 +48,10 @@ class NonFiniteStateError(FloatingPointError):
         self.step = step
         self.trajectory = trajectory
         self.integrator = integrator
+        self.detail = detail
+
+    def __reduce__(self):  # pickled as its fields, so a process pool re-raises it intact
+        return (type(self), (self.step, self.trajectory, self.integrator, self.detail))
 
 
 class RunawayError(NonFiniteStateError):
@@ -60,6 +64,9 @@ class RunawayError(NonFiniteStateError):
         super().__init__(step, trajectory, integrator,
                          f"runaway growth, max |x| exceeded {bound:.3g} (max_growth * max(1, max |x0|))")
         self.bound = bound
+
+    def __reduce__(self):
+        return (type(self), (self.step, self.bound, self.trajectory, self.integrator))
 
 
 #: the message when a custom law divides by zero inside compiled code (a

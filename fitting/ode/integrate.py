@@ -40,6 +40,9 @@ class BlowUpError(RuntimeError):
         self.limit = limit
         self.partial = partial
 
+    def __reduce__(self):  # pickled as its three fields (joblib and process pools re-raise it in the parent)
+        return (type(self), (self.time, self.limit, self.partial))
+
 
 def augmented(A: np.ndarray, b: np.ndarray, corner: float = 0.0) -> np.ndarray:
     """The (K+1, K+1) matrix [[A, b], [0, corner]] of the affine map or field

@@ -178,3 +178,17 @@ def test_runaway_stops_minimize_and_the_effective_flow(train17, rng):
 def test_max_growth_checked(train17, bad, err):
     with pytest.raises(err, match="max_growth"):
         simulate(np.zeros((17, 2)), train17, ForceParams(), steps=2, dt=0.01, max_growth=bad)
+
+
+def test_divergence_errors_survive_pickling():
+    """A sweep's worker processes pickle these to re-raise them: every field must come back."""
+    import pickle
+
+    from particles.simulate import NonFiniteStateError, RunawayError
+
+    for err in (NonFiniteStateError(7, None, "minimize", "a custom law divided by zero"),
+                RunawayError(9, 1.5e3, None, "simulate_effective")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err)
+        assert (back.step, back.integrator, back.trajectory) == (err.step, err.integrator, None)
+    assert back.bound == 1.5e3

@@ -57,3 +57,13 @@ def test_blow_up_is_reported_not_returned():
     lv = LotkaVolterra("general", "ols", derivative="central").fit(x, 0.01)
     with pytest.raises(BlowUpError):
         lv.simulate(x[0], long)
+
+
+def test_a_blow_up_survives_pickling():
+    """Process pools (joblib, concurrent.futures) pickle a worker's exception to re-raise it."""
+    import pickle
+
+    err = BlowUpError(2.5, 1e3, np.ones((4, 2)))
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is BlowUpError and str(back) == str(err)
+    assert back.time == 2.5 and back.limit == 1e3 and np.array_equal(back.partial, err.partial)
