@@ -84,6 +84,10 @@ ELIMINATE_ROUNDS = 5
 #: 870 terms, which would take minutes; those fits are left as the regressor
 #: selected them, as before)
 ELIMINATE_MAX_TERMS = 400
+#: smallest squared Cholesky pivot of a unit-diagonal normal matrix that
+#: :func:`scaled_inverse` inverts by Cholesky (a condition number up to about
+#: 1e10); below it the columns are nearly collinear and the pseudo-inverse is used
+PIVOT_FLOOR = 1e-10
 #: most state columns for which the rows' covariance is built by the
 #: all-offsets product of evenly spaced windows; it copies (windows, K^2,
 #: window) arrays, which for K = 29 was 3x the memory and 2.4x the time of
@@ -487,10 +491,14 @@ def scaled_inverse(M: np.ndarray) -> np.ndarray:
     outer = np.outer(scale, scale)
     A = M / outer
     try:
-        inv = cho_solve(cho_factor(A, check_finite=False), np.eye(len(A)), check_finite=False)
+        factor = cho_factor(A, check_finite=False)
     except LinAlgError:
-        inv = np.linalg.pinv(A)
-    return inv / outer
+        factor = None
+    # a pivot below PIVOT_FLOOR (of a unit diagonal) means nearly collinear columns, whose Cholesky
+    # inverse is rounding noise: the pseudo-inverse then drops the directions the data do not fix
+    if factor is None or not np.min(np.abs(np.diag(factor[0]))) ** 2 >= PIVOT_FLOOR:
+        return np.linalg.pinv(A) / outer
+    return cho_solve(factor, np.eye(len(A)), check_finite=False) / outer
 
 
 def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:

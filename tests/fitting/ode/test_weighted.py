@@ -283,7 +283,8 @@ def test_scaled_inverse_matches_the_pseudo_inverse(n, rank, seed, spread):
     if rank == n:
         np.testing.assert_allclose(out * np.outer(scale, scale), reference * np.outer(scale, scale),
                                    rtol=1e-6, atol=1e-6)
-    else:  # both solve the consistent normal equations: M x = M y for a y in the row space
+    else:  # collinear columns: the pseudo-inverse itself, which solves the consistent normal equations
+        np.testing.assert_array_equal(out, reference)
         y = rng.normal(size=n)
         v = M @ y
         np.testing.assert_allclose(M @ (out @ v), v, rtol=1e-5, atol=1e-6 * max(np.abs(v).max(), 1e-300))
