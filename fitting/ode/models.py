@@ -666,8 +666,9 @@ class LinearODE(ODEModel):
         has its spectrum pulled inside the unit circle
         (:mod:`fitting.ode.flowmap`), the better choice for predicting far
         past the window and the default with ``stable=True`` (held-out
-        survival-MLP runs: 62 of 76 beat persistence with the flow map, 2
-        with the weak form; docs/fitting.md). Its shrinkage towards the
+        survival-MLP runs: 75 of 92 beat persistence with the flow map, 4
+        with the weak form; grokking runs, where neither does, below and in
+        docs/fitting.md). Its shrinkage towards the
         identity map is chosen by forecasting the window's last third
         (:class:`~fitting.ode.FlowMap`, ``fit_info_["shrinkage"]``).
 
