@@ -50,8 +50,8 @@ class NonFiniteStateError(FloatingPointError):
         self.integrator = integrator
         self.detail = detail
 
-    def __reduce__(self):  # pickled as its fields, so a process pool re-raises it intact
-        return (type(self), (self.step, self.trajectory, self.integrator, self.detail))
+    def __reduce__(self):  # rebuilt from its fields, so a process pool re-raises it intact
+        return (type(self), (self.step, self.trajectory, self.integrator, self.detail), self.__dict__)
 
 
 class RunawayError(NonFiniteStateError):
@@ -66,7 +66,7 @@ class RunawayError(NonFiniteStateError):
         self.bound = bound
 
     def __reduce__(self):
-        return (type(self), (self.step, self.bound, self.trajectory, self.integrator))
+        return (type(self), (self.step, self.bound, self.trajectory, self.integrator), self.__dict__)
 
 
 #: the message when a custom law divides by zero inside compiled code (a

@@ -40,8 +40,8 @@ class BlowUpError(RuntimeError):
         self.limit = limit
         self.partial = partial
 
-    def __reduce__(self):  # pickled as its three fields (joblib and process pools re-raise it in the parent)
-        return (type(self), (self.time, self.limit, self.partial))
+    def __reduce__(self):  # rebuilt from its fields (joblib and process pools re-raise it in the parent)
+        return (type(self), (self.time, self.limit, self.partial), self.__dict__)
 
 
 def augmented(A: np.ndarray, b: np.ndarray, corner: float = 0.0) -> np.ndarray:

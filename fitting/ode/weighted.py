@@ -41,15 +41,20 @@ __all__ = ["noise_level", "covariance_refit"]
 
 #: relative change of the coefficients at which the iteration stops
 TOLERANCE = 1e-6
-#: the iteration also stops when no coefficient moved by more than this share
-#: of its standard error (GLS, at the current weighting): where the iteration
-#: converges it contracts by 2x or more per step, so what the remaining steps
-#: would add is at most the last step, 0.1 standard errors, which raises the
-#: estimate's mean squared error by at most 1 %. Against 0.01 (the value until
-#: 2026-11-26) on the 79 dysts systems, 0-5 % noise: derivative errors the same
-#: to within 2 % at 1 % noise (0.73-1.17x at 5 %, median 1.00), one covariance
-#: evaluation fewer in a quarter of the 5 % fits (docs/fitting.md)
+#: the iteration also stops when what is left of it is below this share of
+#: every coefficient's standard error (GLS, at the current weighting). With
+#: the last step s and the change contracting by rho per iteration (the ratio
+#: of the last two relative changes), the steps still to come add up to at
+#: most s rho / (1 - rho): the iteration stops when s <= this share times
+#: min(1, (1 - rho) / rho), which raises the estimate's mean squared error by
+#: at most 1 %. Fast contractions (rho <= 1/2, most fits) stop at a step of
+#: 0.1 standard errors, slow ones (Laser at 5 % noise: rho ~0.85) at a
+#: proportionally smaller one (docs/fitting.md).
 STEP_IN_STANDARD_ERRORS = 1e-1
+#: at the first iteration no contraction rate is known yet: it stops there only
+#: when its step is below this share of every standard error (the rule before
+#: 2026-11-26 at every iteration)
+FIRST_STEP_IN_STANDARD_ERRORS = 1e-2
 #: iterations before the refit gives up and keeps the regressor's coefficients;
 #: it also gives up as soon as the change of the coefficients stops shrinking
 #: (where it converges it contracts at every step: by 2-1000x per iteration on
@@ -85,8 +90,9 @@ ELIMINATE_ROUNDS = 5
 #: selected them, as before)
 ELIMINATE_MAX_TERMS = 400
 #: smallest squared Cholesky pivot of a unit-diagonal normal matrix that
-#: :func:`scaled_inverse` inverts by Cholesky (a condition number up to about
-#: 1e10); below it the columns are nearly collinear and the pseudo-inverse is used
+#: :func:`scaled_inverse` inverts by Cholesky; below it the columns are nearly
+#: collinear and the pseudo-inverse is used (which inverts the matrices above it
+#: the same way, to rounding)
 PIVOT_FLOOR = 1e-10
 #: most state columns for which the rows' covariance is built by the
 #: all-offsets product of evenly spaced windows; it copies (windows, K^2,
@@ -247,7 +253,9 @@ def whiten(band: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     definite band matrix C = U' U in the upper storage of
     ``scipy.linalg.solveh_banded`` (one triangular solve where
     ``solveh_banded`` makes two); LinAlgError when C is not positive
-    definite."""
+    definite, ValueError when either is not finite (LAPACK would carry NaN on)."""
+    if not (np.all(np.isfinite(band)) and np.all(np.isfinite(rhs))):
+        raise ValueError("the rows or their covariance are not finite (a coefficient or state too large)")
     U, info = dpbtrf(band)
     if info != 0:
         raise LinAlgError(f"the rows' covariance is not positive definite (LAPACK dpbtrf info {info})")
@@ -406,12 +414,24 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
         info = {**info, "iterations": it, "chi2_per_dof": chi2}
         if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
             return coef, {**info, "status": "misfit"}
-        if change < TOLERANCE or np.all(step <= STEP_IN_STANDARD_ERRORS * _standard_errors(M, max(chi2, 1.0))):
+        allowed = _allowed_step(change, previous) * _standard_errors(M, max(chi2, 1.0))
+        if change < TOLERANCE or np.all(step <= allowed):
             return current, {**info, "status": "converged"}
         if change >= previous:  # not contracting: the coefficients are not determined well enough to weight by
             return coef, {**info, "status": "not converged"}
         previous = change
     return coef, {**info, "iterations": MAX_ITERATIONS, "status": "not converged"}
+
+
+def _allowed_step(change: float, previous: float) -> float:
+    """The step, in standard errors, below which the iteration has settled
+    (see ``STEP_IN_STANDARD_ERRORS``), from its last two relative changes."""
+    if not np.isfinite(previous) or previous <= 0:
+        return FIRST_STEP_IN_STANDARD_ERRORS
+    rate = change / previous
+    if not rate < 1.0:
+        return 0.0  # not contracting (the caller stops with "not converged")
+    return STEP_IN_STANDARD_ERRORS * min(1.0, (1.0 - rate) / max(rate, 1e-300))
 
 
 def _eliminate(pieces: list[_Run], coef: np.ndarray, sigma: np.ndarray) -> tuple[np.ndarray, list, list | None]:

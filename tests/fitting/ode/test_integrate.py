@@ -67,3 +67,12 @@ def test_a_blow_up_survives_pickling():
     back = pickle.loads(pickle.dumps(err))
     assert type(back) is BlowUpError and str(back) == str(err)
     assert back.time == 2.5 and back.limit == 1e3 and np.array_equal(back.partial, err.partial)
+
+
+def test_a_pickled_blow_up_keeps_its_notes():
+    import pickle
+
+    err = BlowUpError(1.0, 10.0, np.zeros((0, 3)))
+    err.add_note("while forecasting run 2")
+    back = pickle.loads(pickle.dumps(err))
+    assert back.__notes__ == ["while forecasting run 2"] and back.partial.shape == (0, 3)

@@ -70,3 +70,27 @@ def test_concatenated_libraries_stack_their_jacobians():
     np.testing.assert_allclose(J[0, :, 6], np.cos(X[:, 0]), rtol=1e-6)
     np.testing.assert_allclose(J[0, :, 7], -np.sin(X[:, 0]), rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(J[1, :, 6], 0.0, atol=1e-9)
+
+
+def test_a_polynomial_subclass_with_other_columns_gets_the_generic_jacobian():
+    class Shifted(PolynomialLibrary):
+        def _transform(self, X):
+            return super()._transform(X + 1.0) ** 2
+
+    X = np.random.default_rng(4).normal(size=(15, 2))
+    lib = Shifted(2)
+    np.testing.assert_array_equal(lib.jacobian(X), Library.jacobian(lib, X))
+
+
+def test_the_refit_says_so_when_its_rows_are_not_finite():
+    """A coefficient so large that the rows' covariance overflows ends the
+    weighted refit with a status, not an exception (LAPACK would carry NaN on)."""
+    from fitting.ode.weighted import covariance_refit
+
+    t = np.linspace(0, 10, 800)
+    x = np.column_stack([np.sin(t), np.cos(t)]) + 0.01 * np.random.default_rng(5).normal(size=(800, 2))
+    model = ODEModel(library=2).fit(x, t)
+    coef = model.coef_.copy()
+    coef[0, 3] = 1e160
+    _, info = covariance_refit(coef, [x], [t], model.library_, model.formulation_)
+    assert info["status"] == "covariance not positive definite"
