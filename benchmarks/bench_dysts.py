@@ -155,19 +155,20 @@ class PySINDyFit:
     def fit(self, x: np.ndarray, t: np.ndarray) -> "PySINDyFit":
         import pysindy as ps
 
-        lib = ps.PolynomialLibrary(degree=self.degree)
-        if self.kind == "fd":
-            model = ps.SINDy(feature_library=lib)
-        elif self.kind == "sfd":
-            model = ps.SINDy(feature_library=lib, differentiation_method=ps.SmoothedFiniteDifference())
-        else:
-            model = ps.SINDy(feature_library=ps.WeakPDELibrary(function_library=lib, spatiotemporal_grid=t,
-                                                               is_uniform=True, K=100))
-        # WeakPDELibrary places its K test functions at random (numpy's global generator): seeded by the
-        # case's seed so a run can be repeated (its error varies from draw to draw; docs/fitting.md)
+        # WeakPDELibrary places its K test functions at random with numpy's global generator, when it is
+        # built (and again on set_params): seeded by the case's seed so a run can be repeated (its error
+        # varies from draw to draw; docs/fitting.md)
         state = np.random.get_state()
         np.random.seed(self.seed)
         try:
+            lib = ps.PolynomialLibrary(degree=self.degree)
+            if self.kind == "fd":
+                model = ps.SINDy(feature_library=lib)
+            elif self.kind == "sfd":
+                model = ps.SINDy(feature_library=lib, differentiation_method=ps.SmoothedFiniteDifference())
+            else:
+                model = ps.SINDy(feature_library=ps.WeakPDELibrary(function_library=lib, spatiotemporal_grid=t,
+                                                                   is_uniform=True, K=100))
             model.fit(x, t=t)
         finally:
             np.random.set_state(state)
