@@ -28,6 +28,7 @@ from .data import as_runs, check_window, in_window, is_run_list, run_times
 from .differentiation import FiniteDifference, Formulation, SavitzkyGolay
 from .flowmap import FlowMap, fit_flow_map, map_to_generator
 from .blas import blas_threads_for
+from .heap import keep_freed_memory
 from .forecast import Forecast, pooled_error
 from .integrate import SIMULATION_METHODS, BlowUpError, augmented, integrate
 from .library import Library, PolynomialLibrary, as_library
@@ -324,6 +325,7 @@ class ODEModel(BaseEstimator):
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
             delattr(self, attr)
         size = sum(len(r) for r in runs) * runs[0].shape[1] * library.n_features(runs[0].shape[1])
+        keep_freed_memory()  # a fit's temporaries are not faulted in afresh every time (fitting.ode.heap)
         with blas_threads_for(size):
             rows = self._fit(x, t, variables, library, regressor, formulation)
         self._warn_quality(getattr(self, "fit_info_", {}))
