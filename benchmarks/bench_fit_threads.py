@@ -1,8 +1,9 @@
 """Fit time on an idle machine and beside a busy neighbour, with the fit's
 BLAS on one thread (the default) and on the library's own thread count.
 
-A busy neighbour is a second process multiplying 1500 x 1500 matrices on
-every core in a loop (NumPy's BLAS, all its threads). Each figure is the
+A busy neighbour is a second process (spawned, BLAS set to one thread per
+core with threadpoolctl, timing starts once it multiplies) multiplying
+1500 x 1500 matrices in a loop on every core. Each figure is the
 median of ``--repeats`` fits of Lorenz (dysts' trajectory, 1 % noise, 1600
 samples, quadratic library), timed in this process; PySINDy's default fit
 (``SINDy()``: finite differences, STLSQ 0.1) on the same data beside it.
@@ -25,20 +26,32 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _neighbour(stop) -> None:
-    a = np.random.default_rng(0).standard_normal((1500, 1500))
-    while not stop.is_set():
+def _neighbour(stop, ready) -> None:
+    """Multiply 1500 x 1500 matrices with BLAS on every core until ``stop``
+    (a fresh process: a forked one may inherit a BLAS pool in any state and
+    run on fewer threads, which made earlier runs of this benchmark vary)."""
+    import os
+
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=os.cpu_count(), user_api="blas"):
+        a = np.random.default_rng(0).standard_normal((1500, 1500))
         a = a @ a
-        a /= np.abs(a).max()
+        ready.set()
+        while not stop.is_set():
+            a = a @ a
+            a /= np.abs(a).max()
 
 
-def _median_time(fn, repeats: int) -> float:
-    times = []
+def _median_time(fn, repeats: int) -> tuple[float, float]:
+    """Median wall time and median CPU time of this thread over ``repeats`` calls."""
+    times, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.thread_time()
         fn()
         times.append(time.perf_counter() - start)
-    return float(np.median(times))
+        cpu.append(time.thread_time() - start_cpu)
+    return float(np.median(times)), float(np.median(cpu))
 
 
 def measure(repeats: int) -> dict:
@@ -77,14 +90,19 @@ def measure(repeats: int) -> dict:
         for fn in fits.values():
             fn()  # warm-up
         for name, fn in fits.items():
-            out[f"{name}, idle"] = _median_time(fn, repeats)
-        stop = mp.Event()
-        neighbour = mp.Process(target=_neighbour, args=(stop,), daemon=True)
+            out[f"{name}, idle"], out[f"{name}, idle, CPU of the calling thread"] = \
+                _median_time(fn, repeats)
+        ctx = mp.get_context("spawn")
+        stop, ready = ctx.Event(), ctx.Event()
+        neighbour = ctx.Process(target=_neighbour, args=(stop, ready), daemon=True)
         neighbour.start()
-        time.sleep(1.0)
+        if not ready.wait(60):
+            raise RuntimeError("the busy neighbour did not start within 60 s")
+        time.sleep(0.5)
         try:
             for name, fn in fits.items():
-                out[f"{name}, busy neighbour"] = _median_time(fn, repeats)
+                out[f"{name}, busy neighbour"], out[f"{name}, busy neighbour, CPU of the calling thread"] = \
+                    _median_time(fn, repeats)
         finally:
             stop.set()
             neighbour.join(10)
@@ -98,9 +116,11 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     times = measure(args.repeats)
     for name, seconds in times.items():
-        print(f"{name:55s} {seconds * 1e3:9.1f} ms")
+        print(f"{name:80s} {seconds * 1e3:9.1f} ms")
     for name in ("ours (BLAS on one thread, default)", "ours (BLAS on all threads)", "PySINDy SINDy()"):
-        print(f"{name}: busy / idle = {times[name + ', busy neighbour'] / times[name + ', idle']:.2f}")
+        cpu = "CPU of the calling thread"
+        print(f"{name}: busy / idle = {times[name + ', busy neighbour'] / times[name + ', idle']:.2f} "
+              f"(its thread's CPU time: {times[f'{name}, busy neighbour, {cpu}'] / times[f'{name}, idle, {cpu}']:.2f})")
     print(f"ours (default) / PySINDy, idle: {times['ours (BLAS on one thread, default), idle'] / times['PySINDy SINDy(), idle']:.2f}")
     if args.json:
         Path(args.json).write_text(json.dumps(times, indent=1))

@@ -11,23 +11,25 @@ neighbour slows further (page zeroing competes for memory bandwidth).
 
 :func:`keep_freed_memory`, called by every fit, sets both thresholds once
 per process to the ceilings glibc's own adjustment can reach on a 64-bit
-machine (mmap threshold 32 MiB, trim threshold twice that): at most 64 MiB
-of freed memory then stays with the process. Nothing is changed
+machine (mmap threshold 32 MiB, trim threshold twice that): up to 64 MiB
+of free heap top per malloc arena then stays with the process (memory
+freed below live blocks is kept by glibc in any case). Nothing is changed
 
-* where the C library is not glibc (``platform.libc_ver``),
+* where the C library is not glibc (``os.confstr("CS_GNU_LIBC_VERSION")``),
 * where the user set any of glibc's ``MALLOC_TRIM_THRESHOLD_``,
-  ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TOP_PAD_`` or ``MALLOC_MMAP_MAX_``
-  (their choice stands),
-* with ``EMBDYN_KEEP_HEAP=0`` in the environment.
+  ``MALLOC_MMAP_THRESHOLD_``, ``MALLOC_TOP_PAD_`` or ``MALLOC_MMAP_MAX_``, or
+  a ``glibc.malloc.`` tunable in ``GLIBC_TUNABLES`` (their choice stands),
+* with ``EMBDYN_KEEP_HEAP`` set to ``0``, ``false``, ``no`` or ``off``.
 
-Results do not depend on it (only where memory comes from).
+Anything that goes wrong on the way is recorded (:func:`heap_state`), never
+raised: a fit does not depend on it. Results do not depend on it either
+(only where memory comes from).
 """
 
 from __future__ import annotations
 
 import ctypes
 import os
-import platform
 import threading
 
 __all__ = ["MMAP_THRESHOLD", "TRIM_THRESHOLD", "keep_freed_memory", "heap_state"]
@@ -53,9 +55,11 @@ def keep_freed_memory() -> bool:
         return _STATE["applied"]
     with _LOCK:
         if not _STATE["decided"]:
-            _STATE.update(applied=False, reason=_apply())
-            _STATE["applied"] = _STATE["reason"] == "set"
-            _STATE["decided"] = True
+            try:
+                reason = _apply()
+            except Exception as exc:  # noqa: BLE001 - a speed setting must never fail a fit
+                reason = f"{type(exc).__name__}: {exc}"
+            _STATE.update(applied=reason == "set", reason=reason, decided=True)
     return _STATE["applied"]
 
 
@@ -66,12 +70,19 @@ def heap_state() -> dict:
 
 
 def _apply() -> str:
-    if os.environ.get("EMBDYN_KEEP_HEAP", "1").strip() == "0":
-        return "EMBDYN_KEEP_HEAP=0"
+    choice = os.environ.get("EMBDYN_KEEP_HEAP", "1").strip()
+    if choice.lower() in ("0", "false", "no", "off"):
+        return f"EMBDYN_KEEP_HEAP={choice}"
     user = [name for name in USER_SETTINGS if name in os.environ]
     if user:
         return f"{user[0]} is set"
-    if platform.libc_ver()[0] != "glibc":
+    if "glibc.malloc." in os.environ.get("GLIBC_TUNABLES", ""):
+        return "GLIBC_TUNABLES sets glibc.malloc"
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION")
+    except (ValueError, OSError, AttributeError):
+        libc = None
+    if not libc or not libc.startswith("glibc"):
         return "the C library is not glibc"
     try:
         mallopt = ctypes.CDLL(None).mallopt

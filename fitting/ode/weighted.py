@@ -289,12 +289,13 @@ def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.nd
         the pruned term whose return lowers the whitened residual most,
         while that drop passes a likelihood-ratio test at level
         ``READMIT_LEVEL`` (divided by the number of candidates), one at a
-        time; the grown support is kept only if its refit converges with a
-        noise-like residual and every returned term still clears the bar
-        below (status ``"converged"``, ``info["readmitted"]`` lists the
-        (equation, term index) pairs), otherwise ``coef`` is returned with
-        status ``"misfit"``. Non-zero terms of ``coef`` outside ``mask``
-        count as allowed.
+        time; once the grown support's refit converges with a noise-like
+        residual, returned terms below the bar (below) are dropped and the
+        rest refitted, repeatedly, and the support is kept if that refit
+        converges with at least one returned term (status ``"converged"``,
+        ``info["readmitted"]`` lists the (equation, term index) pairs),
+        otherwise ``coef`` is returned with status ``"misfit"``. Non-zero
+        terms of ``coef`` outside ``mask`` count as allowed.
     threshold : float >= 0, term_scale : ndarray (K, F), optional
         The regressor's bar, a share of which is kept for readmission: a
         pruned term is a candidate only if its refitted coefficient times
@@ -539,7 +540,8 @@ def _prune_readmitted(pieces: list[_Run], refit: np.ndarray, out: dict, support:
     model, so it can take terms a later addition makes useless (Moore-Spiegel
     at 1 % noise: ten near-zero terms before the two true ones); they are
     removed here rather than rejecting the whole grown support. ``(None,
-    info)`` when a pruned refit no longer converges."""
+    info)`` when a pruned refit no longer converges or no readmitted term
+    is left (the support that misfitted)."""
     support = support.copy()
     kept = list(added)
     while True:
@@ -550,6 +552,9 @@ def _prune_readmitted(pieces: list[_Run], refit: np.ndarray, out: dict, support:
         for f in low:
             support.flat[f] = False
         kept = [f for f in kept if f not in low]
+        if not kept:
+            return None, {"readmission": f"every readmitted term fell below the threshold in the refit "
+                                         f"(added {len(added)})"}
         start = np.where(support, refit, 0.0)
         refit, out = _iterate(pieces, start, support, sigma, info)
         if out["status"] != "converged":

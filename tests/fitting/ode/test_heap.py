@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import subprocess
 import sys
 
 import pytest
 
-GLIBC = platform.libc_ver()[0] == "glibc"
+GLIBC = (os.confstr("CS_GNU_LIBC_VERSION") or "").startswith("glibc") if hasattr(os, "confstr") else False
 
 CHILD = """
 import json, resource, sys
@@ -18,7 +17,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 from fitting import ODEModel
 from fitting.ode.heap import heap_state
-t = np.arange(0, 20, 0.01)
+t = np.arange(0, 20, 0.002)  # 10 000 samples: blocks above glibc's mmap threshold too
 x = np.column_stack([np.sin(t), np.cos(t), np.sin(2 * t)]) + 0.01 * np.random.default_rng(0).normal(size=(len(t), 3))
 coef = ODEModel(library=2).fit(x, t).coef_
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
@@ -31,7 +30,8 @@ print(json.dumps({**heap_state(), "faults": faults, "coef": coef.tolist()}))
 
 def child(env: dict) -> dict:
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_") and k != "EMBDYN_KEEP_HEAP"}
+    environ = {k: v for k, v in os.environ.items()
+               if not k.startswith("MALLOC_") and k not in ("EMBDYN_KEEP_HEAP", "GLIBC_TUNABLES")}
     out = subprocess.run([sys.executable, "-c", CHILD, root], env={**environ, **env}, capture_output=True,
                          text=True, timeout=120, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -48,3 +48,18 @@ def test_fits_after_the_first_fault_in_next_to_no_pages_and_the_user_can_say_no(
     assert kept["coef"] == plain["coef"]  # only where memory comes from changes, not a bit of the result
     own = child({"MALLOC_TRIM_THRESHOLD_": "131072"})
     assert not own["applied"] and own["reason"] == "MALLOC_TRIM_THRESHOLD_ is set"
+    tunable = child({"GLIBC_TUNABLES": "glibc.malloc.trim_threshold=131072"})
+    assert not tunable["applied"] and tunable["reason"] == "GLIBC_TUNABLES sets glibc.malloc"
+    assert not child({"EMBDYN_KEEP_HEAP": "off"})["applied"]
+
+
+def test_a_failure_on_the_way_is_recorded_not_raised(monkeypatch):
+    from fitting.ode import heap
+
+    def broken():
+        raise OSError("no libc here")
+
+    monkeypatch.setattr(heap, "_STATE", {"decided": False, "applied": False, "reason": "no fit yet"})
+    monkeypatch.setattr(heap, "_apply", broken)
+    assert heap.keep_freed_memory() is False
+    assert heap.heap_state() == {"applied": False, "reason": "OSError: no libc here"}

@@ -127,10 +127,11 @@ def moore_spiegel(t, z):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_readmission_drops_the_terms_a_later_readmission_made_useless(seed):
     """Moore-Spiegel at 1 % noise (what the dysts benchmark showed): the
-    regressor prunes -4 x1 and -x3 of dx3/dt, the forward search readmits
-    ten near-zero terms before those two, and the refit converges with the
-    ten below the bar. They are dropped and the rest refitted (the search
-    used to reject the whole grown support and keep the 4-term misfit)."""
+    regressor prunes -4 x1 and -x3 of dx3/dt, the forward search readmits a
+    near-zero term before those two (ten on dysts' own trajectory), and the
+    refit converges with it below the bar. It is dropped and the rest
+    refitted (the search used to reject the whole grown support and keep the
+    4-term misfit)."""
     t = np.arange(0, 20.6, 0.0129)
     x = integrate(moore_spiegel, [-3.47, 19.67, -3.83], t)
     rng = np.random.default_rng(40 + seed)
