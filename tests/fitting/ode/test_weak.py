@@ -87,3 +87,29 @@ def test_low_noise_data_on_short_runs_say_the_weak_form_is_not_exact():
     with pytest.warns(FitQualityWarning, match="too short for the exact weak form"):
         model = ODEModel(library=1).fit(runs, short)
     assert not model.formulation_.low_noise and model.formulation_.order == 4
+
+
+def test_the_default_window_setting_follows_the_noise_level():
+    """Clean data: the exact setting (order 16, 0.75 of the period); noise
+    up to MODERATE_NOISE of every column's spread: order 4 over half the
+    period; more noise: order 4 over a quarter (fitting.ode.weak's notes)."""
+    from fitting.ode.weak import MODERATE, MODERATE_NOISE, NOISY, SMOOTH, dominant_period, noise_share
+    from fitting.ode.weighted import noise_level
+
+    coef, degree, x0s, t = CASES["driven"]
+    clean = data(coef, degree, x0s, t, 0.0, 0)
+    spread = np.vstack(clean).std(axis=0)
+    rng = np.random.default_rng(5)
+    settings = {}
+    for share in (0.0, 0.02, 0.15):
+        runs = [r + share * spread * rng.normal(size=r.shape) for r in clean]
+        bound = WeakForm().bind(runs, [t] * len(runs))
+        settings[share] = (bound.order, bound.period_fraction)
+        if share:
+            assert noise_share(runs) == pytest.approx(share, rel=0.1)  # estimated, against the truth
+    assert settings == {0.0: SMOOTH, 0.02: MODERATE, 0.15: NOISY} and 0.02 < MODERATE_NOISE < 0.15
+    # a given period fraction or order is kept; the noise level passed in is the one estimated inside
+    runs = [r + 0.02 * spread * rng.normal(size=r.shape) for r in clean]
+    assert WeakForm(period_fraction=0.25).bind(runs, [t] * 3).period_fraction == 0.25
+    assert dominant_period(runs, noise=noise_level(runs)) == dominant_period(runs)
+    assert noise_share([np.ones((50, 2))]) is None
