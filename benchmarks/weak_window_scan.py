@@ -15,6 +15,12 @@ noise"); the scans of 2026-11-26 were
     python benchmarks/weak_window_scan.py 0.005 12 --start 1 --every 2
 
 each with ``--json`` (merged in docs/figures/fitting/weak_window_scan.json).
+Noise-free runs too short for the exact setting (the warning's error
+figure, ``weak_window_short.json``, 2026-11-27):
+
+    python benchmarks/weak_window_scan.py 0 0 --every 2 --length 250
+    python benchmarks/weak_window_scan.py 0 0 --every 2 --length 400
+
 Needs dysts (``pip install '.[bench]'``).
 """
 
@@ -33,7 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 FRACTIONS = (0.25, 0.5, 1.0)
 
 
-def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1) -> list[dict]:
+def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1, length: int | None = None) -> list[dict]:
+    """One row per system and seed: each period fraction's derivative error
+    on the held-out states, fitted on the first ``length`` samples (None:
+    ``FIT_SHARE`` of the trajectory)."""
     from bench_dysts import FIT_SHARE, polynomial_systems
     from fitting import ODEModel
     from fitting.ode import WeakForm
@@ -42,19 +51,21 @@ def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1) -> list
     rows = []
     for system in polynomial_systems()[start::every]:
         t, x = system.data()
-        n = int(FIT_SHARE * len(t))
-        truth = system.f(x[n:])
+        n = int(FIT_SHARE * len(t)) if length is None else int(length)
+        test = x[int(FIT_SHARE * len(t)):]
+        truth = system.f(test)
         for seed in seeds:
             rng = np.random.default_rng(seed)
             fit = x[:n] + noise * np.sqrt(np.mean(x[:n] ** 2, axis=0)) * rng.standard_normal((n, system.K))
             share = noise_level([fit]) / fit.std(axis=0)
-            row = {"system": system.name, "noise": noise, "seed": seed, "noise_share_max": float(share.max())}
+            row = {"system": system.name, "noise": noise, "seed": seed, "samples": n,
+                   "noise_share_max": float(share.max())}
             for fraction in FRACTIONS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     model = ODEModel(library=system.degree, derivative=WeakForm(period_fraction=fraction)).fit(
                         fit, t[:n])
-                row[str(fraction)] = float(np.linalg.norm(model.predict(x[n:]) - truth) / np.linalg.norm(truth))
+                row[str(fraction)] = float(np.linalg.norm(model.predict(test) - truth) / np.linalg.norm(truth))
             rows.append(row)
     return rows
 
@@ -65,9 +76,13 @@ def main(argv=None) -> None:
     parser.add_argument("seeds", help="comma-separated noise seeds")
     parser.add_argument("--start", type=int, default=0)
     parser.add_argument("--every", type=int, default=1)
+    parser.add_argument("--length", type=int, default=None,
+                        help="fit the first LENGTH samples (default: the benchmark's 80 %%)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
-    rows = scan(args.noise, [int(s) for s in args.seeds.split(",")], args.start, args.every)
+    if args.length is not None and args.length < 20:
+        parser.error(f"--length must be at least 20 samples, got {args.length}")
+    rows = scan(args.noise, [int(s) for s in args.seeds.split(",")], args.start, args.every, args.length)
     r = np.array([[row[str(f)] for f in FRACTIONS] for row in rows])
     for k, fraction in enumerate(FRACTIONS[1:], start=1):
         ratio = r[:, k] / r[:, 0]

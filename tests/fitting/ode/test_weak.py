@@ -86,7 +86,9 @@ def test_low_noise_data_on_short_runs_say_the_weak_form_is_not_exact():
     runs = data(coef, degree, x0s, short, 0.0, 0)
     with pytest.warns(FitQualityWarning, match="too short for the exact weak form"):
         model = ODEModel(library=1).fit(runs, short)
+    # noise-free but short: order 4 over a whole period (SHORT_QUIET), not read by the noise share
     assert not model.formulation_.low_noise and model.formulation_.order == 4
+    assert model.formulation_.period_fraction == 1.0
 
 
 def test_the_default_window_setting_follows_the_noise_level():
@@ -111,5 +113,38 @@ def test_the_default_window_setting_follows_the_noise_level():
     # a given period fraction or order is kept; the noise level passed in is the one estimated inside
     runs = [r + 0.02 * spread * rng.normal(size=r.shape) for r in clean]
     assert WeakForm(period_fraction=0.25).bind(runs, [t] * 3).period_fraction == 0.25
-    assert dominant_period(runs, noise=noise_level(runs)) == dominant_period(runs)
+    given = WeakForm(window=41).bind(runs, [t] * 3)  # a given window: only the order is chosen
+    assert (given.window, given.order, given.period_fraction) == (41, 4, None)
+    # the window follows the dominant period at the noise level estimated once, and that level counts
+    level = noise_level(runs)
+    assert dominant_period(runs, noise=1e3 * level) != dominant_period(runs, noise=0 * level)
+    w = max(2 * 4 + 3, min(len(t) // 12, int(round(0.5 * dominant_period(runs, noise=level)))))
+    assert WeakForm().bind(runs, [t] * 3).window == w + 1 - w % 2
     assert noise_share([np.ones((50, 2))]) is None
+    # integer input is read as numbers, not wrapped around
+    small = [np.round(50 + 40 * np.sin(np.linspace(0, 20, 400)))[:, None] + np.arange(2)]
+    assert noise_share([r.astype(np.uint8) for r in small]) == noise_share(small)
+
+
+def test_the_noise_checks_read_the_spread_within_runs():
+    """Runs offset from one another do not make noisy data look quiet, and
+    a column constant up to rounding (a conserved quantity) is not read as a
+    noisy varying column (fitting.ode.weak.column_spread)."""
+    from fitting.ode.weak import MODERATE, NOISY, column_spread, noise_share
+
+    t = np.linspace(0, 40, 2000)
+    rng = np.random.default_rng(8)
+    wave = np.column_stack([np.sin(t), np.cos(0.5 * t)])
+    # three runs offset by 0, 10, 20, each with noise of 20 % of its own spread
+    runs = [wave + 10.0 * k + 0.2 * wave.std(axis=0) * rng.normal(size=wave.shape) for k in range(3)]
+    np.testing.assert_allclose(column_spread(runs), wave.std(axis=0), rtol=0.05)
+    assert noise_share(runs) == pytest.approx(0.2, rel=0.15)
+    bound = WeakForm().bind(runs, [t] * 3)
+    assert (bound.order, bound.period_fraction) == NOISY and not bound.low_noise
+    # 2 % noise plus a column sin^2 + cos^2, constant up to rounding
+    quiet = [wave + 0.02 * wave.std(axis=0) * rng.normal(size=wave.shape) for _ in range(2)]
+    conserved = [np.column_stack([q, np.sin(t) ** 2 + np.cos(t) ** 2]) for q in quiet]
+    assert column_spread(conserved)[2] == 0.0
+    assert noise_share(conserved) == pytest.approx(noise_share(quiet))
+    bound = WeakForm().bind(conserved, [t] * 2)
+    assert (bound.order, bound.period_fraction) == MODERATE
