@@ -15,6 +15,7 @@ the relative error ||x_sim - x_obs|| / ||x_obs|| against persistence
     python benchmarks/grokking_forecast.py --p 53 59 --seeds 2 --steps 6000 --json out.json
     python benchmarks/grokking_forecast.py --runs DIR/*.npz        # score saved runs again
     python benchmarks/grokking_forecast.py --runs DIR/*.npz --grid # and the windows x horizons grid
+    python benchmarks/grokking_forecast.py --runs A.npz B.npz --figure f.png  # forecasts drawn
 
 ``--grid`` also fits the default ``LinearODE(stable=True)`` on windows
 ending at 30-70 % of each run and scores ``model.forecast`` from the
@@ -191,6 +192,46 @@ def grid_summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def plot_forecasts(items: list, path: str) -> None:
+    """Observed signals (solid) and the default fit's forecast of the second
+    half (dashed, same colour) for the first four runs of ``items``
+    ((name, steps, signals) each), written to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from fitting import LinearODE
+
+    shown = items[:4]
+    cols = 2 if len(shown) > 1 else 1
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.9 * rows), squeeze=False)
+    for ax, (name, steps, signals) in zip(axes.flat, shown):
+        t = steps.astype(float)
+        mid = int(np.searchsorted(t, t[0] + (t[-1] - t[0]) / 2))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sim = LinearODE(stable=True).fit(signals[: mid + 1], t[: mid + 1]).simulate(signals[mid], t[mid:])
+        obs = signals[mid:]
+        norm = np.linalg.norm(obs)
+        err, pers = np.linalg.norm(sim - obs) / norm, np.linalg.norm(obs - signals[mid]) / norm
+        colours = plt.cm.viridis(np.linspace(0, 0.9, signals.shape[1]))
+        for k in range(signals.shape[1]):
+            ax.plot(t, signals[:, k], color=colours[k], lw=0.9)
+            ax.plot(t[mid:], sim[:, k], color=colours[k], lw=1.1, ls="--")
+        ax.axvline(t[mid], color="k", lw=0.8)
+        ax.set_title(f"{name}: forecast error {err:.2f}, persistence {pers:.2f}", fontsize=10)
+        ax.set_xlabel("training step")
+        ax.set_ylabel("Fourier signal of the embedding")
+    for ax in list(axes.flat)[len(shown):]:
+        ax.set_visible(False)
+    fig.suptitle("Grokking runs: observed (solid) and LinearODE(stable=True) fitted on the first half, "
+                 "forecast from the middle (dashed)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--p", type=int, nargs="*", default=[53, 59])
@@ -202,7 +243,12 @@ def main(argv=None) -> None:
     parser.add_argument("--runs", nargs="*", default=None, help="score these saved runs instead of training")
     parser.add_argument("--grid", action="store_true", help="also score windows x horizons (see the module notes)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--figure", default=None, help="PNG of the first four runs' forecasts")
     args = parser.parse_args(argv)
+    for option in ("json", "figure"):  # output locations are checked before any work
+        where = getattr(args, option)
+        if where is not None and not Path(where).resolve().parent.is_dir():
+            parser.error(f"--{option}: the folder of {where} does not exist")
     rows = []
     if args.runs:
         from particles import Trajectory
@@ -245,6 +291,8 @@ def main(argv=None) -> None:
         print(grid_summary(rows))
     if args.json:
         Path(args.json).write_text(json.dumps({"command": "python " + " ".join(sys.argv), "runs": rows}, indent=1))
+    if args.figure:
+        plot_forecasts(items, args.figure)
 
 
 if __name__ == "__main__":
