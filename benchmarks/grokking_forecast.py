@@ -201,6 +201,7 @@ def plot_forecasts(items: list, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from fitting import LinearODE
+    from fitting.ode import BlowUpError
 
     shown = items[:4]
     cols = 2 if len(shown) > 1 else 1
@@ -209,16 +210,21 @@ def plot_forecasts(items: list, path: str) -> None:
     for ax, (name, steps, signals) in zip(axes.flat, shown):
         t = steps.astype(float)
         mid = int(np.searchsorted(t, t[0] + (t[-1] - t[0]) / 2))
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            sim = LinearODE(stable=True).fit(signals[: mid + 1], t[: mid + 1]).simulate(signals[mid], t[mid:])
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                sim = LinearODE(stable=True).fit(signals[: mid + 1], t[: mid + 1]).simulate(signals[mid], t[mid:])
+        except BlowUpError:
+            sim = None  # drawn without a forecast, scored inf as in forecast_errors
         obs = signals[mid:]
         norm = np.linalg.norm(obs)
-        err, pers = np.linalg.norm(sim - obs) / norm, np.linalg.norm(obs - signals[mid]) / norm
+        err = float("inf") if sim is None else np.linalg.norm(sim - obs) / norm
+        pers = np.linalg.norm(obs - signals[mid]) / norm
         colours = plt.cm.viridis(np.linspace(0, 0.9, signals.shape[1]))
         for k in range(signals.shape[1]):
             ax.plot(t, signals[:, k], color=colours[k], lw=0.9)
-            ax.plot(t[mid:], sim[:, k], color=colours[k], lw=1.1, ls="--")
+            if sim is not None:
+                ax.plot(t[mid:], sim[:, k], color=colours[k], lw=1.1, ls="--")
         ax.axvline(t[mid], color="k", lw=0.8)
         ax.set_title(f"{name}: forecast error {err:.2f}, persistence {pers:.2f}", fontsize=10)
         ax.set_xlabel("training step")

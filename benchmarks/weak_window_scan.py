@@ -52,6 +52,9 @@ def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1, length:
     for system in polynomial_systems()[start::every]:
         t, x = system.data()
         n = int(FIT_SHARE * len(t)) if length is None else int(length)
+        if n > int(FIT_SHARE * len(t)):
+            raise ValueError(f"length must be at most the fitted share of the trajectory, "
+                             f"{int(FIT_SHARE * len(t))} samples, got {n} (it would overlap the test states)")
         test = x[int(FIT_SHARE * len(t)):]
         truth = system.f(test)
         for seed in seeds:

@@ -146,12 +146,6 @@ class WeakForm(Formulation):
             bound.low_noise = quiet and self.window >= 2 * SMOOTH[0] + 1
         else:
             bound.low_noise = quiet and shortest >= need
-            if quiet and not bound.low_noise:
-                warn_quality(f"the data look (nearly) noise-free, but a run of {shortest} samples is too short for "
-                             f"the exact weak form ({need} samples: {self.min_windows} windows of "
-                             f"{2 * SMOOTH[0] + 3}), so order-4 windows of up to a period are used, whose "
-                             f"quadrature error is typically 1e-5 to 1e-4 of the derivatives; give longer runs for "
-                             f"exact recovery")
         level = None  # the white-noise level per column, shared by the noise share and the dominant period
         if bound.low_noise:
             order, fraction = SMOOTH
@@ -174,6 +168,13 @@ class WeakForm(Formulation):
                 int(round(bound.period_fraction * dominant_period(runs, times=times, noise=level))))
         w = max(shortest, w)
         bound.window = int(w + 1 - w % 2)
+        if quiet and not bound.low_noise:
+            typical = ("; with the default order and fraction the quadrature error is typically 1e-5 to 1e-4 of "
+                       "the derivatives" if (bound.order, bound.period_fraction) == SHORT_QUIET else "")
+            warn_quality(f"the data look (nearly) noise-free, but a run of {T} samples is too short for the exact "
+                         f"weak form ({need} samples: {self.min_windows} windows of {2 * SMOOTH[0] + 3}), so "
+                         f"order-{bound.order} windows of {bound.window} samples are used{typical}; give longer "
+                         f"runs for exact recovery")
         return bound
 
     def window_starts(self, x: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, int]:
@@ -343,15 +344,23 @@ def column_spread(runs: list[np.ndarray]) -> np.ndarray:
         count as variation. Pooled, the runs that vary most weigh most, as
         in :func:`dominant_period`: a run that has settled, whose samples
         are mostly noise, does not make the whole fit read as noisy (nor
-        does its own noise share decide). 0 for a column whose spread is at most
-        ``ROUNDING_SPREAD`` times its largest magnitude (constant up to
-        rounding).
+        does its own noise share decide). 0 for a column whose spread is at
+        most ``ROUNDING_SPREAD`` = 1e-12 times its largest magnitude
+        (constant up to rounding, or varying by less than that share); NaN
+        where the column holds NaN.
+
+    Raises
+    ------
+    ValueError
+        When the runs hold no sample.
     """
-    runs = [np.asarray(r, dtype=float) for r in runs]
+    runs = [np.asarray(r, dtype=float) for r in runs if len(r)]
+    if not runs:
+        raise ValueError("column_spread needs at least one sample in runs, got none")
     n = sum(len(r) for r in runs)
-    spread = np.sqrt(sum(np.sum((r - r.mean(axis=0)) ** 2, axis=0) for r in runs) / max(n, 1))
-    scale = np.max([np.abs(r).max(axis=0) for r in runs if len(r)], axis=0)
-    return np.where(spread > ROUNDING_SPREAD * scale, spread, 0.0)
+    spread = np.sqrt(sum(np.sum((r - r.mean(axis=0)) ** 2, axis=0) for r in runs) / n)
+    scale = np.max([np.abs(r).max(axis=0) for r in runs], axis=0)
+    return np.where(spread <= ROUNDING_SPREAD * scale, 0.0, spread)  # NaN stays NaN
 
 
 def noise_share(runs: list[np.ndarray], times: list[np.ndarray] | None = None,
@@ -405,8 +414,8 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9, times: list[np.n
     """Period, in samples, below which the runs' variation has ``share`` of its power.
 
     Columns are centred and scaled with the mean and standard deviation
-    pooled over all runs (columns constant up to rounding,
-    ``ROUNDING_SPREAD``, left out); each run is tapered (Hann) and its spectrum summed
+    pooled over all runs (columns that do not vary within the runs,
+    :func:`column_spread`, left out); each run is tapered (Hann) and its spectrum summed
     over columns; the expected power of white measurement noise (its level
     estimated by :func:`fitting.ode.weighted.noise_level`) is subtracted from
     every frequency, so noise does not pull the period down; the run's
@@ -427,7 +436,7 @@ def dominant_period(runs: list[np.ndarray], share: float = 0.9, times: list[np.n
     """
     allx = np.vstack(runs)
     mean, sd = allx.mean(axis=0), allx.std(axis=0)
-    live = sd > ROUNDING_SPREAD * np.abs(allx).max(axis=0, initial=0.0)  # not constant up to rounding
+    live = column_spread(runs) > 0  # varying within the runs, beyond rounding
     level = noise_level(runs, times) if noise is None else np.asarray(noise, dtype=float)
     noise_var = float(np.sum((level[live] / sd[live]) ** 2)) if live.any() else 0.0
     # the noise power at one frequency is a sum of one exponential per live

@@ -84,7 +84,8 @@ def test_low_noise_data_on_short_runs_say_the_weak_form_is_not_exact():
     coef, degree, x0s, t = CASES["driven"]
     short = t[:200]
     runs = data(coef, degree, x0s, short, 0.0, 0)
-    with pytest.warns(FitQualityWarning, match="too short for the exact weak form"):
+    with pytest.warns(FitQualityWarning, match="too short for the exact weak form.*order-4 windows "
+                      "of 17 samples.*typically 1e-5 to 1e-4"):
         model = ODEModel(library=1).fit(runs, short)
     # noise-free but short: order 4 over a whole period (SHORT_QUIET), not read by the noise share
     assert not model.formulation_.low_noise and model.formulation_.order == 4
@@ -148,3 +149,7 @@ def test_the_noise_checks_read_the_spread_within_runs():
     assert noise_share(conserved) == pytest.approx(noise_share(quiet))
     bound = WeakForm().bind(conserved, [t] * 2)
     assert (bound.order, bound.period_fraction) == MODERATE
+    # no sample: said; NaN is not read as a constant column
+    with pytest.raises(ValueError, match="at least one sample"):
+        column_spread([np.zeros((0, 2))])
+    assert np.isnan(column_spread([np.column_stack([t, np.where(t > 20, np.nan, t)])])[1])
