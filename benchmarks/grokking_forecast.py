@@ -114,6 +114,7 @@ def models():
         "LinearODE(stable=True, derivative='weak')": lambda: LinearODE(stable=True, derivative="weak"),
         "LinearODE()": lambda: LinearODE(),
         "LotkaVolterra()": lambda: LotkaVolterra(),
+        "LotkaVolterra(form='logistic')": lambda: LotkaVolterra(form="logistic"),
     }
 
 

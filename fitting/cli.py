@@ -16,7 +16,7 @@ from particles.core.validation import check_output_folder
 
 __all__ = ["register_fit", "register_demo", "register_force_fit"]
 
-MODELS = ("linear", "lv-general", "lv-classic")
+MODELS = ("linear", "lv-general", "lv-classic", "lv-logistic")
 
 
 def _build_model(args: argparse.Namespace, window):
@@ -119,7 +119,7 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
                                           "print scores and write fit.json and figures.")
     p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
     p.add_argument("--model", choices=MODELS, default="linear",
-                   help="linear ODE, or Lotka-Volterra in its general or classic form (default linear)")
+                   help="linear ODE, or Lotka-Volterra in its general, classic or logistic form (default linear)")
     p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
                    help="sparse regression on standardised terms (default stlsq)")
     p.add_argument("--alpha", type=float, default=None,

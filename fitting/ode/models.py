@@ -41,7 +41,7 @@ from .weak import WeakForm
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .weighted import covariance_refit, noise_level
 
-__all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "RegressionRows", "DERIVATIVE_METHODS", "as_formulation", "from_trajectory"]
+__all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "LV_FORMS", "RegressionRows", "DERIVATIVE_METHODS", "as_formulation", "from_trajectory"]
 
 
 
@@ -769,15 +769,22 @@ class LinearODE(ODEModel):
         return bool(np.all(self.eigenvalues_.real < 0))
 
 
+#: the forms of :class:`LotkaVolterra`
+LV_FORMS = ("general", "classic", "logistic")
+
+
 class LotkaVolterra(ODEModel):
     """Generalised Lotka-Volterra system.
 
     Parameters
     ----------
-    form : {"general", "classic"}
+    form : {"general", "classic", "logistic"}
         "general": dx_i/dt = b_i + sum_j a_ij x_j + sum_{j<=k} beta_ijk x_j x_k
         (the full quadratic library). "classic": dx_i/dt = x_i (r_i +
         sum_j a_ij x_j) (K + 1 terms per equation, no constant).
+        "logistic": dx_i/dt = x_i (r_i + a_ii x_i), each variable on its own
+        (2 terms per equation): growth or decay that levels off at
+        -r_i / a_ii, with no coupling between variables.
     regressor, alpha, derivative, window, debias, blowup_factor
         As in :class:`ODEModel`.
 
@@ -788,8 +795,8 @@ class LotkaVolterra(ODEModel):
     intercept_ : ndarray, shape (K,)           b_i
     linear_ : ndarray, shape (K, K)            a_ij (general form)
     quadratic_ : ndarray, shape (K, K, K)      beta_ijk for j <= k, 0 below
-    growth_rates_ : ndarray, shape (K,)        r_i (classic form)
-    interactions_ : ndarray, shape (K, K)      a_ij (classic form)
+    growth_rates_ : ndarray, shape (K,)        r_i (classic and logistic forms)
+    interactions_ : ndarray, shape (K, K)      a_ij (classic form; diagonal in the logistic form)
     form_ : str                                the form fitted: ``form``, or "classic" when the general
                                                form has more terms than there are regression rows
                                                (a :class:`FitQualityWarning` says so)
@@ -804,8 +811,8 @@ class LotkaVolterra(ODEModel):
         return PolynomialLibrary(2)
 
     def resolved_params(self):
-        if self.form not in ("general", "classic"):
-            raise ValueError(f"form must be 'general' or 'classic', got {self.form!r}")
+        if self.form not in LV_FORMS:
+            raise ValueError(f"form must be one of {LV_FORMS}, got {self.form!r}")
         return super().resolved_params()
 
     def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> RegressionRows:
@@ -833,8 +840,11 @@ class LotkaVolterra(ODEModel):
 
     def _mask(self, K: int, library: Library) -> np.ndarray:
         powers = library.powers(K)
-        if getattr(self, "form_", self.form) == "general":
+        form = getattr(self, "form_", self.form)
+        if form == "general":
             return np.ones((K, len(powers)), dtype=bool)
+        if form == "logistic":
+            return np.array([[p == (i,) or p == (i, i) for p in powers] for i in range(K)])
         return np.array([[p == (i,) or (len(p) == 2 and i in p) for p in powers] for i in range(K)])
 
     @property
@@ -858,12 +868,13 @@ class LotkaVolterra(ODEModel):
 
     @property
     def growth_rates_(self) -> np.ndarray:
-        """r_i of the classic form (the coefficient of x_i in equation i)."""
+        """r_i of the classic and logistic forms (the coefficient of x_i in equation i)."""
         return np.diag(self.linear_).copy()
 
     @property
     def interactions_(self) -> np.ndarray:
-        """a_ij of the classic form (coefficient of x_i x_j in equation i)."""
+        """a_ij of the classic form (coefficient of x_i x_j in equation i); only
+        the diagonal is fitted in the logistic form."""
         Q = self.quadratic_
         K = self.n_features_in_
         return np.array([[Q[i, min(i, j), max(i, j)] for j in range(K)] for i in range(K)])

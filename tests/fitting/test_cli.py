@@ -44,6 +44,10 @@ def test_cli_fit_on_a_particle_simulation(tmp_path):
     assert np.isfinite(report["rows_r2"])
     assert "forecast_skill" not in report["scores"]  # fitted on everything: nothing to forecast, and a note says so
     assert any("no forecast" in note for note in report["notes"])
+    # the logistic form: two terms per equation, each signal on its own
+    assert main(["fit", str(path), "--model", "lv-logistic", "--out", str(tmp_path / "g"), "--quiet"]) == 0
+    report = json.loads((tmp_path / "g" / "fit.json").read_text())
+    assert report["model"] == "lv-logistic"
 
 
 def test_cli_fit_errors_name_the_problem(tmp_path, capsys):
