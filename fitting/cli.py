@@ -16,9 +16,6 @@ from particles.core.validation import check_output_folder
 
 __all__ = ["register_fit", "register_demo", "register_force_fit"]
 
-MODELS = ("linear", "lv-general", "lv-classic", "lv-logistic")
-
-
 def _build_model(args: argparse.Namespace, window):
     from .ode import Lasso, LinearODE, LotkaVolterra
 
@@ -111,14 +108,16 @@ def _json_number(value):
 
 
 def register_fit(subparsers: argparse._SubParsersAction) -> None:
-    from .ode.names import DERIVATIVE_METHODS, REGRESSORS
+    from .ode.names import DERIVATIVE_METHODS, LV_FORMS, REGRESSORS
+
+    models = ("linear",) + tuple(f"lv-{form}" for form in LV_FORMS)
 
     p = subparsers.add_parser("fit", help="fit an ODE to the Fourier signals of a trajectory",
                               description="Fit a linear or Lotka-Volterra ODE to the Fourier signals of a "
                                           "trajectory file (stored signals, or computed from its snapshots); "
                                           "print scores and write fit.json and figures.")
     p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
-    p.add_argument("--model", choices=MODELS, default="linear",
+    p.add_argument("--model", choices=models, default="linear",
                    help="linear ODE, or Lotka-Volterra in its general, classic or logistic form (default linear)")
     p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
                    help="sparse regression on standardised terms (default stlsq)")

@@ -32,7 +32,7 @@ from .heap import keep_freed_memory
 from .forecast import Forecast, pooled_error
 from .integrate import SIMULATION_METHODS, BlowUpError, augmented, integrate
 from .library import Library, PolynomialLibrary, as_library
-from .names import DERIVATIVE_METHODS
+from .names import DERIVATIVE_METHODS, LV_FORMS
 from .regression import OLS, STLSQ, Regressor, as_regressor, standardised_scale
 from .quality import warn_at_caller, warn_quality
 from .relations import LinearRelationWarning, degenerates, linear_relation, warning_text
@@ -767,10 +767,6 @@ class LinearODE(ODEModel):
     def is_stable_(self) -> bool:
         """All eigenvalues of A have negative real part."""
         return bool(np.all(self.eigenvalues_.real < 0))
-
-
-#: the forms of :class:`LotkaVolterra`
-LV_FORMS = ("general", "classic", "logistic")
 
 
 class LotkaVolterra(ODEModel):

@@ -48,6 +48,7 @@ def test_cli_fit_on_a_particle_simulation(tmp_path):
     assert main(["fit", str(path), "--model", "lv-logistic", "--out", str(tmp_path / "g"), "--quiet"]) == 0
     report = json.loads((tmp_path / "g" / "fit.json").read_text())
     assert report["model"] == "lv-logistic"
+    assert 0 < report["nonzero_coefficients"] <= 2 * report["frequencies"]  # x_i and x_i^2 per equation at most
 
 
 def test_cli_fit_errors_name_the_problem(tmp_path, capsys):
