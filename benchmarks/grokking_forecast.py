@@ -118,28 +118,34 @@ def models():
     }
 
 
-def forecast_errors(steps: np.ndarray, signals: np.ndarray) -> dict:
-    """Relative error over the second half for every model and persistence."""
+def second_half(make, steps: np.ndarray, signals: np.ndarray) -> tuple[int, np.ndarray | None, float, float]:
+    """``make()`` fitted on the first half of a run and simulated from the
+    observed state at the middle: (middle row, simulation or None where the
+    fit failed or blew up, relative error (inf then), persistence's)."""
     from fitting.ode import BlowUpError
 
     t = steps.astype(float)
     mid = int(np.searchsorted(t, t[0] + (t[-1] - t[0]) / 2))
     obs = signals[mid:]
     norm = np.linalg.norm(obs)
-    out = {"persistence": float(np.linalg.norm(obs - signals[mid]) / norm)}
+    persistence = float(np.linalg.norm(obs - signals[mid]) / norm)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            sim = make().fit(signals[: mid + 1], t[: mid + 1]).simulate(signals[mid], t[mid:])
+    except (BlowUpError, ValueError, FloatingPointError, np.linalg.LinAlgError):
+        return mid, None, float("inf"), persistence
+    return mid, sim, float(np.linalg.norm(sim - obs) / norm), persistence
+
+
+def forecast_errors(steps: np.ndarray, signals: np.ndarray) -> dict:
+    """Relative error over the second half for every model and persistence."""
+    out = {}
     for name, make in models().items():
         start = time.perf_counter()
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = make().fit(signals[: mid + 1], t[: mid + 1])
-                sim = model.simulate(signals[mid], t[mid:])
-            err = float(np.linalg.norm(sim - obs) / norm)
-        except (BlowUpError, ValueError, FloatingPointError, np.linalg.LinAlgError):
-            err = float("inf")
-        out[name] = err
+        _, _, out[name], out["persistence"] = second_half(make, steps, signals)
         out[name + " seconds"] = time.perf_counter() - start
-    return out
+    return {"persistence": out.pop("persistence"), **out}
 
 
 #: where the fitted windows end (share of the run) and how far they forecast (share of the window) with --grid
@@ -202,7 +208,6 @@ def plot_forecasts(items: list, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from fitting import LinearODE
-    from fitting.ode import BlowUpError
 
     shown = items[:4]
     cols = 2 if len(shown) > 1 else 1
@@ -210,17 +215,7 @@ def plot_forecasts(items: list, path: str) -> None:
     fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 3.9 * rows), squeeze=False)
     for ax, (name, steps, signals) in zip(axes.flat, shown):
         t = steps.astype(float)
-        mid = int(np.searchsorted(t, t[0] + (t[-1] - t[0]) / 2))
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                sim = LinearODE(stable=True).fit(signals[: mid + 1], t[: mid + 1]).simulate(signals[mid], t[mid:])
-        except BlowUpError:
-            sim = None  # drawn without a forecast, scored inf as in forecast_errors
-        obs = signals[mid:]
-        norm = np.linalg.norm(obs)
-        err = float("inf") if sim is None else np.linalg.norm(sim - obs) / norm
-        pers = np.linalg.norm(obs - signals[mid]) / norm
+        mid, sim, err, pers = second_half(lambda: LinearODE(stable=True), steps, signals)  # sim None: not drawn
         colours = plt.cm.viridis(np.linspace(0, 0.9, signals.shape[1]))
         for k in range(signals.shape[1]):
             ax.plot(t, signals[:, k], color=colours[k], lw=0.9)

@@ -46,7 +46,7 @@ def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1, length:
     from bench_dysts import FIT_SHARE, polynomial_systems
     from fitting import ODEModel
     from fitting.ode import WeakForm
-    from fitting.ode.weighted import noise_level
+    from fitting.ode.weak import noise_share
 
     rows = []
     for system in polynomial_systems()[start::every]:
@@ -60,9 +60,8 @@ def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1, length:
         for seed in seeds:
             rng = np.random.default_rng(seed)
             fit = x[:n] + noise * np.sqrt(np.mean(x[:n] ** 2, axis=0)) * rng.standard_normal((n, system.K))
-            share = noise_level([fit]) / fit.std(axis=0)
             row = {"system": system.name, "noise": noise, "seed": seed, "samples": n,
-                   "noise_share_max": float(share.max())}
+                   "noise_share_max": noise_share([fit])}
             for fraction in FRACTIONS:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")

@@ -162,17 +162,15 @@ class WeakForm(Formulation):
             bound.period_fraction = self.period_fraction
             return bound
         bound.period_fraction = fraction if self.period_fraction is None else self.period_fraction
-        T = min(len(r) for r in runs)
-        shortest = 2 * bound.order + 3
-        w = min(T // self.min_windows,
+        w = min(shortest // self.min_windows,
                 int(round(bound.period_fraction * dominant_period(runs, times=times, noise=level))))
-        w = max(shortest, w)
+        w = max(2 * bound.order + 3, w)  # the smallest window of the order
         bound.window = int(w + 1 - w % 2)
         if quiet and not bound.low_noise:
             typical = ("; with the default order and fraction the quadrature error is typically 1e-5 to 1e-4 of "
                        "the derivatives" if (bound.order, bound.period_fraction) == SHORT_QUIET else "")
-            warn_quality(f"the data look (nearly) noise-free, but a run of {T} samples is too short for the exact "
-                         f"weak form ({need} samples: {self.min_windows} windows of {2 * SMOOTH[0] + 3}), so "
+            warn_quality(f"the data look (nearly) noise-free, but a run of {shortest} samples is too short for the "
+                         f"exact weak form ({need} samples: {self.min_windows} windows of {2 * SMOOTH[0] + 3}), so "
                          f"order-{bound.order} windows of {bound.window} samples are used{typical}; give longer "
                          f"runs for exact recovery")
         return bound
