@@ -255,7 +255,10 @@ def main(argv=None) -> None:
     if args.runs:
         from particles import Trajectory
 
-        sources = [(Path(r).stem, Trajectory.load(r)) for r in args.runs]
+        try:  # a missing or bad file: one line and exit code 2, before any fit
+            sources = [(Path(r).stem, Trajectory.load(r)) for r in args.runs]
+        except (OSError, ValueError, TypeError) as exc:
+            parser.error(str(exc))
         items = [(name, tr.steps, tr.signals) for name, tr in sources]
     else:
         try:

@@ -84,7 +84,16 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     if args.length is not None and args.length < 20:
         parser.error(f"--length must be at least 20 samples, got {args.length}")
-    rows = scan(args.noise, [int(s) for s in args.seeds.split(",")], args.start, args.every, args.length)
+    try:
+        seeds = [int(s) for s in args.seeds.split(",")]
+    except ValueError:
+        parser.error(f"seeds must be comma-separated integers, got {args.seeds!r}")
+    if args.noise < 0:
+        parser.error(f"noise must be >= 0, got {args.noise}")
+    try:
+        rows = scan(args.noise, seeds, args.start, args.every, args.length)
+    except ValueError as exc:  # --length past the fitted share: one line, exit code 2
+        parser.error(str(exc))
     r = np.array([[row[str(f)] for f in FRACTIONS] for row in rows])
     for k, fraction in enumerate(FRACTIONS[1:], start=1):
         ratio = r[:, k] / r[:, 0]
