@@ -34,6 +34,9 @@ _EXPORTS = {
     'DERIVATIVES': ('.derivatives', 'DERIVATIVES'),
     'differentiate': ('.derivatives', 'differentiate'),
     'example_trajectory': ('.examples', 'example_trajectory'),
+    'FrequencySelection': ('.frequencies', 'FrequencySelection'),
+    'key_frequencies': ('.frequencies', 'key_frequencies'),
+    'select_frequencies': ('.frequencies', 'select_frequencies'),
     'ForceLawFit': ('.force_law', 'ForceLawFit'),
     'OLS': ('.ode', 'OLS'),
     'REGRESSORS': ('.ode', 'REGRESSORS'),
@@ -76,7 +79,7 @@ __all__ = [
     "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",
     "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",
     "survival_ode_analysis", "survival_rate", "survival_table", "surviving_frequencies", "trajectory_signals",
-    "ForceLawFit",
+    "ForceLawFit", "FrequencySelection", "key_frequencies", "select_frequencies",
 ]
 
 

@@ -43,27 +43,38 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     from .plot import plot_coefficients, plot_fit, plot_signals, save_figure
     from .report import fit_report, format_value
-    from .signals import DC_SCALAR, surviving_frequencies, trajectory_signals
+    from .frequencies import parse_frequencies, select_frequencies
+    from .report import model_summary
+    from .signals import trajectory_signals
 
     traj = Trajectory.load(args.trajectory)  # a missing or damaged file: one line, exit 2 (main)
+    steps, signals = trajectory_signals(traj, power=args.power)
     window = None if args.window is None else tuple(args.window)
+    if window is not None:
+        first, last = int(steps[0]), int(steps[-1])
+        if window[1] <= window[0]:
+            raise ValueError(f"--window must have START < STOP, got {window[0]:g} {window[1]:g}")
+        if window[0] >= last or window[1] > last + 1:
+            raise ValueError(f"--window {window[0]:g} {window[1]:g} goes past the run's end: its signals cover steps "
+                             f"{first}..{last} ({len(steps)} samples); give START < STOP <= {last + 1}")
+    frequencies = parse_frequencies(args.frequencies, signals.shape[1], "--frequencies")
     model = _build_model(args, window)
     model.check_params()  # every setting refused before any work, the output folder too
     out = check_output_folder(args.out, "--out")
-    steps, signals = trajectory_signals(traj, power=args.power)
+    selection = select_frequencies(traj, frequencies, factor=args.factor)
+    columns = selection.columns
+    names = selection.names
+    x = signals[:, columns]
     t = steps.astype(float)
-    names = [f"S{k}" for k in range(1, signals.shape[1] + 1)]
-    model.fit(signals, t, names=names)
-    if DC_SCALAR in traj.scalars:
-        survivors = surviving_frequencies(signals, dc=traj.scalars[DC_SCALAR])
-    else:
-        survivors = surviving_frequencies(traj)
-    scores = fit_report(model, signals, t, window=window)
+    model.fit(x, t, names=names)
+    survivors = [] if selection.survivors is None else selection.survivors
+    scores = fit_report(model, x, t, window=window)
     report = {
         "trajectory": str(args.trajectory), "source": traj.meta.get("source"), "model": args.model,
-        "regressor": repr(model.regressor_), "derivative": repr(model.formulation_), "window": window,
-        "samples": int(len(t)), "frequencies": int(signals.shape[1]),
-        "survivors": [int(k) for k in np.flatnonzero(survivors) + 1],
+        "fitted": model_summary(model), "regressor": repr(model.regressor_), "derivative": repr(model.formulation_),
+        "window": window, "samples": int(len(t)), "frequencies": int(signals.shape[1]),
+        "fitted_frequencies": selection.frequencies, "frequency_rule": selection.rule,
+        "frequency_selection": selection.message, "survivors": survivors, "key_frequencies": selection.key,
         **{name: score["value"] for name, score in scores["scores"].items()},
         "scores": scores["scores"], "notes": scores["notes"],
         "nonzero_coefficients": int(np.count_nonzero(model.coef_)), "sparsity": model.sparsity_,
@@ -71,8 +82,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     if args.model == "linear":
         report["max_real_eigenvalue"] = float(model.eigenvalues_.real.max())
         report["stable"] = model.is_stable_
-    save_figure(plot_signals(signals, steps, survivors), out / "signals.png")
-    save_figure(plot_fit(model, signals, t, window=window, names=names), out / "fit.png")
+    chosen = np.zeros(signals.shape[1], dtype=bool)
+    chosen[columns] = True
+    rule = {"survivors": "survivors", "key": "key frequencies"}.get(selection.rule, "fitted frequencies")
+    save_figure(plot_signals(signals, steps, chosen, rule=rule), out / "signals.png")
+    save_figure(plot_fit(model, x, t, window=window, names=names), out / "fit.png")
     save_figure(plot_coefficients(model, names), out / "coefficients.png")
     report["equations"] = model.equations(names)
     # the fit as numbers: coef[i][j] multiplies term j in the equation of variable i
@@ -82,11 +96,16 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     report["model_file"] = "model.joblib"
     atomic_write_text(out / "fit.json", json.dumps(report, indent=2, default=_json_number))
     atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
-    for key in ("trajectory", "source", "model", "regressor", "derivative", "window", "samples", "frequencies",
-                "survivors", "nonzero_coefficients", "sparsity", "max_real_eigenvalue", "stable"):
-        if key in report:
-            value = report[key]
-            print(f"{key}: {value:.4g}" if isinstance(value, float) else f"{key}: {value}")
+    print(f"trajectory: {args.trajectory} ({traj.meta.get('source')}; {len(t)} samples, steps "
+          f"{int(steps[0])}..{int(steps[-1])}, {signals.shape[1]} frequencies)")
+    print(selection.message)
+    print("fitted:")
+    for line in report["fitted"]:
+        print("  " + line)
+    if "max_real_eigenvalue" in report:
+        verdict = "stable" if report["stable"] else "unstable"
+        print(f"largest real part of an eigenvalue: {report['max_real_eigenvalue']:.3g} ({verdict})")
+    print(f"nonzero coefficients: {report['nonzero_coefficients']} (sparsity {report['sparsity']:.3g})")
     print("scores:")  # results: --quiet hides only progress, notes and warnings
     for name, score in scores["scores"].items():
         print(f"  {name}: {format_value(score['value'])}  ({score['what']})")
@@ -136,6 +155,12 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
                    help="fit on steps in [START, STOP); the rest is forecast from the observed state at the "
                         "window's end and scored against persistence")
     p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")
+    p.add_argument("--frequencies", default="auto", metavar="auto|survivors|key|all|K1,K2,...",
+                   help="which frequencies to fit: auto (default: the survivors by the survival paper's rule if "
+                        "any, else the key frequencies, else all), survivors, key, all, or a list such as 2,5,7")
+    p.add_argument("--factor", type=float, default=2.0,
+                   help="the survival rule's factor: a frequency survives above FACTOR x the mean of all bins "
+                        "(default 2, the paper's)")
     p.add_argument("--out", default="embdyn-fit", help="output folder (default ./embdyn-fit)")
     add_quiet(p)
     p.set_defaults(func=_cmd_fit)
@@ -162,6 +187,15 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         raise ValueError(f"--window must have START < STOP, got {window[0]} {window[1]}")
     out = check_output_folder(args.out, "--out")
     runs = [Trajectory.load(path) for path in args.trajectory]  # a missing or damaged file: one line, exit 2
+    if args.train is not None:  # the training set of runs whose file does not hold one
+        from particles.datasets import read_training_set
+
+        pairs_labels = read_training_set(args.train)
+        runs = [run.with_train(pairs_labels) for run in runs]  # checked against each run before any work
+    for path, run in zip(args.trajectory, runs):
+        if run.gradients is None and run.updates is None:
+            raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "
+                             "gradients=True) or embdyn train ... --gradients)")
     fit.fit(runs if len(runs) > 1 else runs[0], window=window)
     unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
             else "in the units of the recorded forces")
@@ -200,6 +234,9 @@ def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
                                           "strengths, ranges, intervals and each term's share over training; "
                                           "write force_fit.json and force_shares.png.")
     p.add_argument("trajectory", nargs="+", help="trajectory .npz file(s) with gradients; several = several runs")
+    p.add_argument("--train", default=None, metavar="FILE",
+                   help="the training set, for runs whose file does not hold one: an .npz with arrays pairs (M, 2) "
+                        "and labels (M,), or a CSV with columns a,b,label")
     p.add_argument("--law", default="builtin",
                    help="'builtin' (clustering + alignment + decay), 'effective' (the effective loss) or a "
                         "particle preset name, whose ranges start the search (default builtin)")

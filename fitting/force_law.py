@@ -87,11 +87,18 @@ def _run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | Non
     if values is None:
         raise ValueError(f"{name} has no {field}: {_gradient_help()}")
     if train is None:
+        train = traj.train
+    if train is None:
+        if not all(k in traj.meta for k in ("model", "config", "train_indices")):
+            raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "
+                             "record it with EmbeddingRecorder(..., train=(pairs, labels))), or on the command line "
+                             "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
         from .backend.configs import training_set
 
         train = training_set(traj.meta)
     G = -values if target == "gradient" else values
-    return ForceRun(traj.embeddings, G, train, traj.snapshot_steps)
+    n = len(G)  # the last snapshot has no gradient when no step followed it
+    return ForceRun(traj.embeddings[:n], G, train, traj.snapshot_steps[:n])
 
 
 def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None, target: str = "gradient"

@@ -38,15 +38,19 @@ def _figure(ax, figsize) -> tuple[Figure, Any]:
 
 
 def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors: np.ndarray | None = None,
-                 ax=None, log: bool = True, title: str | None = None) -> Figure:
-    """Signal of every frequency over time; survivors coloured and labelled,
-    the others grey.
+                 ax=None, log: bool = True, title: str | None = None, rule: str = "survivors") -> Figure:
+    """Signal of every frequency over time; the selected frequencies coloured
+    and labelled, the others grey.
 
     Parameters
     ----------
     signals : ndarray, shape (T, K)   column j is frequency k = j + 1
     steps : ndarray, shape (T,), optional
     survivors : ndarray of bool, shape (K,), optional
+        The frequencies to highlight (the survivors, or another selection).
+    rule : str
+        What the highlighted frequencies are, for the legend and the title
+        (``"survivors"``, ``"key frequencies"``, ``"fitted frequencies"``).
     """
     S = np.asarray(signals, dtype=float)
     if S.ndim != 2:
@@ -65,13 +69,14 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
     ax.set_xlabel("step")
     ax.set_ylabel("signal |F_k|")
     handles, names = ax.get_legend_handles_labels()
-    if (~alive).any():  # the grey lines: a legend entry of their own, after the survivors
+    if (~alive).any():  # the grey lines: a legend entry of their own, after the highlighted ones
         from matplotlib.lines import Line2D
 
         handles.append(Line2D([], [], color="0.75", lw=0.8))
-        names.append("other frequencies" if alive.any() else "frequencies (none survive)")
-    ax.legend(handles, names, title="survivors" if alive.any() else None, fontsize="small")
-    ax.set_title(title or f"Fourier signals ({int(alive.sum())} of {S.shape[1]} frequencies survive)")
+        names.append("other frequencies" if alive.any() else f"frequencies (no {rule})")
+    ax.legend(handles, names, title=rule if alive.any() else None, fontsize="small",
+              ncol=2 if len(handles) > 8 else 1)
+    ax.set_title(title or f"Fourier signals ({int(alive.sum())} of {S.shape[1]} frequencies: {rule})")
     return fig
 
 
@@ -150,7 +155,7 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
         left_ylabel, model_name = "x(t)", "fitted map, one lag ahead"
     else:
         left_times, left_data, left_model, source = _derivative_rows(model, run, times)
-        left_title = f"dx/dt: data{source} (solid) vs model (dashed)"
+        left_title = "dx/dt: data (solid) vs model (dashed)" + (f"\n{source.strip()}" if source else "")
         left_ylabel, model_name = "dx/dt", "model dx/dt"
     blew = None
     try:
@@ -170,6 +175,13 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
         ax.set_xlabel("t")
     ax_d.set_ylabel(left_ylabel)
     ax_x.set_ylabel("x(t)")
+    # the axes keep the data's range: a model or simulation far outside it would flatten the data to a line
+    _keep_data_range(ax_d, left_data[:, columns], left_model[:, columns])
+    left_at = _keep_data_range(ax_x, run[:, columns], sim[:, columns], times[: len(sim)])
+    if left_at is not None and (blew is None or left_at < blew):
+        ax_x.axvline(left_at, color="darkorange", lw=1, ls=":")
+        ax_x.text(left_at, ax_x.get_ylim()[0], " simulation leaves\n the data's range", color="darkorange",
+                  va="bottom", fontsize="small")
     if blew is not None:
         ax_x.axvline(blew, color="red", lw=1)
         ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")
@@ -184,6 +196,28 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     if title:
         fig.suptitle(title, fontsize="medium")
     return fig
+
+
+def _keep_data_range(ax, data: np.ndarray, other: np.ndarray, times: np.ndarray | None = None) -> float | None:
+    """Limit ``ax``'s y axis to the data's range (10 % margin) when ``other``
+    (the model's curves) goes beyond it; returns the first time in ``times``
+    at which ``other`` leaves that range (None if it never does)."""
+    data = np.asarray(data, dtype=float)
+    other = np.asarray(other, dtype=float)
+    finite = data[np.isfinite(data)]
+    if finite.size == 0:
+        return None
+    lo, hi = float(finite.min()), float(finite.max())
+    pad = 0.1 * (hi - lo) if hi > lo else 0.1 * max(abs(hi), 1e-12)
+    lo, hi = lo - pad, hi + pad
+    outside = ~np.all((other >= lo) & (other <= hi), axis=tuple(range(1, other.ndim))) if other.size else \
+        np.zeros(0, dtype=bool)
+    if not outside.any():
+        return None
+    ax.set_ylim(lo, hi)
+    if times is None:
+        return None
+    return float(np.asarray(times)[int(np.argmax(outside))])
 
 
 def _symmetric_limit(C: np.ndarray) -> float:

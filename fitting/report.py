@@ -64,7 +64,7 @@ def fit_report(model: ODEModel, x: Any, t: Any = None, *, window: Any = None,
         simulation that drifts; a forecast that loses to persistence; a
         blow-up). A simulation that blows up gives None and a note.
     """
-    x, t, _ = from_trajectory(x, t)
+    x, t, _ = from_trajectory(x, t, getattr(model, "frequencies_", "auto"))
     window = model.window if window is None else window
     scores: dict[str, dict] = {}
     notes: list[str] = []
@@ -120,3 +120,32 @@ def format_value(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.4g}" if np.isfinite(value) else str(value)
     return str(value)
+
+
+def model_summary(model: ODEModel) -> list[str]:
+    """A short readable description of what was fitted (not the estimator's
+    full repr): the model and its form, how the rows were built, how they
+    were solved, and the fitted system's size. Lines without line breaks."""
+    from .ode.flowmap import FlowMap as _FlowMap  # noqa: F401 - the same class, named for the check below
+
+    name = type(model).__name__
+    K = int(model.n_features_in_)
+    lines = []
+    stable = bool(getattr(model, "stable", False))
+    form_text = getattr(model, "form", None)
+    head = f"{name}" + ("(stable=True)" if stable else f"(form={form_text!r})" if form_text else "")
+    lines.append(f"model: {head}, {K} variable{'s' if K != 1 else ''}, {model.coef_.shape[1]} terms per equation")
+    formulation = model.formulation_
+    if isinstance(formulation, FlowMap):
+        lines.append(f"rows: flow map (the state one lag ahead, lag {formulation.lag:.4g}; no derivatives)")
+        solver = "least squares of the map, then its matrix logarithm" + (", stable part" if stable else "")
+    elif isinstance(formulation, WeakForm):
+        lines.append("rows: weak form (integrals against test functions; no derivatives)")
+        solver = None
+    else:
+        lines.append(f"rows: pointwise derivatives ({type(formulation).__name__})")
+        solver = None
+    if solver is None:
+        solver = "least squares over stable systems" if stable else repr(model.regressor_)
+    lines.append(f"solved by: {solver}")
+    return lines

@@ -11,9 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .core.validation import check_array, check_bool, check_float, check_int
+from .core.validation import check_array, check_bool, check_float, check_int, check_path
 
-__all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng"]
+__all__ = ["PairDataset", "modular_addition", "addition", "permutation_group", "make_rng", "as_training_set",
+           "TASK_LABELS", "read_training_set"]
 
 
 def make_rng(seed: int | np.random.Generator | None, name: str = "seed") -> np.random.Generator:
@@ -175,3 +176,110 @@ def permutation_group(n: int = 3) -> PairDataset:
     pairs = _pairs(m, True)
     labels = np.array([index[tuple(elements[a][i] for i in elements[b])] for a, b in pairs], dtype=np.int64)
     return PairDataset(pairs, labels, m, f"permutation_group_S{n}")
+
+
+#: the label rule of each task a run's ``meta["task"]`` may name (checked against a stored training set)
+TASK_LABELS = {
+    "modular_addition": lambda a, b, p: (a + b) % p,
+    "addition": lambda a, b, p: a + b,
+}
+
+
+def as_training_set(train, p: int, *, task: str | None = None, size: int | None = None,
+                    name: str = "train") -> PairDataset:
+    """A training set given as a :class:`PairDataset` or as ``(pairs, labels)``,
+    checked against the run it belongs to.
+
+    Parameters
+    ----------
+    train : PairDataset or tuple (pairs, labels)
+        ``pairs`` (M, 2) integer token indices, ``labels`` (M,) integers;
+        arrays, lists or torch tensors (anything ``numpy.asarray`` reads).
+    p : int
+        The run's number of tokens: every pair must lie in ``0..p-1``.
+    task : str, optional
+        A key of :data:`TASK_LABELS` (the run's ``meta["task"]``): the labels
+        must follow that task's rule. Other names are not checked.
+    size : int, optional
+        The number of training pairs the run's metadata records.
+    name : str
+        The parameter's name in error messages.
+
+    Raises
+    ------
+    TypeError, ValueError
+        Naming ``name`` and what was expected, before any work.
+    """
+    if isinstance(train, PairDataset):
+        pairs, labels, label_name = train.pairs, train.labels, train.name
+    elif isinstance(train, (tuple, list)) and len(train) == 2:
+        pairs, labels, label_name = train[0], train[1], task or "pairs"
+        try:
+            pairs, labels = np.asarray(pairs), np.asarray(labels)
+        except Exception as exc:  # noqa: BLE001 - anything numpy cannot read
+            raise TypeError(f"{name} must be a PairDataset or (pairs, labels) arrays, got unreadable arrays ({exc})") \
+                from None
+    else:
+        raise TypeError(f"{name} must be a PairDataset or a (pairs, labels) tuple, got {type(train).__name__}")
+    pairs, labels = np.asarray(pairs), np.asarray(labels)
+    for label, arr in (("pairs", pairs), ("labels", labels)):
+        if arr.size and not np.issubdtype(arr.dtype, np.integer):
+            if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+                raise ValueError(f"{name}: {label} must hold integers, got dtype {arr.dtype}")
+    if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
+        raise ValueError(f"{name}: pairs must have shape (M, 2) with M >= 1, got {pairs.shape}")
+    if labels.shape != (pairs.shape[0],):
+        raise ValueError(f"{name}: labels must have shape ({pairs.shape[0]},) to match pairs, got {labels.shape}")
+    pairs, labels = pairs.astype(np.int64), labels.astype(np.int64)
+    if pairs.min() < 0 or pairs.max() >= p:
+        raise ValueError(f"{name}: pairs must hold token indices in 0..{p - 1} (the run has p = {p} tokens), got "
+                         f"range {pairs.min()}..{pairs.max()}")
+    if size is not None and len(pairs) != size:
+        raise ValueError(f"{name} has {len(pairs)} pairs where the run's metadata records {size} training pairs")
+    rule = TASK_LABELS.get(task) if isinstance(task, str) else None
+    if rule is not None:
+        wrong = np.flatnonzero(labels != rule(pairs[:, 0], pairs[:, 1], p))
+        if wrong.size:
+            a, b = pairs[wrong[0]]
+            raise ValueError(f"{name}: {wrong.size} of {len(labels)} labels disagree with the run's task {task!r} "
+                             f"(first: pair ({a}, {b}) labelled {labels[wrong[0]]}, expected "
+                             f"{rule(int(a), int(b), p)})")
+    return PairDataset(pairs, labels, int(p), label_name if isinstance(label_name, str) else "pairs")
+
+
+def read_training_set(path) -> tuple[np.ndarray, np.ndarray]:
+    """Training pairs and labels from a file: an ``.npz`` with arrays ``pairs``
+    (M, 2) and ``labels`` (M,), or a CSV with a header ``a,b,label`` (one pair
+    a row). Returns ``(pairs, labels)``; check them with
+    :func:`as_training_set`. Errors name the file and what was expected."""
+    path = check_path(path, "train")
+    if not path.is_file():
+        raise ValueError(f"train: no training-set file at {str(path)!r}")
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                missing = [k for k in ("pairs", "labels") if k not in data.files]
+                if missing:
+                    raise ValueError(f"train: {str(path)!r} lacks the array(s) {missing} (expected 'pairs' (M, 2) "
+                                     "and 'labels' (M,))")
+                return np.asarray(data["pairs"]), np.asarray(data["labels"])
+        except ValueError:
+            raise
+        except Exception as exc:  # zip and format errors
+            raise ValueError(f"train: {str(path)!r} is not a readable .npz file ({exc})") from None
+    if suffix == ".csv":
+        import csv
+
+        with open(path, newline="") as fh:
+            rows = list(csv.reader(fh))
+        if not rows or [c.strip().lower() for c in rows[0]] != ["a", "b", "label"]:
+            raise ValueError(f"train: {str(path)!r} must start with the header a,b,label, got "
+                             f"{','.join(rows[0]) if rows else 'an empty file'}")
+        try:
+            values = np.array([[int(c) for c in row] for row in rows[1:] if row], dtype=np.int64).reshape(-1, 3)
+        except ValueError:
+            raise ValueError(f"train: {str(path)!r} must hold three integers a,b,label a row") from None
+        return values[:, :2], values[:, 2]
+    raise ValueError(f"train: the file must end in .npz (arrays pairs, labels) or .csv (columns a,b,label), got "
+                     f"{str(path)!r}")

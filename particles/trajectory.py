@@ -15,9 +15,14 @@ array                     shape / dtype     meaning
 ``snapshot_<name>``       (S, ...) float    optional arrays recorded with each snapshot
                                             (e.g. sequence embeddings of a probe set)
 ``gradients``             (S, p, d) float   optional: the loss gradient dL/dE at each
-                                            snapshot (training runs; docs/force_fit.md)
+                                            snapshot (training runs; docs/force_fit.md);
+                                            (S - 1, p, d) when the last snapshot had
+                                            no following step
 ``updates``               (S, p, d) float   optional: the optimiser's update E_{s+1} - E_s
-                                            taken from each snapshot
+                                            taken from each snapshot (shape of gradients)
+``train_pairs``           (M, 2) int        optional: the training pairs (a, b), tokens
+                                            in 0..p-1 (with ``train_labels``)
+``train_labels``          (M,) int          optional: their labels
 ``meta``                  () str            JSON: source, p, d, seed, parameters, ...
 ========================  ================  ==========================================
 
@@ -38,6 +43,7 @@ import numpy as np
 
 from .core.io import atomic_write, atomic_write_text, remove_stale_temporaries  # the last two re-exported
 from .core.validation import check_bool, check_path
+from .datasets import PairDataset, as_training_set
 
 # atomic_write_text and remove_stale_temporaries live in particles.core.io; importing them from here still works
 __all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write_text", "remove_stale_temporaries"]
@@ -132,14 +138,23 @@ class Trajectory:
         Arrays recorded with each snapshot, e.g. ``sequence_embedding``.
     meta : dict
         JSON-serialisable description (source, p, d, seed, parameters, ...).
-    gradients : ndarray, shape (S, p, d), optional
+    gradients : ndarray, shape (S, p, d) or (S - 1, p, d), optional
         The gradient of the training loss with respect to the embedding at
-        each snapshot (before the optimiser's weight decay), recorded with
+        each snapshot (before the optimiser's weight decay); one entry fewer
+        than the snapshots when the last snapshot (the run's final state) was
+        not followed by a step. Recorded with
         ``gradients=True`` (:class:`fitting.backend.EmbeddingRecorder`,
         :func:`fitting.backend.train`).
-    updates : ndarray, shape (S, p, d), optional
+    updates : ndarray, the shape of ``gradients``, optional
         The change the optimiser made to the embedding in the step taken
         from each snapshot (recorded with the gradients).
+    train_pairs, train_labels : ndarray of int, shapes (M, 2) and (M,), optional
+        The training set of the run (both or neither): token pairs in
+        ``0..p-1`` and their labels. Checked against ``meta["task"]`` (a key
+        of :data:`particles.datasets.TASK_LABELS`) and ``meta["n_train"]``
+        where the metadata has them. :attr:`train` gives it as a
+        :class:`~particles.PairDataset`. Files written before these fields
+        existed load without them.
     """
 
     embeddings: np.ndarray
@@ -151,6 +166,8 @@ class Trajectory:
     snapshot_arrays: dict[str, np.ndarray] = field(default_factory=dict)
     gradients: np.ndarray | None = None
     updates: np.ndarray | None = None
+    train_pairs: np.ndarray | None = None
+    train_labels: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.embeddings = _float_array("embeddings", self.embeddings, 3)
@@ -192,16 +209,62 @@ class Trajectory:
             value = getattr(self, name)
             if value is not None:
                 arr = _float_array(name, value, 3)
-                if arr.shape != self.embeddings.shape:
+                S = self.embeddings.shape[0]
+                # the final snapshot has no gradient when no step followed it: S or S - 1 entries
+                if arr.shape[1:] != self.embeddings.shape[1:] or arr.shape[0] not in (S, S - 1) or arr.shape[0] < 1:
                     raise TrajectoryFormatError(name, f"must have the shape of embeddings {self.embeddings.shape}, "
+                                                      f"or one snapshot fewer (the last without a following step), "
                                                       f"got {arr.shape}")
                 setattr(self, name, arr)
+        if self.gradients is not None and self.updates is not None and self.gradients.shape != self.updates.shape:
+            raise TrajectoryFormatError("updates", f"must have the shape of gradients {self.gradients.shape}, got "
+                                                   f"{self.updates.shape}")
         if not isinstance(self.meta, dict):
             raise TrajectoryFormatError("meta", f"must be a dict, got {type(self.meta).__name__}")
         try:
             json.dumps(self.meta)
         except (TypeError, ValueError) as exc:
             raise TrajectoryFormatError("meta", f"is not JSON-serialisable: {exc}") from None
+        if (self.train_pairs is None) != (self.train_labels is None):
+            given, missing = ("train_pairs", "train_labels") if self.train_labels is None else \
+                ("train_labels", "train_pairs")
+            raise TrajectoryFormatError(missing, f"is missing while {given} is given (both or neither)")
+        if self.train_pairs is not None:
+            try:
+                data = self._check_train((self.train_pairs, self.train_labels), "train")
+            except ValueError as exc:
+                raise TrajectoryFormatError("train_pairs", str(exc)) from None
+            self.train_pairs, self.train_labels = data.pairs, data.labels
+
+    def _check_train(self, train: Any, name: str) -> PairDataset:
+        """``train`` checked against this run: tokens, ``meta["task"]``, ``meta["n_train"]``."""
+        size = self.meta.get("n_train")
+        if size is None and isinstance(self.meta.get("train_indices"), list):
+            size = len(self.meta["train_indices"])
+        task = self.meta.get("task")
+        return as_training_set(train, self.p, task=task if isinstance(task, str) else None,
+                               size=size if isinstance(size, int) and not isinstance(size, bool) else None, name=name)
+
+    @property
+    def train(self) -> PairDataset | None:
+        """The run's training set as a :class:`~particles.PairDataset` (named
+        after ``meta["task"]``), or None when the file does not hold one."""
+        if self.train_pairs is None:
+            return None
+        task = self.meta.get("task")
+        return PairDataset(self.train_pairs, self.train_labels, self.p, task if isinstance(task, str) else "pairs")
+
+    def with_train(self, train: Any) -> "Trajectory":
+        """A copy holding the training set ``train`` (a PairDataset or
+        ``(pairs, labels)``), checked against this run first: pairs in
+        ``0..p-1``, labels that follow ``meta["task"]`` and a size equal to
+        ``meta["n_train"]`` where those are recorded; a ``ValueError`` naming
+        ``train`` otherwise."""
+        data = self._check_train(train, "train")
+        return Trajectory(self.embeddings, self.snapshot_steps, steps=self.steps, signals=self.signals,
+                          scalars=dict(self.scalars), meta={**self.meta, "n_train": len(data)},
+                          snapshot_arrays=dict(self.snapshot_arrays), gradients=self.gradients,
+                          updates=self.updates, train_pairs=data.pairs, train_labels=data.labels)
 
     # convenient views -------------------------------------------------
     @property
@@ -250,7 +313,7 @@ class Trajectory:
             arrays[f"scalar_{name}"] = series
         for name, value in self.snapshot_arrays.items():
             arrays[f"snapshot_{name}"] = value
-        for name in ("gradients", "updates"):
+        for name in ("gradients", "updates", "train_pairs", "train_labels"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
         return arrays
@@ -339,7 +402,8 @@ class Trajectory:
             raise TrajectoryFormatError("meta", f"is not valid JSON ({exc})") from None
         if not isinstance(meta, dict):
             raise TrajectoryFormatError("meta", "must decode to a JSON object")
-        known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals", "gradients", "updates"}
+        known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals", "gradients", "updates",
+                 "train_pairs", "train_labels"}
         unknown = [n for n in names - known if not n.startswith(("scalar_", "snapshot_"))]
         if unknown:
             raise TrajectoryFormatError(sorted(unknown)[0], "is not part of the trajectory format")
@@ -348,4 +412,5 @@ class Trajectory:
                  if n.startswith("snapshot_") and n != "snapshot_steps"}
         return cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
                    signals=data.get("signals"), scalars=scalars, meta=meta, snapshot_arrays=extra,
-                   gradients=data.get("gradients"), updates=data.get("updates"))
+                   gradients=data.get("gradients"), updates=data.get("updates"),
+                   train_pairs=data.get("train_pairs"), train_labels=data.get("train_labels"))

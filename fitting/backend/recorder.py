@@ -10,12 +10,14 @@ of the distribution imports torch.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
 
+from particles.datasets import as_training_set
 from particles.trajectory import Trajectory
 from particles.core.validation import check_bool, check_int
 from particles.core.version import package_version
@@ -23,6 +25,21 @@ from particles.core.version import package_version
 from ..signals import fourier_signals
 
 __all__ = ["EmbeddingRecorder", "load_checkpoints"]
+
+
+def _token_rows(tokens: Any, n_rows: int) -> np.ndarray:
+    """``tokens`` (a range or a sequence of distinct row indices) as an int array, checked."""
+    if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
+        raise TypeError(f"tokens must be a range or a sequence of row indices, got {type(tokens).__name__}")
+    rows = np.asarray(list(tokens))
+    if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer):
+        raise TypeError(f"tokens must be a non-empty sequence of integer row indices, got {rows.dtype} of shape "
+                        f"{rows.shape}")
+    if rows.min() < 0 or rows.max() >= n_rows:
+        raise ValueError(f"tokens must name rows in 0..{n_rows - 1} of the embedding, got {rows.min()}..{rows.max()}")
+    if np.unique(rows).size != rows.size:
+        raise ValueError("tokens must name distinct rows")
+    return rows.astype(np.int64)
 
 
 def _as_matrix(value: Any, name: str) -> np.ndarray:
@@ -40,12 +57,17 @@ class EmbeddingRecorder:
     Parameters
     ----------
     embedding : torch.Tensor or callable returning one
-        The (p, d) embedding: a parameter such as ``model.embed.weight`` (a
-        (vocab, d) matrix whose first p rows are the tokens), or a function
-        that returns the current embedding (for example ``lambda:
-        model.W_E``).
+        The embedding matrix: a parameter such as ``model.embed.weight`` (a
+        (vocab, d) matrix; pass the weight, not the ``nn.Embedding`` module),
+        or a function that returns the current embedding (for example
+        ``lambda: model.W_E``).
     p : int, optional
-        Number of tokens (rows used); default all rows.
+        Number of tokens: the first p rows. Default all rows. A p smaller
+        than the number of rows warns (a p that is not the modulus gives
+        wrong frequencies) unless ``tokens`` says which rows are the tokens.
+    tokens : sequence of int, optional
+        The rows that are the tokens, in token order (for example
+        ``range(p)`` when row p is an ``=`` token). Sets p.
     every : int >= 1
         Record the Fourier signals every this many calls of :meth:`record`
         (with :meth:`attach`: optimiser steps).
@@ -60,12 +82,17 @@ class EmbeddingRecorder:
         (``Trajectory.gradients`` / ``updates``, for
         :class:`fitting.ForceLawFit`). Both are read at the next call of
         :meth:`record` (after the next optimiser step, whose backward pass
-        computed the gradient at the snapshot's state), so the trajectory
-        holds the snapshots that were followed by a step: the final state
-        is left out unless a step followed it.
+        computed the gradient at the snapshot's state). The final snapshot
+        is kept like every other; when no step followed it, it has no
+        gradient, and ``gradients`` then has one entry fewer than the
+        snapshots.
     gradient : callable returning a tensor, optional
         Where the gradient is read (default: ``embedding.grad`` of a tensor
         embedding; needed when ``embedding`` is a function).
+    train : PairDataset or (pairs, labels), optional
+        The training set, stored in the trajectory (``Trajectory.train``)
+        so that :class:`fitting.ForceLawFit` and ``embdyn force-fit`` find
+        it: pairs (M, 2) of token indices in 0..p-1 and labels (M,).
 
     Examples
     --------
@@ -75,17 +102,41 @@ class EmbeddingRecorder:
     >>> rec.trajectory().save("run.npz")                      # doctest: +SKIP
     """
 
-    def __init__(self, embedding: torch.Tensor | Callable[[], Any], *, p: int | None = None, every: int = 1,
-                 snapshot_every: int | None = None, power: int = 1, gradients: bool = False,
-                 gradient: Callable[[], Any] | None = None) -> None:
+    def __init__(self, embedding: torch.Tensor | Callable[[], Any], *, p: int | None = None,
+                 tokens: Sequence[int] | None = None, every: int = 1, snapshot_every: int | None = None,
+                 power: int = 1, gradients: bool = False, gradient: Callable[[], Any] | None = None,
+                 train: Any = None) -> None:
+        if isinstance(embedding, torch.nn.Module):
+            hint = "model.embed.weight" if hasattr(embedding, "weight") else "the module's weight tensor"
+            raise TypeError(f"embedding must be the embedding's weight tensor, not the module "
+                            f"{type(embedding).__name__}: pass .weight (e.g. {hint})")
         if not (isinstance(embedding, torch.Tensor) or callable(embedding)):
             raise TypeError("embedding must be a torch.Tensor or a function returning the embedding, got "
                             f"{type(embedding).__name__}")
         self._source = embedding
+        self._rows: slice | np.ndarray = slice(None)
         first = self._read()
-        self.p = first.shape[0] if p is None else check_int(p, "p", 3)
-        if self.p > first.shape[0]:
-            raise ValueError(f"p = {self.p} is more than the embedding's {first.shape[0]} rows")
+        n_rows = first.shape[0]
+        if tokens is not None:
+            rows = _token_rows(tokens, n_rows)
+            if p is not None and check_int(p, "p", 3) != len(rows):
+                raise ValueError(f"p = {p} disagrees with tokens, which names {len(rows)} rows: give one of them")
+            self.p = len(rows)
+            if self.p < 3:
+                raise ValueError(f"tokens must name at least 3 rows, got {self.p}")
+            self._rows = slice(0, self.p) if np.array_equal(rows, np.arange(self.p)) else rows
+        else:
+            self.p = n_rows if p is None else check_int(p, "p", 3)
+            if self.p > n_rows:
+                raise ValueError(f"p = {self.p} is more than the embedding's {n_rows} rows")
+            if self.p < n_rows:
+                warnings.warn(f"p = {self.p} records the first {self.p} of the embedding's {n_rows} rows as the "
+                              f"tokens; if p is not the modulus the frequencies are wrong. Pass tokens=range({self.p}) "
+                              "(or the token rows) to say so and silence this warning", UserWarning, stacklevel=2)
+            self._rows = slice(0, self.p)
+        self.tokens = np.arange(n_rows)[self._rows]
+        self.train = None if train is None else as_training_set(train, self.p, name="train")
+        self._hook = None
         self.every = check_int(every, "every", 1)
         self.snapshot_every = 100 * self.every if snapshot_every is None else check_int(snapshot_every, "snapshot_every", 1)
         if power not in (1, 2):
@@ -107,12 +158,20 @@ class EmbeddingRecorder:
         self._last: tuple[int, np.ndarray] | None = None
         self._last_step = -1
 
-    def _read(self, rows: int | None = None) -> np.ndarray:
+    def _read(self) -> np.ndarray:
+        """The token rows of the current embedding (selected before any copy to the CPU)."""
         value = self._source() if callable(self._source) and not isinstance(self._source, torch.Tensor) \
             else self._source
-        if rows is not None and hasattr(value, "shape") and len(value.shape) == 2:
-            value = value[:rows]  # the token rows only, before any copy to the CPU
-        return _as_matrix(value, "embedding")
+        return _as_matrix(self._select(value), "embedding")
+
+    def _select(self, value: Any) -> Any:
+        """The token rows of a (rows, d) tensor or array (other shapes are left to the checks)."""
+        rows = self._rows
+        if (isinstance(rows, slice) and rows == slice(None)) or not hasattr(value, "shape") or len(value.shape) != 2:
+            return value
+        if isinstance(rows, slice):
+            return value[rows]
+        return value[torch.as_tensor(rows)] if isinstance(value, torch.Tensor) else np.asarray(value)[rows]
 
     def record(self, step: int | None = None) -> None:
         """Record the current state (call it after each optimiser step);
@@ -127,13 +186,13 @@ class EmbeddingRecorder:
         pending = self.gradients and len(self._forces) < len(self._snaps)
         if not (due_signal or due_snapshot or pending):
             return
-        E = self._read(self.p)
+        E = self._read()
         if pending:  # the step just taken started from the last snapshot
             grad = self._gradient()
             if grad is None:
                 raise ValueError("gradients=True but the embedding has no gradient after this step (is it trained "
                                  "by backward()? give gradient=... if it lives elsewhere)")
-            grad = _as_matrix(grad, "gradient")[:self.p]
+            grad = _as_matrix(self._select(grad), "gradient")
             if grad.shape != E.shape:
                 raise ValueError(f"the gradient has shape {grad.shape} where the embedding has {E.shape}: give "
                                  "gradient=... returning the embedding's own gradient")
@@ -159,9 +218,21 @@ class EmbeddingRecorder:
         handle (``handle.remove()`` detaches it)."""
         if not isinstance(optimizer, torch.optim.Optimizer):
             raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        if self.attached:
+            raise ValueError("optimizer: this recorder is already attached (a second hook would record every step "
+                             "twice); call .remove() on the handle attach() returned first, or make a new recorder")
         if self.calls == 0:
             self.record()
-        return optimizer.register_step_post_hook(lambda opt, args, kwargs: self.record())
+        self._hook = optimizer.register_step_post_hook(lambda opt, args, kwargs: self.record())
+        return self._hook
+
+    @property
+    def attached(self) -> bool:
+        """Whether a hook of :meth:`attach` is active (not removed)."""
+        if self._hook is None:
+            return False
+        hooks = self._hook.hooks_dict_ref()
+        return hooks is not None and self._hook.id in hooks
 
     def trajectory(self, meta: dict[str, Any] | None = None) -> Trajectory:
         """The recording as a :class:`~particles.Trajectory`: snapshots
@@ -175,20 +246,24 @@ class EmbeddingRecorder:
             n = len(self._forces)
             if n == 0:
                 raise ValueError("gradients=True but no snapshot was followed by a step yet: record after a step")
-            snap_steps, snaps = snap_steps[:n], snaps[:n]
             forces = {"gradients": np.stack([g for g, _ in self._forces]),
                       "updates": np.stack([u for _, u in self._forces])}
-        elif snap_steps[-1] != self._last_step:
+        if snap_steps[-1] != self._last_step:
             if self._last[0] == self._last_step:
                 snaps.append(self._last[1])
             else:  # the state after the last call, not read then: the current one
-                last = self._read(self.p)
+                last = self._read()
                 if not np.all(np.isfinite(last)):
                     raise FloatingPointError(f"the embedding is not finite after step {self._last_step}")
                 snaps.append(last)
             snap_steps.append(self._last_step)
         info = {"source": "fitting.backend.EmbeddingRecorder", "p": self.p, "d": int(snaps[0].shape[1]),
                 "signal_power": self.power, "every": self.every, "version": package_version()}
+        if not isinstance(self._rows, slice):
+            info["tokens"] = self.tokens.tolist()
+        if self.train is not None:
+            info["n_train"] = len(self.train)
+            forces.update(train_pairs=self.train.pairs, train_labels=self.train.labels)
         info.update(meta or {})
         return Trajectory(np.stack(snaps), np.asarray(snap_steps, dtype=np.int64),
                           steps=np.asarray(self._steps, dtype=np.int64), signals=np.stack(self._signals), meta=info,

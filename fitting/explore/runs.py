@@ -34,8 +34,6 @@ MAX_SERIES_POINTS = 2000
 MAX_METRIC_SNAPSHOTS = 60
 #: the background metrics wait while frames were asked for less than this long ago (seconds)
 INTERACTIVE_PAUSE = 0.3
-#: at most this many signals enter an ODE fit of a window (the survivors, else the strongest)
-MAX_FIT_SIGNALS = 8
 
 
 def thin(n: int, limit: int) -> np.ndarray:
@@ -90,6 +88,16 @@ class Run:
             self.cache["signals"] = (steps, signals, None if survivors is None else np.asarray(survivors, bool))
         return self.cache["signals"]
 
+    def selection(self):
+        """The frequencies a fit uses: :func:`fitting.select_frequencies`'s default, as everywhere else."""
+        if "selection" not in self.cache:
+            from fitting.frequencies import select_frequencies
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                self.cache["selection"] = select_frequencies(self.trajectory)
+        return self.cache["selection"]
+
     def plane(self) -> tuple[np.ndarray, np.ndarray]:
         """One fixed view for the whole run: the principal plane of the final snapshot."""
         if "plane" not in self.cache:
@@ -118,7 +126,8 @@ class Run:
                   "first_step": int(traj.snapshot_steps[0]), "last_step": int(max(traj.snapshot_steps[-1], steps[-1])),
                   "frequencies": list(range(1, signals.shape[1] + 1)), "scalars": scalars,
                   "survivors": None if survivors is None else [int(k + 1) for k in np.flatnonzero(survivors)],
-                  "meta": meta}
+                  "key_frequencies": self.selection().key, "fit_frequencies": self.selection().frequencies,
+                  "frequency_selection": self.selection().message, "meta": meta}
         return header, arrays
 
     def frame(self, step: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -203,10 +212,8 @@ class Run:
         if stop <= start or inside.sum() < 8:
             raise ValueError(f"the window [start, stop] must hold at least 8 samples with start < stop, "
                              f"got [{start}, {stop}] ({int(inside.sum())} sample{'' if int(inside.sum()) == 1 else 's'})")
-        if survivors is not None and 0 < survivors.sum() <= MAX_FIT_SIGNALS:
-            chosen = np.flatnonzero(survivors)
-        else:
-            chosen = np.sort(np.argsort(signals[-1])[::-1][:MAX_FIT_SIGNALS])
+        selection = self.selection()
+        chosen = selection.columns
         x = signals[:, chosen]
         t = steps.astype(float)
         notes = []
@@ -234,7 +241,8 @@ class Run:
                             "skill": None if tiny else f.skill}
         for w in caught:
             notes.append(" ".join(str(w.message).split()))
-        return {"frequencies": [int(k + 1) for k in chosen], "start": start, "stop": stop, "in_window_error": in_window,
+        return {"frequencies": [int(k + 1) for k in chosen], "selection": selection.message,
+                "frequency_rule": selection.rule, "start": start, "stop": stop, "in_window_error": in_window,
                 "steps": t_sim[keep].tolist(), "simulated": simulated.T.tolist(), "forecast": forecast,
                 "equations": model.equations() if hasattr(model, "equations") else None, "notes": notes,
                 "model": "LinearODE(stable=True)"}

@@ -53,20 +53,24 @@ def _store_params(estimator: BaseEstimator, params: dict) -> None:
             setattr(estimator, name, value)
 
 
-def from_trajectory(x: Any, t: Any) -> tuple[Any, Any, list[str] | None]:
-    """``(x, t, names)``: a :class:`particles.Trajectory` as its Fourier
-    signals, its steps as times and the names ``S1 .. SK``; anything else
-    unchanged with names None."""
+def from_trajectory(x: Any, t: Any, frequencies: Any = "auto") -> tuple[Any, Any, list[str] | None]:
+    """``(x, t, names)``: a :class:`particles.Trajectory` as the Fourier
+    signals of the frequencies ``frequencies`` selects
+    (:func:`fitting.select_frequencies`: by default the survivors, else the
+    key frequencies, else all; or the given list of k), its steps as times
+    and the names ``S<k>``; anything else unchanged with names None."""
     from particles.trajectory import Trajectory
 
     if not isinstance(x, Trajectory):
         return x, t, None
     if t is not None:
         raise ValueError("t must be None when x is a Trajectory: its recorded steps are the sample times")
+    from ..frequencies import select_frequencies
     from ..signals import trajectory_signals
 
     steps, signals = trajectory_signals(x)
-    return signals, steps.astype(float), [f"S{k}" for k in range(1, signals.shape[1] + 1)]
+    selection = select_frequencies(x, frequencies)
+    return signals[:, selection.columns], steps.astype(float), selection.names
 
 
 def as_formulation(derivative: Formulation | str) -> Formulation:
@@ -324,6 +328,8 @@ class ODEModel(BaseEstimator):
         variables = self._check_variable_names(names if names is not None else default_names, runs[0].shape[1])
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
             delattr(self, attr)
+        if default_names is not None:  # a Trajectory: score and forecast it on the same frequencies
+            self.frequencies_ = [int(name[1:]) for name in default_names]
         size = sum(len(r) for r in runs) * runs[0].shape[1] * library.n_features(runs[0].shape[1])
         keep_freed_memory()  # a fit's temporaries are not faulted in afresh every time (fitting.ode.heap)
         with blas_threads_for(size):
@@ -421,7 +427,7 @@ class ODEModel(BaseEstimator):
         ``Lasso.score`` in the reference analysis) or "variance_weighted".
         """
         check_is_fitted(self, "coef_")
-        x, t, _ = from_trajectory(x, t)
+        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", "auto"))
         Theta, Y, _, _, formulation, _ = self.regression_rows(x, t, window, self.library_, self.formulation_)
         multioutput = check_choice(multioutput, "multioutput", MULTIOUTPUT)
         return float(r2_score(Y, self.predict_rows(Theta, formulation), multioutput=multioutput))
@@ -498,7 +504,7 @@ class ODEModel(BaseEstimator):
             When a simulation blows up (``error`` is then inf).
         """
         check_is_fitted(self, "coef_")
-        x, t, _ = from_trajectory(x, t)
+        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", "auto"))
         runs = as_runs(x)
         times = run_times(self.time_values(t), runs)
         if start is None and not hasattr(self, "t_fit_end_"):  # a model fitted (and saved) before forecasts existed
@@ -560,7 +566,7 @@ class ODEModel(BaseEstimator):
         :class:`BlowUpError` when a simulation blows up.
         """
         check_is_fitted(self, "coef_")
-        x, t, _ = from_trajectory(x, t)
+        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", "auto"))
         runs = as_runs(x)
         times = run_times(self.time_values(t), runs)
         win = check_window(window)

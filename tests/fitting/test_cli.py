@@ -16,8 +16,9 @@ from .helpers import growing_circle_trajectory
 def test_cli_fit_on_a_trajectory_file(tmp_path, capsys):
     path = growing_circle_trajectory().save(tmp_path / "run.npz")
     out = tmp_path / "fit"
+    # every frequency, as before issue 50 made the survivors / key frequencies the default
     code = main(["fit", str(path), "--regressor", "ols", "--derivative", "central", "--window", "0", "400",
-                 "--out", str(out)])
+                 "--frequencies", "all", "--out", str(out)])
     assert code == 0
     report = json.loads((out / "fit.json").read_text())
     assert report["survivors"] == [3]

@@ -44,7 +44,7 @@ def _train(steps, recorder=None, every_save=None, folder=None):
 
 
 def test_recorder_round_trips_the_embedding(tmp_path):
-    rec, states, _ = _train(25, lambda w: EmbeddingRecorder(w, p=11, every=2, snapshot_every=10))
+    rec, states, _ = _train(25, lambda w: EmbeddingRecorder(w, tokens=range(11), every=2, snapshot_every=10))
     traj = rec.trajectory(meta={"run": "test"})
     # attach() records the initial state as step 0; step n is the state after n updates
     assert traj.steps.tolist() == list(range(0, 26, 2))
@@ -108,8 +108,94 @@ def test_recorder_records_gradients_and_updates():
         (E ** 2).sum().backward()
         opt.step()
     traj = rec.trajectory()
-    assert list(traj.snapshot_steps) == [0, 2, 4]  # the final state (step 5) was not followed by a step
-    assert np.allclose(traj.gradients, 2 * traj.embeddings)  # d/dE sum E^2 at each snapshot
+    # the final state (step 5) is kept; it was not followed by a step, so it has no gradient (issue 50)
+    assert list(traj.snapshot_steps) == [0, 2, 4, 5]
+    assert traj.gradients.shape == (3, 7, 2) and traj.updates.shape == (3, 7, 2)
+    assert np.allclose(traj.embeddings[-1], E.detach().numpy())
+    assert np.allclose(traj.gradients, 2 * traj.embeddings[:3])  # d/dE sum E^2 at each snapshot
     assert np.allclose(traj.updates, -0.1 * traj.gradients)
     with pytest.raises(ValueError, match="gradient="):
         EmbeddingRecorder(lambda: E, gradients=True)
+
+
+# --- issue 50: a recorder that cannot silently miscount, and a training set that travels with the run ---------
+
+def _pairs(p, n, seed=0):
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, p, size=(n, 2))
+    return pairs, (pairs[:, 0] + pairs[:, 1]) % p
+
+
+def _sgd_steps(E, opt, n):
+    for _ in range(n):
+        opt.zero_grad()
+        (E ** 2).sum().backward()
+        opt.step()
+
+
+def test_a_second_attach_is_refused_and_steps_are_not_doubled():
+    E = torch.nn.Parameter(torch.randn(7, 2, dtype=torch.float64))
+    opt = torch.optim.SGD([E], lr=0.1)
+    rec = EmbeddingRecorder(E, snapshot_every=2)
+    handle = rec.attach(opt)
+    with pytest.raises(ValueError, match="already attached"):
+        rec.attach(opt)  # the re-run notebook cell
+    with pytest.raises(ValueError, match="already attached"):
+        rec.attach(torch.optim.SGD([E], lr=0.1))  # another optimiser would double the count too
+    _sgd_steps(E, opt, 6)
+    assert rec.trajectory().steps.tolist() == list(range(7))  # 0..6, not 0..12
+    handle.remove()
+    assert not rec.attached
+    rec.attach(opt)  # after remove() a new hook is allowed and continues the count
+    _sgd_steps(E, opt, 2)
+    assert rec.trajectory().steps.tolist() == list(range(9))
+
+
+def test_p_below_the_rows_warns_unless_tokens_names_them():
+    emb = torch.nn.Embedding(12, 4)
+    with pytest.warns(UserWarning, match="tokens=range"):
+        EmbeddingRecorder(emb.weight, p=11)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rec = EmbeddingRecorder(emb.weight, tokens=range(11))
+        assert rec.p == 11
+        EmbeddingRecorder(emb.weight)  # all rows: nothing to say
+    with pytest.raises(ValueError, match="disagrees with tokens"):
+        EmbeddingRecorder(emb.weight, p=10, tokens=range(11))
+    with pytest.raises(ValueError, match="tokens must name rows in 0..11"):
+        EmbeddingRecorder(emb.weight, tokens=range(1, 13))
+
+
+def test_tokens_not_at_the_start_are_the_rows_recorded():
+    emb = torch.nn.Embedding(12, 4)
+    rows = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]  # row 0 is a special token
+    rec = EmbeddingRecorder(emb.weight, tokens=rows)
+    traj = rec.record() or rec.trajectory()
+    assert np.allclose(traj.embeddings[0], emb.weight.detach().double().numpy()[rows])
+    assert traj.meta["tokens"] == rows
+
+
+def test_a_module_instead_of_its_weight_names_weight():
+    with pytest.raises(TypeError, match=r"\.weight"):
+        EmbeddingRecorder(torch.nn.Embedding(11, 4))
+
+
+def test_the_training_set_round_trips_through_the_file(tmp_path):
+    E = torch.nn.Parameter(torch.randn(11, 3, dtype=torch.float64))
+    opt = torch.optim.SGD([E], lr=0.1)
+    pairs, labels = _pairs(11, 40)
+    rec = EmbeddingRecorder(E, snapshot_every=2, gradients=True, train=(torch.as_tensor(pairs), labels))
+    rec.attach(opt)
+    _sgd_steps(E, opt, 3)
+    path = rec.trajectory(meta={"task": "modular_addition"}).save(tmp_path / "run.npz")
+    back = Trajectory.load(path)
+    assert np.array_equal(back.train_pairs, pairs) and np.array_equal(back.train_labels, labels)
+    assert back.meta["n_train"] == 40 and back.train.p == 11 and len(back.train) == 40
+    bad = labels.copy()
+    bad[3] = (bad[3] + 1) % 11
+    with pytest.raises(ValueError, match="disagree with the run's task 'modular_addition'"):
+        rec.trajectory(meta={"task": "modular_addition"}).with_train((pairs, bad))
+    with pytest.raises(ValueError, match="pairs must hold token indices in 0..10"):
+        EmbeddingRecorder(E, train=(pairs + 1, labels))

@@ -222,31 +222,34 @@ def test_a_cubic_library_sparsifies_at_one_percent_noise(seed):
 
 
 def test_lotka_volterra_with_more_terms_than_rows_falls_back_to_the_classic_form():
-    from fitting import example_trajectory
+    from fitting import example_trajectory, trajectory_signals
 
-    traj = example_trajectory()
+    steps, signals = trajectory_signals(example_trajectory())  # all 29 frequencies (a Trajectory fits its survivors)
     with pytest.warns(FitQualityWarning, match=r"so the classic form \(30 terms per equation\) was fitted"):
-        model = LotkaVolterra(window=(0, 1000)).fit(traj)
+        model = LotkaVolterra(window=(0, 1000)).fit(signals, steps.astype(float))
     assert model.form_ == "classic" and LotkaVolterra().get_params()["form"] == "general"
     assert np.all(model.coef_[~model.term_mask_] == 0)
 
 
 def test_a_trajectory_is_fitted_on_its_signals_named_by_frequency():
-    from fitting import example_trajectory, trajectory_signals
+    from fitting import example_trajectory, select_frequencies, trajectory_signals
 
     traj = example_trajectory()
     steps, signals = trajectory_signals(traj)
+    chosen = select_frequencies(traj)  # the one default selection (issue 50): here the survival paper's survivors
+    assert chosen.rule == "survivors" and chosen.frequencies == [2, 3, 8, 11, 22]
+    columns = np.array(chosen.frequencies) - 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         direct = LinearODE(stable=True, window=(0, 1000)).fit(traj)
-        by_hand = LinearODE(stable=True, window=(0, 1000)).fit(signals, steps.astype(float),
-                                                               names=[f"S{k}" for k in range(1, 30)])
+        by_hand = LinearODE(stable=True, window=(0, 1000)).fit(signals[:, columns], steps.astype(float),
+                                                               names=[f"S{k}" for k in chosen.frequencies])
         with pytest.raises(ValueError, match="t must be None when x is a Trajectory"):
             LinearODE().fit(traj, 1.0)
     np.testing.assert_array_equal(direct.coef_, by_hand.coef_)
-    assert direct.variables_ == [f"S{k}" for k in range(1, 30)]
-    assert direct.equations()[1].startswith("dS2/dt = ")
-    assert direct.score(traj, window=(0, 1000)) == pytest.approx(by_hand.score(signals, steps.astype(float),
-                                                                              window=(0, 1000)))
-    assert direct.forecast(traj, horizon=500).error == by_hand.forecast(signals, steps.astype(float),
+    assert direct.variables_ == ["S2", "S3", "S8", "S11", "S22"] and direct.frequencies_ == chosen.frequencies
+    assert direct.equations()[1].startswith("dS3/dt = ")
+    assert direct.score(traj, window=(0, 1000)) == pytest.approx(by_hand.score(signals[:, columns],
+                                                                              steps.astype(float), window=(0, 1000)))
+    assert direct.forecast(traj, horizon=500).error == by_hand.forecast(signals[:, columns], steps.astype(float),
                                                                         horizon=500).error
