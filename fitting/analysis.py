@@ -27,6 +27,16 @@ from .signals import trajectory_signals
 __all__ = ["ODEAnalysis", "survival_ode_analysis"]
 
 
+def _eigen_text(value: float, stable: bool) -> str:
+    """The largest real part and its verdict, in words that agree with the warnings (no "-0 (unstable)")."""
+    value = float(value) + 0.0  # -0.0 -> 0.0
+    if stable:
+        return f"{value:.3g} (stable)"
+    if value == 0.0:
+        return "0 (not stable: an eigenvalue on the imaginary axis, e.g. a row of A the Lasso set to zero)"
+    return f"{value:.3g} (unstable: grows without bound)"
+
+
 @dataclass
 class ODEAnalysis:
     """Result of :func:`survival_ode_analysis`.
@@ -70,7 +80,9 @@ class ODEAnalysis:
             f"  derivative R^2, least squares:                  {self.ols_r2:.4f}",
             f"  Lasso non-zero entries of A and b: {self.lasso_nonzero} "
             f"({100 * self.lasso_sparsity:.1f} % of the entries are zero)",
-            f"  max Re eigenvalue of A: {self.max_real_eigenvalue:.3g} ({'stable' if self.stable else 'unstable'})",
+            f"  max Re eigenvalue of A, Lasso (reference): {_eigen_text(self.max_real_eigenvalue, self.stable)}",
+            *([f"  max Re eigenvalue of A, least squares:     {_eigen_text(self.ols.eigenvalues_.real.max(), self.ols.is_stable_)}"]
+              if self.ols is not None else []),
             f"  trajectory R^2 in sample (exact solution): {fmt(self.trajectory_r2)}",
             f"  trajectory R^2 in sample (discrete rollout): {fmt(self.rollout_r2)}",
         ]
@@ -123,7 +135,11 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
     if stopped:
         notes.append(f"coordinate descent stopped at sklearn's default 1000 iterations in {stopped} of "
                      f"{x.shape[1]} equations, as in the reference")
-    ols = LinearODE("ols", derivative="forward", window=window).fit(x, t)
+    with warnings.catch_warnings(record=True) as caught:  # said again below, naming the fit they are about
+        warnings.simplefilter("always")
+        ols = LinearODE("ols", derivative="forward", window=window).fit(x, t)
+    for w in caught:
+        warnings.warn_explicit(f"the least-squares fit: {w.message}", w.category, w.filename, w.lineno)
 
     def traj_r2(method: str, win: tuple[int, int]) -> float | None:
         try:

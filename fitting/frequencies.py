@@ -183,7 +183,7 @@ def key_mask(final: np.ndarray, ratio: float = KEY_RATIO, d: int | None = None) 
         if s[m - 1] <= 0 or s[m - 1] < need * bulk:
             continue
         drop = np.inf if s[m] <= 0 else float(np.log(s[m - 1] / s[m]))
-        if drop > best:
+        if drop > best and drop > 0:  # never a cut between equal signals
             best, cut = drop, m
     mask[order[:cut]] = True
     return mask

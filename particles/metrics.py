@@ -25,9 +25,16 @@ __all__ = [
     "IMPERFECT_GRID_THRESHOLD",
     "LINE_THRESHOLD",
     "line_ratio",
+    "fourier_plane_share",
+    "UNDEFINED",
+    "CIRCLE_PLANE_SHARE",
 ]
 
 STRUCTURES = ("circle", "grid", "line", "imperfect grid", "unstructured")
+#: the class of a d > 2 embedding these metrics cannot classify (see :func:`structure_metrics`)
+UNDEFINED = "undefined"
+#: for d > 2 a circle's Fourier plane must hold at least this share of the embedding's variance
+CIRCLE_PLANE_SHARE = 0.5
 #: best circularity at or above which an embedding is a circle
 CIRCLE_THRESHOLD = 0.9
 #: euclidean pair-sum accuracy at or above which an embedding is a lattice
@@ -134,6 +141,17 @@ def _dataset_for(E: np.ndarray, dataset: PairDataset | None) -> PairDataset:
     return dataset
 
 
+def _unordered(dataset: PairDataset) -> PairDataset:
+    """The dataset with (b, a) dropped where (a, b) has the same label: both have the same pair
+    sum, so each would be the other's nearest neighbour and count as correct for free."""
+    key = np.column_stack([np.minimum(dataset.pairs[:, 0], dataset.pairs[:, 1]),
+                           np.maximum(dataset.pairs[:, 0], dataset.pairs[:, 1]), dataset.labels])
+    _, first = np.unique(key, axis=0, return_index=True)
+    if len(first) == len(dataset):
+        return dataset
+    return dataset.subset(np.sort(first))
+
+
 def _nearest_other(points: np.ndarray) -> np.ndarray:
     """Index of each point's nearest neighbour other than itself."""
     tree = cKDTree(points)
@@ -163,7 +181,8 @@ def pair_sum_accuracy(E: np.ndarray, dataset: PairDataset | None = None, metric:
     E : ndarray, shape (p, d)
     dataset : PairDataset, optional
         The pairs to classify; default the full unordered modular-addition
-        dataset D0(p). Pass the full dataset, not a training split, to measure
+        dataset D0(p). A pair and its mirror (b, a) with the same label
+        count once (they have the same pair sum). Pass the full dataset, not a training split, to measure
         how well the representation predicts unseen sums.
     metric : {"euclidean", "angular"}
         Distance between pair sums, or between their directions as seen from
@@ -171,42 +190,83 @@ def pair_sum_accuracy(E: np.ndarray, dataset: PairDataset | None = None, metric:
         on the second).
     """
     E = _check_embedding(E)
-    dataset = _dataset_for(E, dataset)
+    dataset = _unordered(_dataset_for(E, dataset))
     if len(dataset) < 2:
-        raise ValueError("dataset must hold at least 2 pairs")
+        raise ValueError("dataset must hold at least 2 distinct pairs")
     nn = _pair_sum_neighbours(E, dataset, metric)
     return float(np.mean(dataset.labels[nn] == dataset.labels))
 
 
 def grid_defects(E: np.ndarray, dataset: PairDataset | None = None) -> int:
-    """Number of pair sums whose euclidean nearest neighbour has another label."""
+    """Number of pair sums whose euclidean nearest neighbour has another label
+    (a pair and its mirror with the same label count once)."""
     E = _check_embedding(E)
-    dataset = _dataset_for(E, dataset)
+    dataset = _unordered(_dataset_for(E, dataset))
     nn = _pair_sum_neighbours(E, dataset, "euclidean")
     return int(np.sum(dataset.labels[nn] != dataset.labels))
 
 
-def structure_metrics(E: np.ndarray, dataset: PairDataset | None = None) -> dict[str, float | int | str]:
-    """All structure metrics of one embedding and its class, as a dict."""
+def fourier_plane_share(E: np.ndarray, frequency: int) -> float:
+    """Share of the centred embedding's variance in the plane of Re F_k and
+    Im F_k (the plane :func:`circularity` scores frequency k on): 1 for
+    d <= 2 whenever that plane spans the space, small for a wide embedding
+    whose variance lies elsewhere."""
     E = _check_embedding(E)
-    dataset = _dataset_for(E, dataset)
+    p = E.shape[0]
+    k = check_int(frequency, "frequency", 1, p - 1)
+    centred = E - E.mean(axis=0)
+    total = float(np.sum(centred ** 2))
+    if total <= 0:
+        return 0.0
+    F = np.fft.fft(centred, axis=0)[k]
+    u, sv, _ = np.linalg.svd(np.stack([F.real, F.imag], axis=1), full_matrices=False)
+    rank = int(np.sum(sv > 1e-12 * max(sv.max(), 1e-300)))
+    if rank == 0:
+        return 0.0
+    return float(np.sum((centred @ u[:, :rank]) ** 2) / total)
+
+
+def structure_metrics(E: np.ndarray, dataset: PairDataset | None = None) -> dict[str, float | int | str]:
+    """All structure metrics of one embedding and its class, as a dict.
+
+    ``circularity`` is scored in the Fourier plane of the most circular
+    frequency (``frequency``); ``plane_share`` is that plane's share of the
+    embedding's variance (1 at d = 2). For d > 2 the class ``"circle"`` needs
+    the plane to hold at least :data:`CIRCLE_PLANE_SHARE` of the variance:
+    any embedding is nearly circular in a plane chosen from its own Fourier
+    transform (0.75 for random Gaussian tokens at d = 64). A d > 2 embedding
+    that is neither a circle in a dominant plane nor a lattice of pair sums
+    is ``"undefined"`` (these classes cannot tell; it may hold many
+    frequencies at once), not ``"unstructured"``. ``accuracy_*`` is the
+    nearest-neighbour accuracy of pair sums over ``dataset``'s pairs (all
+    unordered pairs of modular addition by default; ``accuracy_pairs`` says
+    which).
+    """
+    E = _check_embedding(E)
+    given = dataset is not None
+    dataset = _unordered(_dataset_for(E, dataset))
     k, circ = best_circularity(E)
+    share = fourier_plane_share(E, k) if k > 0 else 0.0
     acc_e = pair_sum_accuracy(E, dataset, "euclidean")
     acc_a = pair_sum_accuracy(E, dataset, "angular")
     ratio = line_ratio(E)
-    if circ >= CIRCLE_THRESHOLD:
+    wide = E.shape[1] > 2
+    if circ >= CIRCLE_THRESHOLD and (not wide or share >= CIRCLE_PLANE_SHARE):
         structure = "circle"
     elif acc_e >= GRID_THRESHOLD:
         structure = "line" if ratio < LINE_THRESHOLD else "grid"
     elif acc_e >= IMPERFECT_GRID_THRESHOLD:
         structure = "imperfect grid"
     else:
-        structure = "unstructured"
+        structure = UNDEFINED if wide and share < CIRCLE_PLANE_SHARE else "unstructured"
     return {
         "circularity": circ,
         "frequency": k,
+        "plane_share": share,
         "accuracy_euclidean": acc_e,
         "accuracy_angular": acc_a,
+        "accuracy_pairs": f"the {len(dataset)} given pairs (unordered)" if given else
+                          f"all {len(dataset)} unordered pairs",
         "grid_defects": int(round((1.0 - acc_e) * len(dataset))),
         "line_ratio": ratio,
         "structure": structure,

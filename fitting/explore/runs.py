@@ -98,6 +98,17 @@ class Run:
                 self.cache["selection"] = select_frequencies(self.trajectory)
         return self.cache["selection"]
 
+    def metric_pairs(self):
+        """The pairs the pair-sum accuracy is measured on: the run's training set when its file holds
+        one (and the particle model's own pairs for a particle run), else None (all pairs)."""
+        train = self.trajectory.train
+        return train if train is not None and train.p == self.trajectory.p else None
+
+    def accuracy_label(self) -> str:
+        """What the page's "accuracy" is, in a few words."""
+        which = "training pairs" if self.metric_pairs() is not None else "all pairs, no training set in the file"
+        return f"pair-sum nearest-neighbour accuracy ({which})"
+
     def plane(self) -> tuple[np.ndarray, np.ndarray]:
         """One fixed view for the whole run: the principal plane of the final snapshot."""
         if "plane" not in self.cache:
@@ -121,13 +132,14 @@ class Run:
             elif values.ndim == 1 and values.shape[0] == len(traj.snapshot_steps):
                 arrays["snapshot_scalar:" + name] = values
                 scalars.append(name)
-        meta = {k: v for k, v in traj.meta.items() if k not in ("train_indices",) and not isinstance(v, (list, dict))}
+        meta = {k: v for k, v in traj.meta.items() if k not in ("train_indices", "tokens") and not isinstance(v, (list, dict))}
         header = {"kind": "run", "name": self.name, "p": traj.p, "d": traj.d, "snapshots": len(traj.snapshot_steps),
                   "first_step": int(traj.snapshot_steps[0]), "last_step": int(max(traj.snapshot_steps[-1], steps[-1])),
                   "frequencies": list(range(1, signals.shape[1] + 1)), "scalars": scalars,
                   "survivors": None if survivors is None else [int(k + 1) for k in np.flatnonzero(survivors)],
                   "key_frequencies": self.selection().key, "fit_frequencies": self.selection().frequencies,
-                  "frequency_selection": self.selection().message, "meta": meta}
+                  "frequency_selection": self.selection().message, "frequency_rule": self.selection().rule,
+                  "accuracy_label": self.accuracy_label(), "meta": meta}
         return header, arrays
 
     def frame(self, step: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -181,9 +193,10 @@ class Run:
             for i in thin(len(traj.snapshot_steps), MAX_METRIC_SNAPSHOTS):
                 while time.monotonic() - self.cache.get("last_frame", -1e9) < INTERACTIVE_PAUSE:
                     time.sleep(0.05)  # someone is scrubbing: the frames first
-                m = structure_metrics(traj.embeddings[i])
+                m = structure_metrics(traj.embeddings[i], self.metric_pairs())
                 row = {"step": int(traj.snapshot_steps[i]), "circularity": m["circularity"],
-                       "accuracy": m["accuracy_euclidean"], "structure": m["structure"], "frequency": m["frequency"]}
+                       "plane_share": m["plane_share"], "accuracy": m["accuracy_euclidean"],
+                       "structure": m["structure"], "frequency": m["frequency"]}
                 with self._metrics_lock:
                     state["rows"].append(row)
         except Exception as exc:  # shown in the page instead of the plot

@@ -149,3 +149,56 @@ def test_force_fit_without_gradients_says_how_to_record_them(tmp_path, capsys):
     path = P.Trajectory(np.zeros((2, 5, 2)), [0, 1]).save(tmp_path / "plain.npz")
     assert main(["force-fit", str(path), "--out", str(tmp_path / "o")]) == 2
     assert "--gradients" in capsys.readouterr().err
+
+
+# --- issue 50: the force fit from the command line on a run whose file has no training set ------------------
+
+def _own_force_run(tmp_path, stored: bool):
+    """A user's run: gradients from a known law, no trainer metadata; the training set in the file or not."""
+    import particles as P
+
+    rng = np.random.default_rng(1)
+    data = P.modular_addition(11, ordered=True)
+    train, _ = data.split(0.6, seed=rng)
+    law = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
+    X = P.simulate(rng.normal(size=(11, 2)), train, law, steps=400, dt=0.01, record_every=20).embeddings
+    G = np.stack([P.forces(x, train, law) for x in X])
+    traj = P.Trajectory(X, np.arange(len(X)) * 20, gradients=-G[:-1],  # the last snapshot without a gradient
+                        meta={"source": "my script", "task": "modular_addition", "n_train": len(train)})
+    if stored:
+        traj = traj.with_train(train)
+    return traj.save(tmp_path / "run.npz"), train
+
+
+def test_force_fit_takes_the_training_set_from_the_file_or_from_train(tmp_path, capsys):
+    path, train = _own_force_run(tmp_path, stored=True)
+    assert main(["force-fit", str(path), "--normalize", "none", "--bootstrap", "0", "--out",
+                 str(tmp_path / "a")]) == 0
+    assert "R^2 of the force field 1.0000" in capsys.readouterr().out
+    path, train = _own_force_run(tmp_path, stored=False)
+    assert main(["force-fit", str(path), "--out", str(tmp_path / "b")]) == 2
+    err = capsys.readouterr().err
+    assert "train=" in err and "--train FILE" in err and len(err.strip().splitlines()) == 1
+    np.savez(tmp_path / "train.npz", pairs=train.pairs, labels=train.labels)
+    csv = tmp_path / "train.csv"
+    csv.write_text("a,b,label\n" + "".join(f"{a},{b},{y}\n" for (a, b), y in zip(train.pairs, train.labels)))
+    for i, file in enumerate((tmp_path / "train.npz", csv)):
+        assert main(["force-fit", str(path), "--train", str(file), "--normalize", "none", "--bootstrap", "0",
+                     "--out", str(tmp_path / f"c{i}")]) == 0
+        assert "R^2 of the force field 1.0000" in capsys.readouterr().out
+
+
+def test_force_fit_refuses_a_training_set_that_does_not_fit_the_run(tmp_path, capsys):
+    path, train = _own_force_run(tmp_path, stored=False)
+    cases = {"outside.npz": (train.pairs + 5, train.labels, "0..10"),
+             "labels.npz": (train.pairs, (train.labels + 1) % 11, "disagree with the run's task"),
+             "size.npz": (train.pairs[:10], train.labels[:10], f"records {len(train)} training pairs")}
+    for name, (pairs, labels, words) in cases.items():
+        np.savez(tmp_path / name, pairs=pairs, labels=labels)
+        assert main(["force-fit", str(path), "--train", str(tmp_path / name), "--out", str(tmp_path / "o")]) == 2
+        err = capsys.readouterr().err
+        assert words in err and len(err.strip().splitlines()) == 1, (name, err)
+    (tmp_path / "bad.csv").write_text("x,y\n1,2\n")
+    assert main(["force-fit", str(path), "--train", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o")]) == 2
+    assert "a,b,label" in capsys.readouterr().err
+    assert not (tmp_path / "o" / "force_fit.json").exists()  # refused before any work

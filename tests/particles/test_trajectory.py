@@ -262,3 +262,42 @@ def test_gradients_and_updates_round_trip_and_validate(tmp_path):
         Trajectory(E, np.arange(4), gradients=grads[:, :3])
     with pytest.raises(TrajectoryFormatError, match="updates"):
         Trajectory(E, np.arange(4), updates=np.where(upd > 0, np.inf, upd))
+
+
+# --- issue 50: the training set travels with the run --------------------------------------------------------
+
+def test_the_training_set_round_trips_and_old_files_load(tmp_path):
+    import particles as P
+
+    data = P.modular_addition(7, ordered=True)
+    train, _ = data.split(0.5, seed=0)
+    traj = P.Trajectory(np.zeros((2, 7, 3)), [0, 5], meta={"task": "modular_addition"})
+    assert traj.train is None
+    old = traj.save(tmp_path / "old.npz")  # a file of the format before the field existed
+    assert P.Trajectory.load(old).train is None
+    with_train = traj.with_train(train)
+    back = P.Trajectory.load(with_train.save(tmp_path / "new.npz"))
+    assert np.array_equal(back.train.pairs, train.pairs) and np.array_equal(back.train.labels, train.labels)
+    assert back.meta["n_train"] == len(train) and back.train.name == "modular_addition"
+    # (pairs, labels) as plain lists work as well as a PairDataset
+    assert len(traj.with_train((train.pairs.tolist(), train.labels.tolist())).train) == len(train)
+
+
+def test_a_training_set_that_disagrees_with_the_run_is_refused_naming_it():
+    import particles as P
+
+    traj = P.Trajectory(np.zeros((2, 7, 3)), [0, 5], meta={"task": "modular_addition", "n_train": 3})
+    pairs = np.array([[0, 1], [2, 3], [4, 6]])
+    with pytest.raises(ValueError, match=r"train: pairs must hold token indices in 0..6"):
+        traj.with_train((pairs + 1, (pairs + 1).sum(1) % 7))
+    with pytest.raises(ValueError, match="1 of 3 labels disagree with the run's task 'modular_addition'"):
+        traj.with_train((pairs, np.array([1, 5, 4])))
+    with pytest.raises(ValueError, match="has 2 pairs where the run's metadata records 3"):
+        traj.with_train((pairs[:2], pairs[:2].sum(1) % 7))
+    with pytest.raises(TypeError, match="train must be a PairDataset or a"):
+        traj.with_train(pairs)
+    with pytest.raises(P.TrajectoryFormatError, match="train_labels"):
+        P.Trajectory(np.zeros((2, 7, 3)), [0, 5], train_pairs=pairs)
+    with pytest.raises(P.TrajectoryFormatError, match="train_pairs"):  # a file's damaged field names itself
+        P.Trajectory(np.zeros((2, 7, 3)), [0, 5], train_pairs=pairs + 10, train_labels=np.zeros(3, int))
+    assert traj.with_train((pairs, pairs.sum(1) % 7)).train.p == 7

@@ -189,7 +189,7 @@ async function openRun(id) {
   $("fit-start").value = h.first_step; $("fit-stop").value = Math.round((h.first_step + h.last_step) / 2);
   $("fit-result").textContent = "";
   $("run-info").textContent = `${h.name}: p = ${h.p}, d = ${h.d}, ${h.snapshots} snapshots, steps ${h.first_step}-${h.last_step}` +
-    (h.survivors === null ? "" : h.survivors.length ? `; surviving frequencies ${h.survivors.join(", ")}` : "; no frequency survives");
+    (h.frequency_selection ? `; fits use ${h.frequency_selection}` : "");
   drawSignals();
   scrub.next = null;  // a scrub of the previous run in flight draws nothing (drawRunFrame checks the run)
   const first = decodeFrame(await (await api(`/api/runs/${id}/frame?step=${h.last_step}`)).arrayBuffer());
@@ -201,11 +201,13 @@ async function openRun(id) {
 
 function safeOpenRun(id) { openRun(id).catch(() => { /* shown by api() */ }); }
 
+const RULE_NAMES = { survivors: "the survivors", key: "the key frequencies", all: "all frequencies", given: "the given frequencies" };
+
 function drawSignals() {
   const r = state.run; if (!r) return;
   const key = `${r.id}:${r.fit ? r.fit.start + "-" + r.fit.stop : ""}`;
   if ($("signals-plot")._cacheKey === key) { lineChart($("signals-plot"), [], { cacheKey: key, vline: r.step }); return; }
-  const surv = new Set(r.header.survivors || []);
+  const surv = new Set(r.header.fit_frequencies || []);  // the frequencies every fit uses (fitting.select_frequencies)
   const series = [], legend = [];
   const x = Array.from(r.steps);
   for (let k = 0; k < r.K; k++) {
@@ -224,7 +226,8 @@ function drawSignals() {
     legend.push({ label: "ODE fit", color: "#555", dash: [6, 4] });
   }
   lineChart($("signals-plot"), series, { xlabel: "step", ylabel: "signal (Fourier amplitude)", vline: r.step, cacheKey: key,
-    title: surv.size ? "Fourier signals (survivors in colour)" : "Fourier signals", legend });
+    title: surv.size ? `Fourier signals (in colour: ${RULE_NAMES[r.header.frequency_rule] || "fitted frequencies"})` :
+      "Fourier signals", legend });
 }
 
 // structure metrics arrive while they are computed (up to 0.4 s a snapshot for d = 128)
@@ -244,12 +247,18 @@ function drawRunMetrics() {
   const r = state.run; if (!r || !r.metrics) return;
   if (!r.metrics.length) { const c = $("metrics-plot"); c.getContext("2d").clearRect(0, 0, c.width, c.height); return; }
   const x = r.metrics.map(m => m.step);
-  lineChart($("metrics-plot"), [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
-                                { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }],
+  const series = [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
+                  { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }];
+  const legend = [{ label: "circularity (in its frequency's Fourier plane)", color: "#c05621" },
+                  { label: r.header.accuracy_label || "pair-sum accuracy", color: "#2b6cb0" }];
+  if (r.header.d > 2) {  // in d > 2 any embedding is nearly circular in a plane of its own choosing: show the plane's share
+    series.push({ x, y: r.metrics.map(m => m.plane_share), color: "#718096", dash: [4, 3] });
+    legend.push({ label: "that plane's share of the variance", color: "#718096", dash: [4, 3] });
+  }
+  lineChart($("metrics-plot"), series,
     { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, cacheKey: `${r.id}:${r.metrics.length}:${r.metricsNote}`,
       title: "structure metrics" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
-      xlim: [r.header.first_step, r.header.last_step],
-      legend: [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }] });
+      xlim: [r.header.first_step, r.header.last_step], legend });
 }
 
 const scrub = { busy: false, next: null };
@@ -293,7 +302,7 @@ async function fitWindow() {
     const fit = await (await postJSON(`/api/runs/${r.id}/fit`, { start: num($("fit-start").value), stop: num($("fit-stop").value) })).json();
     if (state.run !== r) return;  // another run was opened meanwhile
     clearError(); r.fit = fit; drawSignals();
-    let text = `${fit.model} on steps ${fit.start}-${fit.stop}, frequencies ${fit.frequencies.join(", ")}.`;
+    let text = `${fit.model} on steps ${fit.start}-${fit.stop}, ${fit.selection}.`;
     const num3 = v => (v === null || v === undefined ? "undefined" : Number(v.toPrecision(3)).toString());
     if (fit.in_window_error !== null) text += ` Inside the window the simulation misses the data by ${num3(fit.in_window_error)} of its spread` +
       (fit.in_window_error > 0.5 ? ": the fit does not describe this window well." : ".");
@@ -306,7 +315,7 @@ async function fitWindow() {
 }
 
 // ---- phase ------------------------------------------------------------------------------------------
-const CLASS_COLOURS = { circle: "#2f855a", grid: "#2b6cb0", "imperfect grid": "#90cdf4", line: "#d69e2e", unstructured: "#a0aec0",
+const CLASS_COLOURS = { circle: "#2f855a", grid: "#2b6cb0", "imperfect grid": "#90cdf4", line: "#d69e2e", unstructured: "#a0aec0", undefined: "#e2e8f0",
   diverged: "#c53030", comprehension: "#2f855a", grokking: "#38a169", memorization: "#c05621", confusion: "#a0aec0" };
 const classColour = c => CLASS_COLOURS[c] || "#718096";
 
@@ -406,7 +415,9 @@ function showCell(cells) {
 // ---- start ------------------------------------------------------------------------------------------
 async function main() {
   for (const button of document.querySelectorAll("nav button.tab")) button.addEventListener("click", () => showTab(button.dataset.tab));
-  showTab(location.hash.slice(1) || "live");
+  // runs given on the command line: open on the Run tab (the Live tab is one click away)
+  const given = await (await api("/api/runs")).json().catch(() => ({ runs: [] }));
+  showTab(location.hash.slice(1) || (given.runs && given.runs.length ? "run" : "live"));
   const body = await (await api("/api/controls")).json();
   state.controls = body.controls; state.presets = body.presets;
   buildControls();

@@ -111,6 +111,10 @@ def test_explorer_in_chromium(files, server, browser, shots):
     wait_for(lambda: d.find_element("tag name", "body").get_attribute("data-ready") == "1", "the page to load")
     wait_for(lambda: d.find_element("tag name", "body").get_attribute("data-session"), "the live session")
 
+    # runs were given on the command line: the page opens on the Run tab (issue 50), the Live tab a click away
+    assert d.find_element("tag name", "body").get_attribute("data-tab") == "run"
+    d.find_element("id", "tab-button-live").click()
+
     # --- Live: a circle forms while frames keep arriving ---------------------------------------------------
     Select(d.find_element("id", "ctl-preset")).select_by_visible_text("circles")
     wait_for(lambda: d.find_element("id", "ctl-lam").get_attribute("value") == "3", "the circles preset")
