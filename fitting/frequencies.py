@@ -55,6 +55,8 @@ def _final_row(x: Any, step: Any, steps: Any, name: str) -> tuple[np.ndarray, in
     else:
         signals = check_array(x, name, ndim=(1, 2))
         if signals.ndim == 1:
+            if signals.shape[0] == 0:
+                raise ValueError(f"{name} must hold at least one frequency, got an empty array")
             if step is not None:
                 raise ValueError("step needs signals over time (a (T, K) array with steps=, or a Trajectory)")
             if not np.all(np.isfinite(signals)):
@@ -89,8 +91,8 @@ def key_frequencies(x: Any, *, step: int | None = None, steps: Any = None, d: in
        ``r = max(ratio, chance level)``; the chance level is the ratio the
        largest of K norms of a structureless embedding (i.i.d. Gaussian in
        ``d`` dimensions, ``|F_k|^2 ~ chi^2_2d``) exceeds over their median
-       with probability 1 % (:func:`chance_ratio`; for K = 20 about 1.3 at
-       d = 64, 2.8 at d = 2, so the floor 2 decides from d = 8 up);
+       with probability 1 % (:func:`chance_ratio`; for K = 20 about 1.2 at
+       d = 64, 2.7 at d = 2, so the floor 2 decides from d = 8 up);
     3. the key frequencies are those above the admissible cut with the
        largest drop ``S_(m) / S_(m+1)``; none when no cut is admissible.
 

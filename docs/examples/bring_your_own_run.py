@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fitting import LinearODE, LotkaVolterra, surviving_frequencies, trajectory_signals
+from fitting import LinearODE, LotkaVolterra, select_frequencies
 from fitting.backend import EmbeddingRecorder
 from particles.core.io import atomic_write_text
 
@@ -56,7 +56,8 @@ def main():
     model = OneLayerTransformer(p)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1.0, betas=(0.9, 0.98))
     # the first p rows of the embedding are the tokens; signals every step, snapshots every 50
-    recorder = EmbeddingRecorder(model.embed.weight, p=p, every=1, snapshot_every=50)
+    recorder = EmbeddingRecorder(model.embed.weight, tokens=range(p), every=1, snapshot_every=50,
+                                 train=(pairs[train], labels[train]))
     recorder.attach(opt)
     for step in range(steps):
         loss = nn.functional.cross_entropy(model(pairs[train]), labels[train])
@@ -65,25 +66,23 @@ def main():
         opt.step()  # the recorder records after every step
     with torch.no_grad():
         val_acc = (model(pairs[val]).argmax(1) == labels[val]).float().mean().item()
-    traj = recorder.trajectory(meta={"model": "one-layer transformer", "p": p, "val_acc": val_acc})
+    traj = recorder.trajectory(meta={"model": "one-layer transformer", "p": p, "val_acc": val_acc,
+                                     "task": "modular_addition"})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     traj.save(out / "run.npz")
 
-    steps_, signals = trajectory_signals(traj)
-    t = steps_.astype(float)
-    survivors = surviving_frequencies(traj)
-    top = np.argsort(signals[-1])[::-1][:4]  # the four strongest frequencies at the end
-    names = [f"k{k + 1}" for k in top]
-    linear = LinearODE(stable=True).fit(signals[:, top], t)
-    lv = LotkaVolterra().fit(signals[:, top], t)
-    report = {"steps": steps, "val_acc": val_acc, "survivors": [int(k) + 1 for k in np.flatnonzero(survivors)],
-              "frequencies": [int(k) + 1 for k in top],
-              "linear": {"derivative_r2": linear.score(signals[:, top], t), "equations": linear.equations(names)},
-              "lotka_volterra": {"derivative_r2": lv.score(signals[:, top], t), "equations": lv.equations(names)}}
+    # the frequencies every fit of the package uses by default: the survivors, else the key frequencies, else all
+    selection = select_frequencies(traj)
+    linear = LinearODE(stable=True).fit(traj)  # a Trajectory is fitted on that selection
+    lv = LotkaVolterra().fit(traj)
+    report = {"steps": steps, "val_acc": val_acc, "survivors": selection.survivors, "key_frequencies": selection.key,
+              "frequencies": selection.frequencies, "selection": selection.message,
+              "linear": {"derivative_r2": linear.score(traj), "equations": linear.equations()},
+              "lotka_volterra": {"derivative_r2": lv.score(traj), "equations": lv.equations()}}
     text = json.dumps(report, indent=2)
     atomic_write_text(out / "fits.json", text)
-    print(f"validation accuracy {val_acc:.2f}; strongest frequencies {report['frequencies']}")
+    print(f"validation accuracy {val_acc:.2f}; {selection.message}")
     for kind in ("linear", "lotka_volterra"):
         print(f"{kind} (derivative R^2 {report[kind]['derivative_r2']:.3f}):")
         for line in report[kind]["equations"]:

@@ -271,7 +271,8 @@ class EmbeddingRecorder:
 
 
 def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[dict], Any], *,
-                     steps: Sequence[int] | None = None, p: int | None = None, power: int = 1) -> Trajectory:
+                     steps: Sequence[int] | None = None, p: int | None = None, power: int = 1,
+                     train: Any = None) -> Trajectory:
     """A :class:`~particles.Trajectory` from a series of saved checkpoints.
 
     Parameters
@@ -289,6 +290,10 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
         Number of tokens (rows used); default all rows.
     power : {1, 2}
         Signal power, as in :class:`EmbeddingRecorder`.
+    train : PairDataset or (pairs, labels), optional
+        The training set, stored in the trajectory as by
+        :class:`EmbeddingRecorder` (checked against p before any file is
+        read).
     """
     if isinstance(paths, (str, os.PathLike)) or not len(paths):
         raise TypeError("paths must be a non-empty list of checkpoint files")
@@ -298,6 +303,8 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
     if any(b <= a for a, b in zip(steps, steps[1:])):
         raise ValueError("steps must increase")
     p = None if p is None else check_int(p, "p", 3)
+    if train is not None and p is not None:
+        train = as_training_set(train, p, name="train")  # refused before any checkpoint is read
     snaps = []
     for path in paths:
         path = Path(path)
@@ -324,7 +331,8 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
     if len(shapes) != 1:
         raise ValueError(f"the checkpoints' embeddings differ in shape: {sorted(shapes)}")
     stack = np.stack(snaps)
-    return Trajectory(stack, np.asarray(steps, dtype=np.int64), signals=fourier_signals(stack, power=power),
+    traj = Trajectory(stack, np.asarray(steps, dtype=np.int64), signals=fourier_signals(stack, power=power),
                       meta={"source": "fitting.backend.load_checkpoints", "p": int(stack.shape[1]),
                             "d": int(stack.shape[2]), "signal_power": power, "files": [str(x) for x in paths],
                             "version": package_version()})
+    return traj if train is None else traj.with_train(train)

@@ -199,3 +199,12 @@ def test_the_training_set_round_trips_through_the_file(tmp_path):
         rec.trajectory(meta={"task": "modular_addition"}).with_train((pairs, bad))
     with pytest.raises(ValueError, match="pairs must hold token indices in 0..10"):
         EmbeddingRecorder(E, train=(pairs + 1, labels))
+
+
+def test_load_checkpoints_stores_the_training_set(tmp_path):
+    _, states, paths = _train(6, every_save=2, folder=tmp_path)
+    pairs, labels = _pairs(11, 30)
+    traj = load_checkpoints(paths, "embed.weight", p=11, train=(pairs, labels))
+    assert np.array_equal(traj.train.pairs, pairs) and traj.meta["n_train"] == 30
+    with pytest.raises(ValueError, match="0..10"):
+        load_checkpoints(paths, "embed.weight", p=11, train=(pairs + 11, labels))
