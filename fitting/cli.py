@@ -57,16 +57,19 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         if window[0] >= last or window[1] > last + 1:
             raise ValueError(f"--window {window[0]:g} {window[1]:g} goes past the run's end: its signals cover steps "
                              f"{first}..{last} ({len(steps)} samples); give START < STOP <= {last + 1}")
+    if not args.factor > 0:
+        raise ValueError(f"--factor must be > 0 (the survival rule's factor), got {args.factor:g}")
     frequencies = parse_frequencies(args.frequencies, signals.shape[1], "--frequencies")
+    selection = select_frequencies(traj, frequencies, factor=args.factor, power=args.power, name="--frequencies")
     model = _build_model(args, window)
     model.check_params()  # every setting refused before any work, the output folder too
     out = check_output_folder(args.out, "--out")
-    selection = select_frequencies(traj, frequencies, factor=args.factor)
     columns = selection.columns
     names = selection.names
     x = signals[:, columns]
     t = steps.astype(float)
     model.fit(x, t, names=names)
+    model.frequencies_ = selection.frequencies  # model.joblib scores and forecasts a Trajectory on these
     survivors = [] if selection.survivors is None else selection.survivors
     scores = fit_report(model, x, t, window=window)
     report = {
@@ -185,13 +188,21 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     window = None if args.window is None else tuple(args.window)
     if window is not None and window[1] <= window[0]:
         raise ValueError(f"--window must have START < STOP, got {window[0]} {window[1]}")
-    out = check_output_folder(args.out, "--out")
-    runs = [Trajectory.load(path) for path in args.trajectory]  # a missing or damaged file: one line, exit 2
+    pairs_labels = None
     if args.train is not None:  # the training set of runs whose file does not hold one
         from particles.datasets import read_training_set
 
-        pairs_labels = read_training_set(args.train)
-        runs = [run.with_train(pairs_labels) for run in runs]  # checked against each run before any work
+        pairs_labels = read_training_set(args.train, name="--train")
+    runs = [Trajectory.load(path) for path in args.trajectory]  # a missing or damaged file: one line, exit 2
+    if pairs_labels is not None:
+        for i, (path, run) in enumerate(zip(args.trajectory, runs)):
+            if run.train is None:  # checked against each run before any work
+                runs[i] = run.with_train(pairs_labels, name="--train")
+            elif not (np.array_equal(run.train.pairs, np.asarray(pairs_labels[0]).astype(np.int64))
+                      and np.array_equal(run.train.labels, np.asarray(pairs_labels[1]).astype(np.int64))):
+                raise ValueError(f"--train: {path} holds its own training set ({len(run.train)} pairs), which "
+                                 f"differs from {args.train}; leave --train out to use the file's")
+    out = check_output_folder(args.out, "--out")
     for path, run in zip(args.trajectory, runs):
         if run.gradients is None and run.updates is None:
             raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "

@@ -210,7 +210,7 @@ def parse_frequencies(value: Any, K: int, name: str = "frequencies") -> str | li
         if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"{name} must hold integer frequencies, got {v!r}")
         if not 1 <= int(v) <= K:
-            raise ValueError(f"{name}: frequency {int(v)} is outside 1..{K} (p // 2 for this run)")
+            raise ValueError(f"{name}: frequency {int(v)} is outside 1..{K} (K = (p - 1) // 2 for this run)")
         ks.append(int(v))
     if not ks:
         raise ValueError(f"{name} must name at least one frequency in 1..{K}")
@@ -259,7 +259,7 @@ class FrequencySelection:
 
 
 def select_frequencies(x: Any, frequencies: Any = "auto", *, factor: float = 2.0, ratio: float = KEY_RATIO,
-                       dc: Any = None) -> FrequencySelection:
+                       dc: Any = None, power: int = 1, name: str = "frequencies") -> FrequencySelection:
     """The frequencies a fit of ``x`` uses: the one default every surface shares.
 
     Parameters
@@ -280,21 +280,33 @@ def select_frequencies(x: Any, frequencies: Any = "auto", *, factor: float = 2.0
     dc : float or ndarray, optional
         The DC signal for the survival rule on arrays (a Trajectory gives
         its own). Without it, arrays skip the survival rule.
+    power : {1, 2}
+        What an array holds, ``|F_k|`` or ``|F_k|^2`` (both rules are read on
+        the norms); a Trajectory's signals are read as norms.
+    name : str
+        The parameter's name in error messages (``--frequencies`` on the
+        command line).
 
     Returns
     -------
     FrequencySelection
+        What was chosen and why; ``survivors`` and ``key`` hold what each
+        rule found, whatever was asked for.
     """
     factor = check_float(factor, "factor", 0.0, strict=True)
     ratio = check_float(ratio, "ratio", 1.0, strict=True)
+    if power not in (1, 2) or isinstance(power, bool):
+        raise ValueError(f"power must be 1 (|F_k|) or 2 (|F_k|^2), got {power!r}")
     if isinstance(x, Trajectory):
         steps, signals = trajectory_signals(x)
     else:
         signals = check_array(x, "x", ndim=2)
+        if signals.shape[0] == 0 or signals.shape[1] == 0:
+            raise ValueError(f"x must hold at least one step and one frequency, got shape {signals.shape}")
+        if power == 2:
+            signals = np.sqrt(np.maximum(signals, 0.0))
     K = int(signals.shape[1])
-    requested = parse_frequencies(frequencies, K)
-    if not isinstance(requested, str):
-        return FrequencySelection(requested, "given", "given", f"frequencies: {requested} (given)")
+    requested = parse_frequencies(frequencies, K, name)
     final = np.asarray(signals[-1], dtype=float)
     if not np.all(np.isfinite(final)):
         raise ValueError("the signals must be finite at the run's end")
@@ -307,9 +319,12 @@ def select_frequencies(x: Any, frequencies: Any = "auto", *, factor: float = 2.0
             mask = surviving_frequencies(x, factor)
         survivors = [int(k) for k in np.flatnonzero(mask) + 1]
     elif dc is not None:
-        survivors = [int(k) for k in np.flatnonzero(surviving_frequencies(signals, factor, dc=dc)) + 1]
+        dc_norm = np.sqrt(np.maximum(np.asarray(dc, dtype=float), 0.0)) if power == 2 else dc
+        survivors = [int(k) for k in np.flatnonzero(surviving_frequencies(signals, factor, dc=dc_norm)) + 1]
     else:
         survivors = None
+    if not isinstance(requested, str):
+        return FrequencySelection(requested, "given", "given", f"frequencies: {requested} (given)", survivors, key)
     paper = f"the survival paper's rule (final signal > {factor:g} x the mean of all bins)"
     keyrule = "the key-frequency rule (standing out of the bulk; fitting.key_frequencies)"
     everything = list(range(1, K + 1))
@@ -317,14 +332,14 @@ def select_frequencies(x: Any, frequencies: Any = "auto", *, factor: float = 2.0
         return FrequencySelection(everything, "all", "all", f"frequencies: all {K} (asked for all)", survivors, key)
     if requested == "survivors":
         if survivors is None:
-            raise ValueError("frequencies='survivors' needs the DC signal with a signal array (dc=...)")
+            raise ValueError(f"{name}='survivors' needs the DC signal with a signal array (dc=...)")
         if not survivors:
-            raise ValueError(f"frequencies='survivors': no frequency survives by {paper}; try 'key' or 'auto'")
+            raise ValueError(f"{name} survivors: no frequency survives by {paper}; try key or auto")
         return FrequencySelection(survivors, "survivors", "survivors", f"frequencies: {survivors}, the survivors by "
                                   f"{paper}", survivors, key)
     if requested == "key":
         if not key:
-            raise ValueError(f"frequencies='key': no frequency stands out by {keyrule}; try 'all' or name them")
+            raise ValueError(f"{name} key: no frequency stands out by {keyrule}; try all or name them")
         return FrequencySelection(key, "key", "key", f"frequencies: {key}, the key frequencies by {keyrule}",
                                   survivors, key)
     if survivors:
@@ -337,4 +352,3 @@ def select_frequencies(x: Any, frequencies: Any = "auto", *, factor: float = 2.0
                                   f"{keyrule}", survivors, key)
     return FrequencySelection(everything, "all", "auto", f"frequencies: all {K}; {lead} and none stands out by "
                               f"{keyrule}", survivors, key)
-

@@ -64,7 +64,7 @@ def fit_report(model: ODEModel, x: Any, t: Any = None, *, window: Any = None,
         simulation that drifts; a forecast that loses to persistence; a
         blow-up). A simulation that blows up gives None and a note.
     """
-    x, t, _ = from_trajectory(x, t, getattr(model, "frequencies_", "auto"))
+    x, t, _ = from_trajectory(x, t, getattr(model, "frequencies_", None), model.n_features_in_)
     window = model.window if window is None else window
     scores: dict[str, dict] = {}
     notes: list[str] = []

@@ -247,39 +247,48 @@ def as_training_set(train, p: int, *, task: str | None = None, size: int | None 
     return PairDataset(pairs, labels, int(p), label_name if isinstance(label_name, str) else "pairs")
 
 
-def read_training_set(path) -> tuple[np.ndarray, np.ndarray]:
+def read_training_set(path, *, name: str = "train") -> tuple[np.ndarray, np.ndarray]:
     """Training pairs and labels from a file: an ``.npz`` with arrays ``pairs``
     (M, 2) and ``labels`` (M,), or a CSV with a header ``a,b,label`` (one pair
-    a row). Returns ``(pairs, labels)``; check them with
-    :func:`as_training_set`. Errors name the file and what was expected."""
-    path = check_path(path, "train")
+    a row, three integers each). Returns ``(pairs, labels)``; check them with
+    :func:`as_training_set`. Errors name ``name``, the file and what was
+    expected."""
+    path = check_path(path, name)
     if not path.is_file():
-        raise ValueError(f"train: no training-set file at {str(path)!r}")
+        raise ValueError(f"{name}: no training-set file at {str(path)!r}")
     suffix = path.suffix.lower()
     if suffix == ".npz":
         try:
             with np.load(path, allow_pickle=False) as data:
-                missing = [k for k in ("pairs", "labels") if k not in data.files]
-                if missing:
-                    raise ValueError(f"train: {str(path)!r} lacks the array(s) {missing} (expected 'pairs' (M, 2) "
-                                     "and 'labels' (M,))")
-                return np.asarray(data["pairs"]), np.asarray(data["labels"])
-        except ValueError:
-            raise
-        except Exception as exc:  # zip and format errors
-            raise ValueError(f"train: {str(path)!r} is not a readable .npz file ({exc})") from None
+                files = list(data.files)
+                if "pairs" in files and "labels" in files:
+                    return np.asarray(data["pairs"]), np.asarray(data["labels"])
+        except Exception as exc:  # zip, format and pickle refusals
+            raise ValueError(f"{name}: {str(path)!r} is not a readable .npz file of numeric arrays ({exc})") from None
+        missing = [k for k in ("pairs", "labels") if k not in files]
+        raise ValueError(f"{name}: {str(path)!r} lacks the array(s) {missing} (expected 'pairs' (M, 2) and "
+                         "'labels' (M,))")
     if suffix == ".csv":
         import csv
 
-        with open(path, newline="") as fh:
-            rows = list(csv.reader(fh))
-        if not rows or [c.strip().lower() for c in rows[0]] != ["a", "b", "label"]:
-            raise ValueError(f"train: {str(path)!r} must start with the header a,b,label, got "
-                             f"{','.join(rows[0]) if rows else 'an empty file'}")
         try:
-            values = np.array([[int(c) for c in row] for row in rows[1:] if row], dtype=np.int64).reshape(-1, 3)
-        except ValueError:
-            raise ValueError(f"train: {str(path)!r} must hold three integers a,b,label a row") from None
+            with open(path, newline="") as fh:
+                rows = [row for row in csv.reader(fh) if row]
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise ValueError(f"{name}: {str(path)!r} is not a readable CSV file ({exc})") from None
+        if not rows or [c.strip().lower() for c in rows[0]] != ["a", "b", "label"]:
+            raise ValueError(f"{name}: {str(path)!r} must start with the header a,b,label, got "
+                             f"{','.join(rows[0]) if rows else 'an empty file'}")
+        values = []
+        for line, row in enumerate(rows[1:], start=2):
+            try:
+                if len(row) != 3:
+                    raise ValueError
+                values.append([int(c) for c in row])
+            except ValueError:
+                raise ValueError(f"{name}: {str(path)!r} row {line} must hold three integers a,b,label, got "
+                                 f"{','.join(row)!r}") from None
+        values = np.array(values, dtype=np.int64).reshape(-1, 3)
         return values[:, :2], values[:, 2]
-    raise ValueError(f"train: the file must end in .npz (arrays pairs, labels) or .csv (columns a,b,label), got "
+    raise ValueError(f"{name}: the file must end in .npz (arrays pairs, labels) or .csv (columns a,b,label), got "
                      f"{str(path)!r}")

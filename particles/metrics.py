@@ -30,9 +30,9 @@ __all__ = [
     "CIRCLE_PLANE_SHARE",
 ]
 
-STRUCTURES = ("circle", "grid", "line", "imperfect grid", "unstructured")
 #: the class of a d > 2 embedding these metrics cannot classify (see :func:`structure_metrics`)
 UNDEFINED = "undefined"
+STRUCTURES = ("circle", "grid", "line", "imperfect grid", "unstructured", UNDEFINED)
 #: for d > 2 a circle's Fourier plane must hold at least this share of the embedding's variance
 CIRCLE_PLANE_SHARE = 0.5
 #: best circularity at or above which an embedding is a circle
@@ -274,12 +274,16 @@ def structure_metrics(E: np.ndarray, dataset: PairDataset | None = None) -> dict
 
 
 def classify_structure(E: np.ndarray, dataset: PairDataset | None = None) -> str:
-    """``"circle"``, ``"grid"``, ``"line"``, ``"imperfect grid"`` or ``"unstructured"``.
+    """``"circle"``, ``"grid"``, ``"line"``, ``"imperfect grid"``, ``"unstructured"`` or (d > 2 only)
+    ``"undefined"``.
 
     circle: best circularity >= CIRCLE_THRESHOLD (0.9); otherwise a lattice
     when the euclidean pair-sum accuracy is >= GRID_THRESHOLD (0.85): a line
     (1-D chain) when :func:`line_ratio` < LINE_THRESHOLD (0.1), else a grid
     (2-D lattice); imperfect grid: accuracy >= IMPERFECT_GRID_THRESHOLD
-    (0.6); else unstructured.
+    (0.6); else unstructured, or for d > 2 undefined when the best
+    circularity's Fourier plane holds less than CIRCLE_PLANE_SHARE of the
+    variance (:func:`structure_metrics`). For d > 2 a circle also needs that
+    share.
     """
     return str(structure_metrics(E, dataset)["structure"])

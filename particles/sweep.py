@@ -196,9 +196,9 @@ def _run_one(base: Preset, overrides: dict[str, Any], seed: int) -> dict[str, An
     try:
         traj = config.run(seed, parallel=False)
     except NonFiniteStateError as exc:
-        row.update(circularity=np.nan, frequency=0, accuracy_euclidean=np.nan, accuracy_angular=np.nan,
-                   grid_defects=-1, line_ratio=np.nan, structure=DIVERGED, final_energy=np.nan,
-                   diverged_at=exc.step)
+        row.update(circularity=np.nan, frequency=0, plane_share=np.nan, accuracy_euclidean=np.nan,
+                   accuracy_angular=np.nan, accuracy_pairs="", grid_defects=-1, line_ratio=np.nan,
+                   structure=DIVERGED, final_energy=np.nan, diverged_at=exc.step)
         return row
     row.update(structure_metrics(traj.final, config.dataset()))
     row["final_energy"] = float(traj.energy[-1])

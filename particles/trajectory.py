@@ -254,13 +254,13 @@ class Trajectory:
         task = self.meta.get("task")
         return PairDataset(self.train_pairs, self.train_labels, self.p, task if isinstance(task, str) else "pairs")
 
-    def with_train(self, train: Any) -> "Trajectory":
+    def with_train(self, train: Any, *, name: str = "train") -> "Trajectory":
         """A copy holding the training set ``train`` (a PairDataset or
         ``(pairs, labels)``), checked against this run first: pairs in
         ``0..p-1``, labels that follow ``meta["task"]`` and a size equal to
         ``meta["n_train"]`` where those are recorded; a ``ValueError`` naming
-        ``train`` otherwise."""
-        data = self._check_train(train, "train")
+        ``train`` (or ``name``) otherwise."""
+        data = self._check_train(train, name)
         return Trajectory(self.embeddings, self.snapshot_steps, steps=self.steps, signals=self.signals,
                           scalars=dict(self.scalars), meta={**self.meta, "n_train": len(data)},
                           snapshot_arrays=dict(self.snapshot_arrays), gradients=self.gradients,
@@ -324,8 +324,11 @@ class Trajectory:
         ``embeddings`` has dimensions (snapshot_step, token, dim); per-step
         series (``signals`` with dimension ``frequency`` = 1..K, and every
         scalar) share the dimension ``step``; snapshot arrays get
-        ``snapshot_step`` and dimensions of their own; ``meta`` goes into the
-        attributes as JSON text (``attrs["meta"]``).
+        ``snapshot_step`` and dimensions of their own; ``gradients`` and
+        ``updates`` the dimension ``gradient_step`` (the snapshots that have
+        one); the training set ``train_pairs`` (pair, operand) and
+        ``train_labels`` (pair); ``meta`` goes into the attributes as JSON
+        text (``attrs["meta"]``).
         """
         try:
             import xarray as xr
@@ -338,11 +341,16 @@ class Trajectory:
             data[name] = (("step",), series)
         for name, arr in self.snapshot_arrays.items():
             data[name] = (("snapshot_step", *(f"{name}_dim{i}" for i in range(1, arr.ndim))), arr)
-        for name in ("gradients", "updates"):
-            if getattr(self, name) is not None:
-                data[name] = (("snapshot_step", "token", "dim"), getattr(self, name))
+        forces = [n for n in ("gradients", "updates") if getattr(self, n) is not None]
+        for name in forces:  # their own step axis: the last snapshot may have none
+            data[name] = (("gradient_step", "token", "dim"), getattr(self, name))
+        if self.train_pairs is not None:
+            data["train_pairs"] = (("pair", "operand"), self.train_pairs)
+            data["train_labels"] = (("pair",), self.train_labels)
         coords = {"snapshot_step": self.snapshot_steps, "token": np.arange(self.embeddings.shape[1]),
                   "dim": np.arange(self.embeddings.shape[2])}
+        if forces:
+            coords["gradient_step"] = self.snapshot_steps[: len(getattr(self, forces[0]))]
         if self.signals is not None or self.scalars:
             coords["step"] = self.steps
         if self.signals is not None:

@@ -58,3 +58,17 @@ def test_fit_writes_coefficients_and_model(tmp_path):
     assert coef.shape == (len(report["variables"]), len(report["terms"]))
     model = joblib.load(tmp_path / "fit" / report["model_file"])
     np.testing.assert_array_equal(model.coef_, coef)
+
+
+def test_to_xarray_of_a_run_with_one_gradient_fewer_and_a_training_set():
+    import particles as P
+
+    rng = np.random.default_rng(1)
+    train = P.modular_addition(5)
+    traj = Trajectory(rng.standard_normal((3, 5, 2)), [0, 10, 20], gradients=rng.standard_normal((2, 5, 2)),
+                      updates=rng.standard_normal((2, 5, 2))).with_train(train)
+    ds = traj.to_xarray()
+    assert ds["gradients"].dims == ("gradient_step", "token", "dim")
+    assert ds["gradient_step"].values.tolist() == [0, 10]
+    np.testing.assert_array_equal(ds["train_pairs"].values, train.pairs)
+    np.testing.assert_array_equal(ds["train_labels"].values, train.labels)

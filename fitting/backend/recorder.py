@@ -115,8 +115,9 @@ class EmbeddingRecorder:
                             f"{type(embedding).__name__}")
         self._source = embedding
         self._rows: slice | np.ndarray = slice(None)
+        self._n_rows = -1
         first = self._read()
-        n_rows = first.shape[0]
+        n_rows = self._n_rows = first.shape[0]
         if tokens is not None:
             rows = _token_rows(tokens, n_rows)
             if p is not None and check_int(p, "p", 3) != len(rows):
@@ -165,9 +166,12 @@ class EmbeddingRecorder:
         return _as_matrix(self._select(value), "embedding")
 
     def _select(self, value: Any) -> Any:
-        """The token rows of a (rows, d) tensor or array (other shapes are left to the checks)."""
+        """The token rows of a (rows, d) tensor or array (other shapes are left to the checks); a value
+        that already has one row per token (a ``gradient=`` function returning the token rows) is kept."""
         rows = self._rows
         if (isinstance(rows, slice) and rows == slice(None)) or not hasattr(value, "shape") or len(value.shape) != 2:
+            return value
+        if value.shape[0] == self.p and self._n_rows != self.p:
             return value
         if isinstance(rows, slice):
             return value[rows]

@@ -100,7 +100,7 @@ class Run:
 
     def metric_pairs(self):
         """The pairs the pair-sum accuracy is measured on: the run's training set when its file holds
-        one (and the particle model's own pairs for a particle run), else None (all pairs)."""
+        one, else None (all unordered pairs of modular addition)."""
         train = self.trajectory.train
         return train if train is not None and train.p == self.trajectory.p else None
 

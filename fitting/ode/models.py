@@ -53,12 +53,18 @@ def _store_params(estimator: BaseEstimator, params: dict) -> None:
             setattr(estimator, name, value)
 
 
-def from_trajectory(x: Any, t: Any, frequencies: Any = "auto") -> tuple[Any, Any, list[str] | None]:
+def from_trajectory(x: Any, t: Any, frequencies: Any = "auto", n_features: int | None = None
+                    ) -> tuple[Any, Any, list[str] | None]:
     """``(x, t, names)``: a :class:`particles.Trajectory` as the Fourier
     signals of the frequencies ``frequencies`` selects
     (:func:`fitting.select_frequencies`: by default the survivors, else the
     key frequencies, else all; or the given list of k), its steps as times
-    and the names ``S<k>``; anything else unchanged with names None."""
+    and the names ``S<k>``; anything else unchanged with names None.
+
+    ``n_features`` (a fitted model's): a model that does not know its
+    frequencies (fitted on arrays) is given all of them when it was fitted
+    on K columns, and otherwise refused with a message; the selection must
+    have that many columns."""
     from particles.trajectory import Trajectory
 
     if not isinstance(x, Trajectory):
@@ -69,7 +75,17 @@ def from_trajectory(x: Any, t: Any, frequencies: Any = "auto") -> tuple[Any, Any
     from ..signals import trajectory_signals
 
     steps, signals = trajectory_signals(x)
-    selection = select_frequencies(x, frequencies)
+    K = signals.shape[1]
+    if n_features is not None and frequencies is None:  # fitted on arrays: which columns is not known
+        if n_features != K:
+            raise ValueError(f"x is a Trajectory with {K} frequencies, but this model was fitted on an array of "
+                             f"{n_features} columns and does not know which frequencies they were: pass the "
+                             "same columns as an array (or set model.frequencies_ to their k)")
+        frequencies = "all"
+    selection = select_frequencies(x, "auto" if frequencies is None else frequencies)
+    if n_features is not None and len(selection.frequencies) != n_features:
+        raise ValueError(f"this model was fitted on {n_features} variables but selects {selection.frequencies} of "
+                         "the Trajectory")
     return signals[:, selection.columns], steps.astype(float), selection.names
 
 
@@ -286,9 +302,13 @@ class ODEModel(BaseEstimator):
         Parameters
         ----------
         x : ndarray, shape (T, K), list of such arrays (or an (R, T, K) array), or Trajectory
-            A :class:`particles.Trajectory` is fitted on its Fourier signals
-            (:func:`fitting.trajectory_signals`) at its recorded steps, with
-            the variables named ``S1 .. SK`` by frequency.
+            A :class:`particles.Trajectory` is fitted on the Fourier signals
+            (:func:`fitting.trajectory_signals`) of the frequencies
+            :func:`fitting.select_frequencies` chooses by default (the
+            survivors, else the key frequencies, else all; stored as
+            ``frequencies_``, which ``score`` and ``forecast`` of a
+            Trajectory then use) at its recorded steps, with the variables
+            named ``S<k>`` by frequency.
         t : float, ndarray of shape (T,), or list of arrays (one per run), optional
             Time step (default 1) or sample times (one (T,) array serves
             every run when all runs have T samples). Passed as scikit-learn's
@@ -296,8 +316,8 @@ class ODEModel(BaseEstimator):
             their times together. None with a Trajectory (its steps are the
             times).
         names : list of K str, optional
-            Names of the state variables (default ``x1 .. xK``, or ``S1 ..
-            SK`` for a Trajectory), used by :meth:`equations` and in
+            Names of the state variables (default ``x1 .. xK``, or ``S<k>``
+            of the selected frequencies for a Trajectory), used by :meth:`equations` and in
             warnings; stored as ``variables_``.
 
         Returns
@@ -427,7 +447,7 @@ class ODEModel(BaseEstimator):
         ``Lasso.score`` in the reference analysis) or "variance_weighted".
         """
         check_is_fitted(self, "coef_")
-        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", "auto"))
+        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", None), self.n_features_in_)
         Theta, Y, _, _, formulation, _ = self.regression_rows(x, t, window, self.library_, self.formulation_)
         multioutput = check_choice(multioutput, "multioutput", MULTIOUTPUT)
         return float(r2_score(Y, self.predict_rows(Theta, formulation), multioutput=multioutput))
@@ -504,7 +524,7 @@ class ODEModel(BaseEstimator):
             When a simulation blows up (``error`` is then inf).
         """
         check_is_fitted(self, "coef_")
-        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", "auto"))
+        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", None), self.n_features_in_)
         runs = as_runs(x)
         times = run_times(self.time_values(t), runs)
         if start is None and not hasattr(self, "t_fit_end_"):  # a model fitted (and saved) before forecasts existed
@@ -566,7 +586,7 @@ class ODEModel(BaseEstimator):
         :class:`BlowUpError` when a simulation blows up.
         """
         check_is_fitted(self, "coef_")
-        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", "auto"))
+        x, t, _ = from_trajectory(x, t, getattr(self, "frequencies_", None), self.n_features_in_)
         runs = as_runs(x)
         times = run_times(self.time_values(t), runs)
         win = check_window(window)

@@ -202,3 +202,14 @@ def test_force_fit_refuses_a_training_set_that_does_not_fit_the_run(tmp_path, ca
     assert main(["force-fit", str(path), "--train", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "o")]) == 2
     assert "a,b,label" in capsys.readouterr().err
     assert not (tmp_path / "o" / "force_fit.json").exists()  # refused before any work
+
+
+def test_force_fit_train_never_replaces_the_files_own_training_set(tmp_path, capsys):
+    path, train = _own_force_run(tmp_path, stored=True)
+    other = train.subset(np.arange(len(train))[::-1])  # the same pairs in another order: a different file
+    np.savez(tmp_path / "other.npz", pairs=other.pairs, labels=other.labels)
+    assert main(["force-fit", str(path), "--train", str(tmp_path / "other.npz"), "--out", str(tmp_path / "o")]) == 2
+    assert "holds its own training set" in capsys.readouterr().err
+    np.savez(tmp_path / "same.npz", pairs=train.pairs, labels=train.labels)
+    assert main(["force-fit", str(path), "--train", str(tmp_path / "same.npz"), "--bootstrap", "0",
+                 "--out", str(tmp_path / "o")]) == 0

@@ -145,3 +145,39 @@ def test_cli_frequencies_choices_and_bad_input(tmp_path, capsys):
         assert main(["fit", str(path), *bad, "--out", str(tmp_path / "c")]) == 2, bad
         err = capsys.readouterr().err
         assert words in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, (bad, err)
+
+
+def test_a_model_fitted_on_arrays_scores_a_trajectory_only_when_the_columns_are_known(tmp_path):
+    from fitting import trajectory_signals
+
+    traj, path = _run(tmp_path)
+    steps, signals = trajectory_signals(traj)
+    t = steps.astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        every = LinearODE(derivative="central").fit(signals, t)  # all K columns: a Trajectory gives them all
+        assert every.score(traj) == pytest.approx(every.score(signals, t))
+        two = LinearODE(derivative="central").fit(signals[:, [0, 1]], t)
+        with pytest.raises(ValueError, match="does not know which frequencies"):
+            two.score(traj)
+        two.frequencies_ = [1, 2]
+        assert two.score(traj) == pytest.approx(two.score(signals[:, [0, 1]], t))
+    # the command line's saved model knows its frequencies
+    import joblib
+
+    assert main(["fit", str(path), "--frequencies", "3,5", "--out", str(tmp_path / "f"), "--quiet"]) == 0
+    model = joblib.load(tmp_path / "f" / "model.joblib")
+    assert model.frequencies_ == [3, 5]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert model.score(traj) == pytest.approx(model.score(signals[:, [2, 4]], t))
+    report = json.loads((tmp_path / "f" / "fit.json").read_text())
+    assert report["key_frequencies"] == [1, 2, 4, 5, 7, 9, 11, 13]  # what each rule found, whatever was asked
+
+
+def test_validation_comes_before_the_output_folder(tmp_path, capsys):
+    traj, path = _run(tmp_path)
+    for bad in (["--factor", "-1"], ["--frequencies", "survivors"]):
+        assert main(["fit", str(path), *bad, "--out", str(tmp_path / "never")]) == 2
+        assert "--" in capsys.readouterr().err
+        assert not (tmp_path / "never").exists()

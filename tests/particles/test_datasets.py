@@ -65,3 +65,29 @@ def test_bad_fraction(fraction):
 def test_empty_training_set():
     with pytest.raises(ValueError, match="empty training set"):
         modular_addition(3).split(0.01)
+
+
+# --- issue 50: training-set files ---------------------------------------------------------------------------
+
+def test_read_training_set_files_and_their_refusals(tmp_path):
+    from particles.datasets import read_training_set
+
+    pairs, labels = np.array([[0, 1], [2, 3]]), np.array([1, 5])
+    np.savez(tmp_path / "t.npz", pairs=pairs, labels=labels)
+    got = read_training_set(tmp_path / "t.npz")
+    assert np.array_equal(got[0], pairs) and np.array_equal(got[1], labels)
+    (tmp_path / "t.csv").write_text("a,b,label\n0,1,1\n2,3,5\n")
+    got = read_training_set(tmp_path / "t.csv")
+    assert np.array_equal(got[0], pairs) and np.array_equal(got[1], labels)
+    (tmp_path / "w.csv").write_text("a,b,label\n1,2\n3,4\n5,6\n")  # rows of the wrong width are not reshaped
+    with pytest.raises(ValueError, match="row 2 must hold three integers"):
+        read_training_set(tmp_path / "w.csv")
+    np.savez(tmp_path / "o.npz", pairs=np.array([object()], dtype=object), labels=labels)
+    with pytest.raises(ValueError, match=r"--train: .*o\.npz.* not a readable \.npz"):
+        read_training_set(tmp_path / "o.npz", name="--train")
+    np.savez(tmp_path / "m.npz", pairs=pairs)
+    with pytest.raises(ValueError, match=r"lacks the array\(s\) \['labels'\]"):
+        read_training_set(tmp_path / "m.npz")
+    (tmp_path / "t.txt").write_text("0 1 1")
+    with pytest.raises(ValueError, match="must end in .npz"):
+        read_training_set(tmp_path / "t.txt")

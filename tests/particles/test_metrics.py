@@ -128,3 +128,37 @@ def test_line_ratio_of_isotropic_cloud_and_1d():
     t = np.linspace(0, 2 * np.pi, 16, endpoint=False)
     assert line_ratio(np.c_[np.cos(t), np.sin(t)]) == pytest.approx(1.0)
     assert line_ratio(np.arange(5.0)[:, None]) == 0.0
+
+
+# --- issue 50: metrics that say what they measure for any d ------------------------------------------------
+
+def test_a_wide_embedding_is_a_circle_only_in_a_plane_that_holds_its_variance():
+    from particles.metrics import CIRCLE_PLANE_SHARE, UNDEFINED, fourier_plane_share
+
+    rng = np.random.default_rng(0)
+    noise = rng.standard_normal((41, 64))
+    m = structure_metrics(noise)  # nearly circular in a plane of its own choosing, with little of the variance
+    assert m["circularity"] > 0.5 and m["plane_share"] < 0.2 and m["structure"] == UNDEFINED
+    circle = np.zeros((41, 64))
+    circle[:, :2] = _circle(41, 5)
+    m = structure_metrics(circle + 0.01 * noise)
+    assert m["structure"] == "circle" and m["plane_share"] > 0.99
+    # nine circles at once (a grokked network's spectrum): each plane holds about a ninth
+    t = np.arange(41)
+    many = np.zeros((41, 64))
+    for j, k in enumerate([2, 4, 5, 6, 7, 13, 14, 16, 17]):
+        many[:, 2 * j], many[:, 2 * j + 1] = np.cos(2 * np.pi * k * t / 41), np.sin(2 * np.pi * k * t / 41)
+    m = structure_metrics(many)
+    assert m["circularity"] > 0.99 and m["plane_share"] < CIRCLE_PLANE_SHARE and m["structure"] == UNDEFINED
+    assert fourier_plane_share(many, m["frequency"]) == pytest.approx(1 / 9, rel=1e-6)
+    assert structure_metrics(_circle(17, 3))["plane_share"] == pytest.approx(1.0)  # d = 2: the plane is the space
+
+
+def test_a_pair_and_its_mirror_count_once():
+    E = np.random.default_rng(3).standard_normal((11, 2))
+    ordered, unordered = modular_addition(11, ordered=True), modular_addition(11)
+    assert pair_sum_accuracy(E, ordered) == pair_sum_accuracy(E, unordered)
+    assert grid_defects(E, ordered) == grid_defects(E, unordered)
+    m = structure_metrics(E, ordered)
+    assert m["accuracy_pairs"] == f"the {len(unordered)} given pairs (unordered)"
+    assert structure_metrics(E)["accuracy_pairs"] == f"all {len(unordered)} unordered pairs"

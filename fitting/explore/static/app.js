@@ -416,7 +416,7 @@ function showCell(cells) {
 async function main() {
   for (const button of document.querySelectorAll("nav button.tab")) button.addEventListener("click", () => showTab(button.dataset.tab));
   // runs given on the command line: open on the Run tab (the Live tab is one click away)
-  const given = await (await api("/api/runs")).json().catch(() => ({ runs: [] }));
+  const given = await api("/api/runs").then(r => r.json()).catch(() => ({ runs: [] }));
   showTab(location.hash.slice(1) || (given.runs && given.runs.length ? "run" : "live"));
   const body = await (await api("/api/controls")).json();
   state.controls = body.controls; state.presets = body.presets;
