@@ -343,8 +343,11 @@ def select_frequencies(x: Any, frequencies: Any = "auto", *, factor: float = 2.0
         return FrequencySelection(key, "key", "key", f"frequencies: {key}, the key frequencies by {keyrule}",
                                   survivors, key)
     if survivors:
+        more = sorted(set(key) - set(survivors))
+        extra = (f" (the key-frequency rule also names {more}: --frequencies key, or frequencies='key', fits all "
+                 f"{len(key)})" if more else "")
         return FrequencySelection(survivors, "survivors", "auto", f"frequencies: {survivors}, the survivors by "
-                                  f"{paper}", survivors, key)
+                                  f"{paper}{extra}", survivors, key)
     lead = ("no frequency survives by the survival paper's rule" if survivors is not None
             else "the survival rule needs the DC signal (not given)")
     if key:

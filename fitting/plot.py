@@ -181,7 +181,7 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     if left_at is not None and (blew is None or left_at < blew):
         ax_x.axvline(left_at, color="darkorange", lw=1, ls=":")
         ax_x.text(left_at, ax_x.get_ylim()[0], " simulation leaves\n the data's range", color="darkorange",
-                  va="bottom", fontsize="small")
+                  va="bottom", fontsize="small", bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8})
     if blew is not None:
         ax_x.axvline(blew, color="red", lw=1)
         ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")

@@ -35,7 +35,7 @@ def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
     p = k / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [round(float(centre - half), 3), round(float(centre + half), 3)]
+    return [max(0.0, round(float(centre - half), 3)), min(1.0, round(float(centre + half), 3))]
 
 
 def check_run(folder: Path, by_eye: dict, out: Path, force: bool, bootstrap: int) -> dict:
@@ -84,12 +84,47 @@ def check_run(folder: Path, by_eye: dict, out: Path, force: bool, bootstrap: int
     return row
 
 
+def plot_spectra(folders: list[Path], rows: list[dict], path: Path) -> None:
+    """Each run's final spectrum as bars: key frequencies in colour, survivors of the paper's rule marked,
+    the frequencies named by eye underlined."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    n = len(rows)
+    cols = 4
+    fig = Figure(figsize=(4.0 * cols, 2.5 * ((n + cols - 1) // cols)), layout="constrained")
+    axes = fig.subplots((n + cols - 1) // cols, cols, squeeze=False).ravel()
+    for ax, folder, row in zip(axes, folders, rows):
+        steps, signals = trajectory_signals(Trajectory.load(folder / "run.npz"))
+        final = signals[-1]
+        k = np.arange(1, len(final) + 1)
+        colours = ["tab:orange" if kk in row["key"] else "0.7" for kk in k]
+        ax.bar(k, final, color=colours, width=0.8)
+        for kk in row["survivors"]:
+            ax.plot(kk, final[kk - 1] * 1.05, "kv", ms=4)
+        for kk in row.get("by_eye_clear", []):
+            ax.plot(kk, -0.04 * final.max(), "s", color="tab:blue", ms=3)
+        verdict = "" if "agrees" not in row else (" - agrees with eye" if row["agrees"] else " - MISS")
+        ax.set_title(f"{row['run']} (d = {row['d']}, val {row['val_acc']:.2f}){verdict}", fontsize=8)
+        ax.set_xlabel("frequency k", fontsize=8)
+        ax.set_ylabel("final |F_k|", fontsize=8)
+        ax.tick_params(labelsize=7)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    fig.suptitle("Final spectra of plain-torch runs: key frequencies in orange, survivors of the paper's rule "
+                 "marked with a triangle, frequencies named by eye with a blue square below the axis", fontsize=10)
+    fig.savefig(path, dpi=90)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="+", help="folders written by own_network.py (run.npz inside)")
     parser.add_argument("--by-eye", default=None, help="JSON of the frequencies named by eye per run")
     parser.add_argument("--force", action="store_true", help="also run the force-law fit on runs with gradients")
     parser.add_argument("--bootstrap", type=int, default=20, help="bootstrap replicates of the force fit")
+    parser.add_argument("--figure", default=None, help="PNG of every run's final spectrum with the rules' answers")
     parser.add_argument("--out", default="own-run-check")
     args = parser.parse_args(argv)
     out = Path(args.out)
@@ -110,6 +145,8 @@ def main(argv=None):
                        + (f" --by-eye {args.by_eye}" if args.by_eye else "") + (" --force" if args.force else "")},
                       indent=2)
     atomic_write_text(out / "own_runs.json", text)
+    if args.figure:
+        plot_spectra([Path(f) for f in args.runs], rows, Path(args.figure))
     for r in rows:
         verdict = "" if "agrees" not in r else ("agrees" if r["agrees"] else f"MISS missed={r['missed']} extra={r['extra']}")
         print(f"{r['run']:18s} d={r['d']:3d} val={r['val_acc']:.2f} key={r['key']} survivors={r['survivors']} "

@@ -208,3 +208,27 @@ def test_load_checkpoints_stores_the_training_set(tmp_path):
     assert np.array_equal(traj.train.pairs, pairs) and traj.meta["n_train"] == 30
     with pytest.raises(ValueError, match="0..10"):
         load_checkpoints(paths, "embed.weight", p=11, train=(pairs + 11, labels))
+
+
+def test_embdyn_force_fit_runs_on_a_recorded_run_with_its_training_set(tmp_path, capsys):
+    from particles.cli import main
+
+    torch.manual_seed(1)
+    p, d = 11, 4
+    emb = torch.nn.Embedding(p, d)
+    head = torch.nn.Linear(d, p)
+    opt = torch.optim.AdamW(list(emb.parameters()) + list(head.parameters()), lr=1e-2)
+    a, b = torch.arange(p).repeat_interleave(p), torch.arange(p).repeat(p)
+    keep = torch.randperm(p * p)[:60]
+    a, b = a[keep], b[keep]
+    rec = EmbeddingRecorder(emb.weight, snapshot_every=5, gradients=True, train=(torch.stack([a, b], 1), (a + b) % p))
+    rec.attach(opt)
+    for _ in range(40):
+        loss = torch.nn.functional.cross_entropy(head(emb(a) + emb(b)), (a + b) % p)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    path = rec.trajectory(meta={"task": "modular_addition"}).save(tmp_path / "run.npz")
+    assert main(["force-fit", str(path), "--bootstrap", "0", "--quiet", "--out", str(tmp_path / "ff")]) == 0
+    assert "force-law fit of 1 run(s), 8 snapshots" in capsys.readouterr().out  # 9 snapshots, the last without one
+    assert (tmp_path / "ff" / "force_fit.json").exists()
