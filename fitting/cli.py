@@ -52,8 +52,8 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     window = None if args.window is None else tuple(args.window)
     if window is not None:
         first, last = int(steps[0]), int(steps[-1])
-        if window[1] <= window[0]:
-            raise ValueError(f"--window must have START < STOP, got {window[0]:g} {window[1]:g}")
+        if window[1] <= window[0] or window[0] < 0:
+            raise ValueError(f"--window must have 0 <= START < STOP, got {window[0]:g} {window[1]:g}")
         if window[0] >= last or window[1] > last + 1:
             raise ValueError(f"--window {window[0]:g} {window[1]:g} goes past the run's end: its signals cover steps "
                              f"{first}..{last} ({len(steps)} samples); give START < STOP <= {last + 1}")

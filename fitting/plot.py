@@ -62,8 +62,15 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
     fig, ax = _figure(ax, (6.5, 4))
     for j in np.flatnonzero(~alive):
         ax.plot(steps, S[:, j], color="0.75", lw=0.8)
-    for j in np.flatnonzero(alive):
-        ax.plot(steps, S[:, j], lw=1.8, label=f"k = {j + 1}")
+    chosen = np.flatnonzero(alive)
+    palette = None
+    if len(chosen) > 10:  # the default cycle repeats after 10 colours
+        from matplotlib import colormaps
+
+        palette = colormaps["tab20"].colors
+    for i, j in enumerate(chosen):
+        ax.plot(steps, S[:, j], lw=1.8, label=f"k = {j + 1}",
+                **({"color": palette[i % len(palette)]} if palette is not None else {}))
     if log and np.all(S > 0):
         ax.set_yscale("log")
     ax.set_xlabel("step")
@@ -186,7 +193,8 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
         ax_x.axvline(blew, color="red", lw=1)
         ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")
     ax_d.set_title(left_title, fontsize="small")
-    ax_x.set_title("x(t): data (solid) vs simulation from x(t0) (dashed)", fontsize="small")
+    shown = "" if len(columns) == K else f"\n{len(columns)} of the {K} variables (the largest at the end)"
+    ax_x.set_title("x(t): data (solid) vs simulation from x(t0) (dashed)" + shown, fontsize="small")
     styles = [Line2D([], [], color="0.4", lw=1, alpha=0.6, label="data"),
               Line2D([], [], color="0.4", lw=1.2, ls="--", label=model_name)]
     if window is not None:

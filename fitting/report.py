@@ -80,6 +80,12 @@ def fit_report(model: ODEModel, x: Any, t: Any = None, *, window: Any = None,
     scores["trajectory_r2_fit_window"] = {
         "value": sim, "what": "R^2 of the simulation from the run's first sample, scored on the data inside the "
                               "fitted window (pooled over variables)"}
+    if rows < 0:
+        notes.append(f"The fitted rows are further from the data than their own mean (R^2 {rows:.3g}): the model "
+                     f"does not describe these data (with --stable a fit reduced to no dynamics looks like this).")
+    elif sim is not None and sim < 0 and rows < 0.9:
+        notes.append(f"Simulated from the run's first sample, the model is further from the data than their mean "
+                     f"(trajectory R^2 {sim:.3g}): it does not reproduce the data it was fitted on.")
     if sim is not None and rows >= 0.9 and sim < 0.5:
         notes.append(f"The rows are fitted well (R^2 {rows:.3g}) but the simulation drifts away from the data "
                      f"(trajectory R^2 {sim:.3g}): small errors in the fitted rates compound over time, so judge "
@@ -93,6 +99,11 @@ def fit_report(model: ODEModel, x: Any, t: Any = None, *, window: Any = None,
         notes.append("No data after the fitted window, so no forecast: fit part of the run (a window) to score "
                      "what the model predicts next.")
     if forecast is not None:
+        after = sum(int(np.sum(np.asarray(ti) > model.t_fit_end_)) for ti in run_times(model.dt_ if t is None else t,
+                                                                                    runs))
+        if after < 3:
+            notes.append(f"The forecast covers only {after} sample{'s' if after != 1 else ''} after the fitted "
+                         f"window: its error and skill say little; end the window earlier.")
         scores["forecast_error"] = {
             "value": None if forecast.blew_up else forecast.error,
             "what": f"relative error ||x_sim - x_obs|| / ||x_obs|| of the simulation from the observed state at "

@@ -51,8 +51,9 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     (out / f"{stem}.json").write_text(json.dumps(summary, indent=2))
     print(f"preset {config.name}, seed {args.seed}: {metrics['structure']} "
           f"(circularity {metrics['circularity']:.3f} at k={metrics['frequency']}, "
-          f"pair-sum accuracy euclidean {metrics['accuracy_euclidean']:.3f}, "
-          f"angular {metrics['accuracy_angular']:.3f}, grid defects {metrics['grid_defects']})")
+          f"pair-sum accuracy on {metrics['accuracy_pairs']}: euclidean {metrics['accuracy_euclidean']:.3f}, "
+          f"angular {metrics['accuracy_angular']:.3f}, grid defects {metrics['grid_defects']}"
+          + (f"; the circle's plane holds {metrics['plane_share']:.0%} of the variance" if traj.d > 2 else "") + ")")
     print(f"wrote {traj_path}, {out / f'{stem}.png'}, {out / f'{stem}_energy.png'}, {out / f'{stem}.json'}")
     return 0
 

@@ -137,6 +137,13 @@ class EmbeddingRecorder:
             self._rows = slice(0, self.p)
         self.tokens = np.arange(n_rows)[self._rows]
         self.train = None if train is None else as_training_set(train, self.p, name="train")
+        if self.train is not None and tokens is None and p is None:
+            used = int(self.train.pairs.max()) + 1
+            if used < self.p:  # e.g. an '=' row after the tokens, recorded as a token
+                warnings.warn(f"the training pairs use tokens 0..{used - 1} but all {self.p} rows of the embedding "
+                              f"are recorded as tokens; if row {used} on is not a token (an '=' or padding row), "
+                              f"pass tokens=range({used}), or the frequencies are those of mod {self.p}",
+                              UserWarning, stacklevel=2)
         self._hook = None
         self.every = check_int(every, "every", 1)
         self.snapshot_every = 100 * self.every if snapshot_every is None else check_int(snapshot_every, "snapshot_every", 1)

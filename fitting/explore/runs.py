@@ -211,6 +211,7 @@ class Run:
         strongest signals; its simulation from the window's first observed state to the end of the
         run, and its forecast from the window's end against persistence."""
         from fitting.ode import LinearODE
+        from fitting.report import fit_report
 
         steps, signals, survivors = self.signals()
         first, last = int(steps[0]), int(steps[-1])
@@ -221,10 +222,10 @@ class Run:
                 exc.parameter = name
                 raise
         start, stop = int(start), int(stop)
-        inside = (steps >= start) & (steps <= stop)
+        inside = (steps >= start) & (steps < stop)  # [start, stop), as embdyn fit --window and LinearODE(window=)
         if stop <= start or inside.sum() < 8:
-            raise ValueError(f"the window [start, stop] must hold at least 8 samples with start < stop, "
-                             f"got [{start}, {stop}] ({int(inside.sum())} sample{'' if int(inside.sum()) == 1 else 's'})")
+            raise ValueError(f"the window [start, stop) must hold at least 8 samples with start < stop, "
+                             f"got [{start}, {stop}) ({int(inside.sum())} sample{'' if int(inside.sum()) == 1 else 's'})")
         selection = self.selection()
         chosen = selection.columns
         x = signals[:, chosen]
@@ -245,16 +246,21 @@ class Run:
             spread = float(np.linalg.norm(observed - observed.mean(axis=0)))
             miss = float(np.linalg.norm(path[window] - observed))
             in_window = miss / spread if spread > 0 else None
+            # the command line's report: the same scores, forecast and notes for the same request
+            report = fit_report(model, x, t)
             forecast = None
-            if stop < last:
-                f = model.forecast(x, t)
+            if "forecast_error" in report["scores"]:
+                s = {name: score["value"] for name, score in report["scores"].items()}
+                error = float("inf") if s["forecast_error"] is None else s["forecast_error"]
                 # persistence that is exact up to rounding makes the skill meaningless: say so (None)
-                tiny = f.persistence_error <= 1e-9 * max(1.0, f.error)
-                forecast = {"error": f.error, "persistence_error": f.persistence_error,
-                            "skill": None if tiny else f.skill}
+                tiny = s["persistence_error"] <= 1e-9 * max(1.0, error)
+                forecast = {"error": error, "persistence_error": s["persistence_error"],
+                            "skill": None if tiny else s["forecast_skill"]}
         for w in caught:
             notes.append(" ".join(str(w.message).split()))
+        notes.extend(report["notes"])
         return {"frequencies": [int(k + 1) for k in chosen], "selection": selection.message,
+                "scores": {name: score["value"] for name, score in report["scores"].items()},
                 "frequency_rule": selection.rule, "start": start, "stop": stop, "in_window_error": in_window,
                 "steps": t_sim[keep].tolist(), "simulated": simulated.T.tolist(), "forecast": forecast,
                 "equations": model.equations() if hasattr(model, "equations") else None, "notes": notes,

@@ -296,7 +296,8 @@ class ODEModel(BaseEstimator):
                 and type(regressor) in (STLSQ, OLS))
 
     # -------------------------------------------------------------- fit
-    def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> "ODEModel":
+    def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None,
+            frequencies: Any = "auto") -> "ODEModel":
         """Fit the ODE to one or several sampled trajectories.
 
         Parameters
@@ -319,6 +320,10 @@ class ODEModel(BaseEstimator):
             Names of the state variables (default ``x1 .. xK``, or ``S<k>``
             of the selected frequencies for a Trajectory), used by :meth:`equations` and in
             warnings; stored as ``variables_``.
+        frequencies : {"auto", "survivors", "key", "all"}, list of int or str, optional
+            With a Trajectory: which frequencies to fit
+            (:func:`fitting.select_frequencies`; ``"2,5,7"`` as on the
+            command line). Ignored for arrays.
 
         Returns
         -------
@@ -335,15 +340,16 @@ class ODEModel(BaseEstimator):
             When the states satisfy a linear relation that makes the
             library's columns dependent.
         """
-        self.fit_with_rows(x, t, names=names)
+        self.fit_with_rows(x, t, names=names, frequencies=frequencies)
         return self
 
-    def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> "RegressionRows":
+    def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None,
+                      frequencies: Any = "auto") -> "RegressionRows":
         """:meth:`fit`, returning the regression rows it built and solved
         (:class:`RegressionRows`), for callers that resample them
         (:class:`~fitting.ode.BootstrapEnsemble`) without building them again."""
         library, regressor, formulation = self.resolved_params()
-        x, t, default_names = from_trajectory(x, t)
+        x, t, default_names = from_trajectory(x, t, frequencies)
         runs = as_runs(x)
         variables = self._check_variable_names(names if names is not None else default_names, runs[0].shape[1])
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
@@ -844,8 +850,9 @@ class LotkaVolterra(ODEModel):
 
     fit_with_rows.__doc__ = ODEModel.fit_with_rows.__doc__
 
-    def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> "LotkaVolterra":
-        super().fit(x, t, names=names)
+    def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None,
+            frequencies: Any = "auto") -> "LotkaVolterra":
+        super().fit(x, t, names=names, frequencies=frequencies)
         return self
 
     fit.__doc__ = ODEModel.fit.__doc__

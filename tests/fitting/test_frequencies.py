@@ -181,3 +181,39 @@ def test_validation_comes_before_the_output_folder(tmp_path, capsys):
         assert main(["fit", str(path), *bad, "--out", str(tmp_path / "never")]) == 2
         assert "--" in capsys.readouterr().err
         assert not (tmp_path / "never").exists()
+
+
+def test_fit_takes_frequencies_and_the_explorer_reads_windows_as_the_command_line(tmp_path, capsys):
+    from fitting.explore.runs import Run
+
+    traj, path = _run(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearODE(stable=True, window=(0, 150)).fit(traj, frequencies="3,5")
+        assert model.frequencies_ == [3, 5] and model.variables_ == ["S3", "S5"]
+        # the window is [start, stop) everywhere: the explorer fits, scores and forecasts as the command line
+        explorer = Run("run", traj).fit(0, 150)
+    assert main(["fit", str(path), "--stable", "--window", "0", "150", "--quiet", "--out", str(tmp_path / "f")]) == 0
+    report = json.loads((tmp_path / "f" / "fit.json").read_text())
+    for name in ("rows_r2", "trajectory_r2_fit_window", "forecast_error", "persistence_error", "forecast_skill"):
+        assert explorer["scores"][name] == pytest.approx(report[name], rel=1e-12), name
+    assert set(report["notes"]) <= set(explorer["notes"])
+    capsys.readouterr()
+    assert main(["fit", str(path), "--window", "-5", "150", "--out", str(tmp_path / "g")]) == 2
+    assert "0 <= START < STOP" in capsys.readouterr().err
+
+
+def test_the_report_says_when_a_fit_does_not_describe_its_data():
+    from fitting.report import fit_report
+
+    rng = np.random.default_rng(0)
+    t = np.arange(200.0)
+    x = rng.standard_normal((200, 2))  # noise: no dynamics to find
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LinearODE(derivative="central", window=(0, 199)).fit(x, t)
+        report = fit_report(model, x, t)
+    rows = report["scores"]["rows_r2"]["value"]
+    assert rows < 0.5
+    assert any("only 1 sample after" in note for note in report["notes"])  # a forecast over one sample says so
+    assert (rows < 0) == any("further from the data than their own mean" in note for note in report["notes"])

@@ -232,3 +232,10 @@ def test_embdyn_force_fit_runs_on_a_recorded_run_with_its_training_set(tmp_path,
     assert main(["force-fit", str(path), "--bootstrap", "0", "--quiet", "--out", str(tmp_path / "ff")]) == 0
     assert "force-law fit of 1 run(s), 8 snapshots" in capsys.readouterr().out  # 9 snapshots, the last without one
     assert (tmp_path / "ff" / "force_fit.json").exists()
+
+
+def test_an_extra_row_recorded_as_a_token_is_named_when_the_training_set_shows_it():
+    emb = torch.nn.Embedding(12, 4)  # 11 tokens and an '=' row
+    pairs, labels = _pairs(11, 30)
+    with pytest.warns(UserWarning, match=r"tokens=range\(11\)"):
+        EmbeddingRecorder(emb.weight, train=(pairs, labels))
