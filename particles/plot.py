@@ -21,7 +21,7 @@ from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
 
 from .datasets import PairDataset
-from .metrics import STRUCTURES, structure_metrics
+from .metrics import STRUCTURES, UNDEFINED, structure_metrics
 from .trajectory import Trajectory
 
 __all__ = ["plot_embedding", "plot_snapshots", "plot_energy", "plot_phase_diagram", "animate_trajectory",
@@ -199,7 +199,8 @@ def plot_phase_diagram(rates: dict[tuple, dict[str, float]], x_values: Sequence,
     """Fraction of each structure over a 2-D parameter grid, one panel per
     structure. ``rates`` maps (x, y) to {structure: fraction} as returned by
     ``SweepTable.rates([x_name, y_name])``."""
-    kinds = list(STRUCTURES)
+    # "undefined" (d > 2 only) gets a panel when some cell has it
+    kinds = [k for k in STRUCTURES if k != UNDEFINED or any(r.get(k, 0) for r in rates.values())]
     fig = Figure(figsize=(3.0 * len(kinds) + 1.0, 3.4), layout="constrained")
     axes = fig.subplots(1, len(kinds), squeeze=False, sharey=True)[0]
     for i_ax, (ax, kind) in enumerate(zip(axes, kinds)):
@@ -207,7 +208,7 @@ def plot_phase_diagram(rates: dict[tuple, dict[str, float]], x_values: Sequence,
         for i, y in enumerate(y_values):
             for j, x in enumerate(x_values):
                 if (x, y) in rates:
-                    grid[i, j] = rates[(x, y)][kind]
+                    grid[i, j] = rates[(x, y)].get(kind, 0.0)
         im = ax.imshow(grid, origin="lower", vmin=0, vmax=1, cmap="viridis", aspect="auto")
         for i in range(len(y_values)):
             for j in range(len(x_values)):

@@ -843,8 +843,9 @@ class LotkaVolterra(ODEModel):
             raise ValueError(f"form must be one of {LV_FORMS}, got {self.form!r}")
         return super().resolved_params()
 
-    def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None) -> RegressionRows:
-        rows = super().fit_with_rows(x, t, names=names)
+    def fit_with_rows(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None,
+                      frequencies: Any = "auto") -> RegressionRows:
+        rows = super().fit_with_rows(x, t, names=names, frequencies=frequencies)
         self.form_ = getattr(self, "form_", self.form)
         return rows
 
