@@ -152,6 +152,7 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     times = run_times(model.time_values(t), [run])[0]
     K = run.shape[1]
     labels = model.variable_names(names)
+    largest = columns is None
     if columns is None:
         columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
     lagged = _flowmap_rows(model, run, times) if isinstance(model.formulation_, FlowMap) else None
@@ -193,7 +194,8 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
         ax_x.axvline(blew, color="red", lw=1)
         ax_x.text(blew, ax_x.get_ylim()[1], " blow-up", color="red", va="top")
     ax_d.set_title(left_title, fontsize="small")
-    shown = "" if len(columns) == K else f"\n{len(columns)} of the {K} variables (the largest at the end)"
+    shown = "" if len(columns) == K else \
+        f"\n{len(columns)} of the {K} variables" + (" (the largest at the end)" if largest else "")
     ax_x.set_title("x(t): data (solid) vs simulation from x(t0) (dashed)" + shown, fontsize="small")
     styles = [Line2D([], [], color="0.4", lw=1, alpha=0.6, label="data"),
               Line2D([], [], color="0.4", lw=1.2, ls="--", label=model_name)]

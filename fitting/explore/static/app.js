@@ -249,16 +249,19 @@ function drawRunMetrics() {
   const x = r.metrics.map(m => m.step);
   const series = [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
                   { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }];
-  const legend = [{ label: "circularity (in its frequency's Fourier plane)", color: "#c05621" },
-                  { label: r.header.accuracy_label || "pair-sum accuracy", color: "#2b6cb0" }];
+  // short legend labels (the legend box is narrow); what they measure goes into the title
+  const legend = [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }];
+  let what = `accuracy: ${r.header.accuracy_label || "pair-sum accuracy"}`;
   if (r.header.d > 2) {  // in d > 2 any embedding is nearly circular in a plane of its own choosing: show the plane's share
     series.push({ x, y: r.metrics.map(m => m.plane_share), color: "#718096", dash: [4, 3] });
-    legend.push({ label: "that plane's share of the variance", color: "#718096", dash: [4, 3] });
+    legend.push({ label: "plane share", color: "#718096", dash: [4, 3] });
+    what += "; circularity in its frequency's Fourier plane, which holds the plane share of the variance";
   }
   lineChart($("metrics-plot"), series,
     { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, cacheKey: `${r.id}:${r.metrics.length}:${r.metricsNote}`,
       title: "structure metrics" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
       xlim: [r.header.first_step, r.header.last_step], legend });
+  $("metrics-note").textContent = what;
 }
 
 const scrub = { busy: false, next: null };
