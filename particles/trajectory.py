@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 
 from .core.io import atomic_write, atomic_write_text, remove_stale_temporaries  # the last two re-exported
-from .core.validation import check_bool, check_path
+from .core.io import json_loads_bounded
+from .core.validation import check_bool, check_magnitude, check_path
 from .datasets import PairDataset, as_training_set
 
 # atomic_write_text and remove_stale_temporaries live in particles.core.io; importing them from here still works
@@ -116,6 +117,29 @@ def _check_npz_headers(path: Path) -> None:
             if nbytes > info.file_size:
                 raise TrajectoryFormatError(field, f"header declares shape {shape} of {dtype} ({nbytes:.3g} bytes) "
                                                    f"but the archive stores {info.file_size} bytes for it")
+
+
+def _check_loadable(traj: "Trajectory") -> None:
+    """What a file must hold to be of use to any reader (refused at load, not when a partial
+    trajectory is built in memory): a snapshot, at least 2 tokens and 1 dimension, and embeddings,
+    signals, gradients and updates whose squares stay finite (magnitude <= MAX_ABS)."""
+    S, p, d = traj.embeddings.shape
+    if S == 0:
+        raise TrajectoryFormatError("embeddings", "holds no snapshot; a trajectory file needs at least one")
+    if p < 2:
+        raise TrajectoryFormatError("embeddings", f"holds {p} token{'s' if p != 1 else ''}; at least 2 are needed")
+    if d < 1:
+        raise TrajectoryFormatError("embeddings", "has 0 dimensions; at least 1 is needed")
+    # positions and what is computed from them; scalars (energies, partition functions of valid runs
+    # can exceed the bound) and snapshot arrays are stored as they are
+    arrays = {"embeddings": traj.embeddings, "signals": traj.signals, "gradients": traj.gradients,
+              "updates": traj.updates}
+    for name, arr in arrays.items():
+        if arr is not None:
+            try:
+                check_magnitude(arr, name)
+            except ValueError as exc:
+                raise TrajectoryFormatError(name, str(exc).removeprefix(f"{name} ")) from None
 
 
 @dataclass(eq=False)
@@ -405,9 +429,11 @@ class Trajectory:
         if meta_raw.shape != () or meta_raw.dtype.kind != "U":
             raise TrajectoryFormatError("meta", "must be a scalar JSON string")
         try:
-            meta = json.loads(str(meta_raw))
+            meta = json_loads_bounded(str(meta_raw))
         except json.JSONDecodeError as exc:
             raise TrajectoryFormatError("meta", f"is not valid JSON ({exc})") from None
+        except ValueError as exc:  # nested past MAX_JSON_DEPTH
+            raise TrajectoryFormatError("meta", str(exc)) from None
         if not isinstance(meta, dict):
             raise TrajectoryFormatError("meta", "must decode to a JSON object")
         known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals", "gradients", "updates",
@@ -418,7 +444,9 @@ class Trajectory:
         scalars = {n[len("scalar_"):]: data[n] for n in names if n.startswith("scalar_")}
         extra = {n[len("snapshot_"):]: data[n] for n in names
                  if n.startswith("snapshot_") and n != "snapshot_steps"}
-        return cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
+        traj = cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
                    signals=data.get("signals"), scalars=scalars, meta=meta, snapshot_arrays=extra,
                    gradients=data.get("gradients"), updates=data.get("updates"),
                    train_pairs=data.get("train_pairs"), train_labels=data.get("train_labels"))
+        _check_loadable(traj)
+        return traj

@@ -43,6 +43,7 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
+from particles.core.io import json_loads_bounded
 from particles.trajectory import TrajectoryFormatError
 
 from particles.core.io import json_safe
@@ -80,12 +81,15 @@ def _binary(payload: bytes) -> Response:
 
 async def _body_json(request: Request) -> Any:
     # application/json only: another site's page cannot send it without the browser asking first
-    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+    # media types are case-insensitive (RFC 9110)
+    if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise ValueError("the request body must be JSON (Content-Type: application/json)")
     try:
-        return json.loads(await request.body())
+        return json_loads_bounded(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise ValueError("the request body must be JSON") from None
+    except ValueError as exc:  # nested past MAX_JSON_DEPTH
+        raise ValueError(f"the request body is refused: {exc}") from None
 
 
 class NotFound(Exception):
@@ -204,8 +208,8 @@ class Explorer:
             if message["type"] == "websocket.disconnect":
                 raise WebSocketDisconnect(message.get("code", 1000))
             try:
-                kind = json.loads(message.get("text") or "").get("type")
-            except (json.JSONDecodeError, AttributeError):
+                kind = json_loads_bounded(message.get("text") or "").get("type")
+            except (ValueError, AttributeError):  # bad or deeply nested JSON
                 continue  # anything but {"type": "ack"} is ignored
             if kind == "ack":
                 session.credits = min(FRAMES_IN_FLIGHT, session.credits + 1)

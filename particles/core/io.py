@@ -12,7 +12,11 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask", "json_safe"]
+__all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask", "json_safe",
+           "json_loads_bounded", "MAX_JSON_DEPTH"]
+
+#: JSON nested deeper than this is refused before parsing (Python's parser recurses once per level)
+MAX_JSON_DEPTH = 64
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_name: bool = False) -> Path:
@@ -129,3 +133,43 @@ def json_safe(value: Any) -> Any:
         value = float(value)
         return value if math.isfinite(value) else None
     return value
+
+
+def json_depth(text: str | bytes) -> int:
+    """The deepest nesting of ``[`` and ``{`` in JSON text, strings skipped (no recursion)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
+def json_loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads(text)``, refusing text nested deeper than ``max_depth``
+    with a ``ValueError`` (the parser would otherwise raise RecursionError)
+    before parsing. Raises ``json.JSONDecodeError`` (a ValueError) and
+    ``UnicodeDecodeError`` as ``json.loads`` does."""
+    import json
+
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8")
+    depth = json_depth(text)
+    if depth > max_depth:
+        raise ValueError(f"JSON nested {depth} levels deep; at most {max_depth} are read")
+    return json.loads(text)

@@ -301,3 +301,47 @@ def test_a_training_set_that_disagrees_with_the_run_is_refused_naming_it():
     with pytest.raises(P.TrajectoryFormatError, match="train_pairs"):  # a file's damaged field names itself
         P.Trajectory(np.zeros((2, 7, 3)), [0, 5], train_pairs=pairs + 10, train_labels=np.zeros(3, int))
     assert traj.with_train((pairs, pairs.sum(1) % 7)).train.p == 7
+
+
+# --- issue 54 (part): files that would load and then fail are refused at load ---------------------------------
+
+def _raw_npz(path, **arrays):
+    import json as _json
+
+    base = {"schema_version": np.array(1), "snapshot_steps": np.array([0]), "embeddings": np.zeros((1, 5, 2)),
+            "meta": np.array(_json.dumps({}))}
+    base.update(arrays)
+    np.savez(path, **base)
+    return path
+
+
+@pytest.mark.parametrize("arrays, field, words", [
+    ({"snapshot_steps": np.zeros(0, int), "embeddings": np.zeros((0, 5, 2))}, "embeddings", "no snapshot"),
+    ({"embeddings": np.zeros((1, 0, 2))}, "embeddings", "0 tokens"),
+    ({"embeddings": np.zeros((1, 1, 2))}, "embeddings", "1 token"),
+    ({"embeddings": np.zeros((1, 5, 0))}, "embeddings", "0 dimensions"),
+    ({"embeddings": np.full((1, 5, 2), 1e308)}, "embeddings", "magnitude"),
+    ({"meta": np.array("[" * 100000 + "]" * 100000)}, "meta", "nested 100000 levels"),
+    ({"meta": np.array('{"a": ' + "[" * 65 + "]" * 65 + "}")}, "meta", "nested 66 levels"),
+])
+def test_damaged_files_are_refused_at_load_naming_the_field(tmp_path, arrays, field, words):
+    import particles as P
+
+    path = _raw_npz(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(P.TrajectoryFormatError, match=words) as info:
+        P.Trajectory.load(path)
+    assert info.value.field == field
+
+
+def test_json_depth_skips_strings_and_nesting_at_the_limit_loads(tmp_path):
+    import json as _json
+
+    import particles as P
+    from particles.core.io import MAX_JSON_DEPTH, json_depth
+
+    assert json_depth('{"a": "[[[[{{{{", "b": [1, {"c": "\\\\"}]}') == 3
+    nested = {"x": 1}
+    for _ in range(MAX_JSON_DEPTH - 1):
+        nested = {"x": nested}
+    path = _raw_npz(tmp_path / "ok.npz", meta=np.array(_json.dumps(nested)))
+    assert P.Trajectory.load(path).meta["x"]["x"]["x"]  # exactly the limit: read

@@ -269,3 +269,26 @@ def test_fit_says_how_it_fits_inside_and_after_the_window(tmp_path):
     # the run has settled after the window: persistence is exact, so the skill is undefined, not a huge number
     assert fit["forecast"]["persistence_error"] < 1e-9 and fit["forecast"]["skill"] is None
     store.close()
+
+
+def test_deeply_nested_bodies_are_refused_and_media_types_are_case_insensitive(client):
+    body = "[" * 100000 + "]" * 100000
+    for url in ("/api/runs/0/fit",):
+        r = client.post(url, content=body, headers={"content-type": "application/json"})
+        assert r.status_code == 422 and "nested" in r.json()["error"], r.text
+    r = client.post("/api/runs/0/fit", content='{"start": 0, "stop": 200}',
+                    headers={"content-type": "APPLICATION/JSON; charset=utf-8"})
+    assert r.status_code == 200, r.text
+
+
+def test_files_that_used_to_load_and_then_fail_are_refused_at_upload(client):
+    import json as _json
+
+    cases = {"no snapshot": dict(snapshot_steps=np.zeros(0, int), embeddings=np.zeros((0, 5, 2))),
+             "1 token": dict(snapshot_steps=np.arange(1), embeddings=np.zeros((1, 1, 2))),
+             "magnitude": dict(snapshot_steps=np.arange(1), embeddings=np.full((1, 5, 2), 1e308))}
+    for words, arrays in cases.items():
+        buf = io.BytesIO()
+        np.savez(buf, schema_version=np.array(1), meta=np.array(_json.dumps({})), **arrays)
+        r = client.post("/api/runs?name=x.npz", content=buf.getvalue())
+        assert r.status_code == 422 and words in r.json()["error"], (words, r.text)
