@@ -146,7 +146,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise ValueError("give at least one --grid NAME=V1,V2,...")
     base = preset(args.preset).replace(**key_values(args.set or [], "--set"))
     shard = parse_shard(args.shard)
-    out = Path(args.out)
+    # claimed before the journal is read or removed: a second sweep into the folder is refused (shards share it)
+    out = check_output_folder(args.out, "--out", lock="" if shard is None else f"shard-{shard[0]}-of-{shard[1]}")
     journal = out / ("sweep.journal.jsonl" if shard is None else f"sweep.shard-{shard[0]}-of-{shard[1]}.jsonl")
     if args.restart and journal.exists():
         journal.unlink()
@@ -156,7 +157,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         print(f"embdyn sweep: resuming from {journal} ({len(read_journal(journal)[1])} runs done; --restart "
               "starts afresh)", file=sys.stderr)
     check_seeds(args.seeds, "--seeds", count=True, distinct=False)  # refused before compiling
-    check_output_folder(out, "--out")
     # workers load the kernels from the cache this fills
     _compile_kernels(base, both=any(name in grid for name in ("p", "fraction")), quiet=args.quiet)
     bar = None if args.quiet else ProgressBar("sweep")

@@ -305,14 +305,28 @@ def check_path(value: Any, name: str, *, must_exist: bool = False) -> Path:
     return path
 
 
-def check_output_folder(value: Any, name: str = "out") -> Path:
-    """Create the output folder ``value`` (with its parents) and check that
-    it takes a file, before any work is done.
+#: folders this process writes, and the open lock file that holds each (released when the process ends)
+_HELD_FOLDERS: dict[tuple[str, str], Any] = {}
+
+
+def check_output_folder(value: Any, name: str = "out", *, lock: str | None = "") -> Path:
+    """Create the output folder ``value`` (with its parents), check that it
+    takes a file and claim it for this process, before any work is done.
 
     Returns the folder as a ``pathlib.Path``. Raises a ``TypeError`` for a
     value that is not a path and a ``ValueError`` naming ``name`` when the
     path is an existing file, or the folder cannot be created or written
     (read-only file system, no permission), with the system's reason.
+
+    One writer per folder: the folder is claimed with an advisory lock
+    (``fcntl.flock`` on ``.embdyn-lock`` in it, held until the process ends,
+    SIGKILL included) so that a second process writing the same folder is
+    refused with a ``ValueError`` naming the folder and the process that
+    holds it, instead of both overwriting each other's files. ``lock`` names
+    the claim (``""``, the whole folder; a sweep shard claims only its own
+    journal, so that shards can share a folder); ``None`` takes no lock. The
+    same process may claim a folder again. Without ``fcntl`` (Windows) no
+    lock is taken.
     """
     path = check_path(value, name)
     if path.exists() and not path.is_dir():
@@ -325,4 +339,37 @@ def check_output_folder(value: Any, name: str = "out") -> Path:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ValueError(f"{name} must be a writable folder, but {str(path)!r} is not: {reason}") from None
+    if lock is not None:
+        _claim_folder(path, name, lock)
     return path
+
+
+def _claim_folder(path: Path, name: str, lock: str) -> None:
+    try:
+        import fcntl
+    except ImportError:  # not POSIX: no advisory locks
+        return
+    key = (str(path.resolve()), lock)
+    if key in _HELD_FOLDERS:
+        return
+    lock_path = path / (".embdyn-lock" + (f"-{lock}" if lock else ""))
+    try:
+        fh = open(lock_path, "a+")
+    except OSError as exc:
+        raise ValueError(f"{name}: cannot create the lock file in {str(path)!r}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.seek(0)
+        holder = fh.read().strip() or "another process"
+        fh.close()
+        raise ValueError(f"{name}: the folder {str(path)!r} is being written by {holder}; wait for it to finish or "
+                         f"choose another {name}") from None
+    import os
+    import sys
+
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"process {os.getpid()} ({' '.join(sys.argv[:3])[:120]})")
+    fh.flush()
+    _HELD_FOLDERS[key] = fh

@@ -177,7 +177,8 @@ def test_output_folder_check_names_the_parameter(tmp_path):
     from particles.core.validation import check_output_folder
 
     assert check_output_folder(tmp_path / "a" / "b", "out").is_dir()  # created with its parents
-    assert not any((tmp_path / "a" / "b").iterdir())  # the write probe is removed
+    # the write probe is removed; the folder's lock file stays (one writer per folder, issue 54)
+    assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == [".embdyn-lock"]
     (tmp_path / "f").write_text("x")
     with pytest.raises(ValueError, match=r"^out must be a folder \(existing or new\), but .* is a file$"):
         check_output_folder(tmp_path / "f", "out")
@@ -185,3 +186,53 @@ def test_output_folder_check_names_the_parameter(tmp_path):
         check_output_folder(tmp_path / "f" / "g", "--out")
     with pytest.raises(TypeError, match="out must be a path"):
         check_output_folder(3, "out")
+
+
+# --- issue 54 (part): one writer per output folder ---------------------------------------------------------
+
+def test_a_second_process_writing_the_same_folder_is_refused(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    from particles.core.validation import check_output_folder
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from particles.core.validation import check_output_folder; "
+        f"check_output_folder({str(tmp_path / 'out')!r}, '--out'); print('held', flush=True); time.sleep(30)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        for _ in range(20):
+            with pytest.raises(ValueError, match=rf"--out: the folder .*out' is being written by process {holder.pid}"):
+                check_output_folder(tmp_path / "out", "--out")
+        # another claim name (a sweep shard) in the same folder is free; the same process may claim again
+        assert check_output_folder(tmp_path / "out", "--out", lock="shard-0-of-2") == tmp_path / "out"
+        assert check_output_folder(tmp_path / "out", "--out", lock="shard-0-of-2") == tmp_path / "out"
+    finally:
+        holder.kill()
+        holder.wait()
+    time.sleep(0.1)
+    assert check_output_folder(tmp_path / "out", "--out") == tmp_path / "out"  # released when the holder died
+
+
+def test_two_embdyn_commands_into_one_folder_the_second_is_one_line_exit_2(tmp_path):
+    import subprocess
+    import sys
+
+    out = tmp_path / "o"
+    first = subprocess.Popen([sys.executable, "-c", (
+        "import time; from particles.core.validation import check_output_folder; "
+        f"check_output_folder({str(out)!r}, '--out'); print('held', flush=True); time.sleep(30)")],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert first.stdout.readline().strip() == "held"
+        for argv in (["sweep", "--preset", "circles", "--grid", "lam=0,1", "--seeds", "1"],
+                     ["theory", "critical-fraction", "--p", "5", "--samples", "10"]):
+            done = subprocess.run([sys.executable, "-m", "particles.cli", *argv, "--out", str(out)],
+                                  capture_output=True, text=True)
+            assert done.returncode == 2, done.stderr
+            assert "is being written by process" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    finally:
+        first.kill()
+        first.wait()
