@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import secrets
 import time
 from pathlib import Path
@@ -183,7 +184,10 @@ class Explorer:
 
     async def live_socket(self, websocket: WebSocket) -> None:
         if len(self.sessions) >= MAX_SESSIONS:
-            await websocket.close(code=1013, reason=f"at most {MAX_SESSIONS} live sessions at a time")
+            # accepted, then closed with the reason: a refusal before the handshake reaches the page as a bare 403
+            await websocket.accept()
+            await websocket.close(code=1013, reason=f"at most {MAX_SESSIONS} live sessions at a time: close "
+                                                    "another explorer page")
             return
         await websocket.accept()
         sid = secrets.token_urlsafe(12)
@@ -354,27 +358,51 @@ class SameOrigin:
         self.app = app
         self.hosts = None if hosts is None else {h.strip("[]").lower() for h in hosts}
 
+    #: a Host header: a name or IPv4 address, or [IPv6], then an optional :port; nothing else (no userinfo, paths)
+    HOST = re.compile(r"^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?$")
+
+    @classmethod
+    def hostname(cls, host: str) -> str | None:
+        """The host of a Host header, lower-cased, or None when the header is not a plain host[:port]."""
+        match = cls.HOST.match(host)
+        if match is None:
+            return None
+        return match.group(1).strip("[]").lower()
+
     @staticmethod
-    def hostname(host: str) -> str:
-        if host.startswith("["):  # [::1]:8050
-            return host[1:].split("]")[0].lower()
-        return host.rsplit(":", 1)[0].lower() if host.count(":") == 1 else host.lower()
+    def origin_netloc(origin: str) -> str | None:
+        """host[:port] of an Origin header, or None unless it is exactly http(s)://host[:port]."""
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(origin)
+        except ValueError:
+            return None
+        if parts.scheme not in ("http", "https") or parts.username is not None or parts.password is not None \
+                or parts.path not in ("", "/") or parts.query or parts.fragment:
+            return None
+        return parts.netloc.lower()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] in ("http", "websocket"):
             headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
             host = headers.get("host", "")
             origin = headers.get("origin")
-            refusal = None
-            if self.hosts is not None and self.hostname(host) not in self.hosts:
-                refusal = f"this server answers requests to {', '.join(sorted(self.hosts))} only"
-            elif origin is not None and origin.split("://", 1)[-1].rstrip("/").lower() != host.lower():
-                refusal = "cross-site requests are refused: use the explorer's own page"
+            refusal, status = None, 403
+            name = self.hostname(host)
+            if name is None or (self.hosts is not None and name not in self.hosts):
+                served = "any host" if self.hosts is None else ", ".join(sorted(self.hosts))
+                refusal, status = (f"bad Host header {host[:80]!r}: this server answers requests to {served} "
+                                   "only"), 421
+            elif origin is not None and self.origin_netloc(origin) != host.lower():
+                refusal = (f"cross-site request refused (Origin {origin[:80]!r} is not this server's page "
+                           f"http://{host}): use the explorer's own page")
             if refusal is not None:
                 if scope["type"] == "websocket":
-                    await send({"type": "websocket.close", "code": 1008, "reason": refusal})
+                    await send({"type": "websocket.close", "code": 1008, "reason": refusal[:120]})
                 else:
-                    await JSONResponse({"error": refusal, "parameter": None}, status_code=403)(scope, receive, send)
+                    await JSONResponse({"error": refusal, "parameter": None}, status_code=status)(scope, receive,
+                                                                                                  send)
                 return
         await self.app(scope, receive, send)
 

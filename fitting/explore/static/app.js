@@ -143,9 +143,11 @@ function connectLive() {
   const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live`);
   ws.binaryType = "arraybuffer";
   ws.onopen = () => { $("connection").textContent = "connected"; };
-  ws.onclose = () => {
+  ws.onclose = ev => {
     $("connection").textContent = "disconnected: reload the page"; state.session = null;
-    showError("the connection to the explorer's server closed (stopped, or too many pages open): reload the page");
+    // the server says why (the session cap, a refused host or origin); otherwise it stopped
+    showError(ev.reason ? `the explorer's server closed the live connection: ${ev.reason}` :
+      "the connection to the explorer's server closed (stopped, or too many pages open): reload the page");
   };
   ws.onmessage = ev => {
     if (typeof ev.data === "string") {

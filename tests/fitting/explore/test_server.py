@@ -127,11 +127,20 @@ def test_live_energy_follows_a_change_while_paused(client):
         assert h1["step"] == h0["step"] == 0 and h1["energy"] == pytest.approx(true) and h1["energy"] != h0["energy"]
 
 
-@pytest.mark.parametrize("headers", [{"host": "evil.example"}, {"host": "127.0.0.1.evil.example:8050"},
-                                     {"origin": "http://evil.example"}, {"origin": "http://127.0.0.1:9999"}])
-def test_other_sites_are_refused(client, headers):
-    assert client.get("/api/runs", headers=headers).status_code == 403
-    assert client.post("/api/runs?name=a.npz", content=b"x", headers=headers).status_code == 403
+# a Host the server does not answer is 421 (Misdirected Request), a cross-site Origin 403: distinct, with a reason
+# (issue 54 asked for distinct refusals; both were 403 before), parsed strictly (scheme, host, port)
+@pytest.mark.parametrize("headers, status, words", [
+    ({"host": "evil.example"}, 421, "bad Host header"),
+    ({"host": "127.0.0.1.evil.example:8050"}, 421, "bad Host header"),
+    ({"host": "127.0.0.1:8050@evil.example"}, 421, "bad Host header"),
+    ({"origin": "http://evil.example"}, 403, "cross-site request refused"),
+    ({"origin": "http://127.0.0.1:9999"}, 403, "cross-site request refused"),
+    ({"origin": "evil://127.0.0.1:8050"}, 403, "cross-site request refused"),
+    ({"origin": "http://user@127.0.0.1:8050"}, 403, "cross-site request refused")])
+def test_other_sites_are_refused(client, headers, status, words):
+    r = client.get("/api/runs", headers=headers)
+    assert r.status_code == status and words in r.json()["error"]
+    assert client.post("/api/runs?name=a.npz", content=b"x", headers=headers).status_code == status
     from starlette.websockets import WebSocketDisconnect
 
     with pytest.raises(WebSocketDisconnect):
@@ -150,9 +159,11 @@ def test_live_sessions_are_limited(client):
         for _ in range(MAX_SESSIONS):
             ws = stack.enter_context(client.websocket_connect(WS))
             ws.receive_json()
-        with pytest.raises(WebSocketDisconnect):
+        with pytest.raises(WebSocketDisconnect) as info:
             with client.websocket_connect(WS) as ws:
                 ws.receive_json()
+        # the page gets the code and the reason, not a bare HTTP 403 (issue 54)
+        assert info.value.code == 1013 and f"at most {MAX_SESSIONS} live sessions" in info.value.reason
 
 
 def test_runs(client, files):
