@@ -43,7 +43,7 @@ import numpy as np
 
 from .core.io import atomic_write, atomic_write_text, remove_stale_temporaries  # the last two re-exported
 from .core.io import json_loads_bounded
-from .core.validation import check_bool, check_magnitude, check_path
+from .core.validation import check_bool, check_int, check_magnitude, check_path
 from .datasets import PairDataset, as_training_set
 
 # atomic_write_text and remove_stale_temporaries live in particles.core.io; importing them from here still works
@@ -88,10 +88,23 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
     return arr
 
 
-def _check_npz_headers(path: Path) -> None:
+def default_memory_budget() -> int:
+    """The most memory (bytes) :meth:`Trajectory.load` lets one file take after conversion to
+    float64 by default: a quarter of the machine's physical memory (4 GiB where it cannot be read)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        total = 16 * 2**30
+    return int(total // 4)
+
+
+def _check_npz_headers(path: Path, budget: int | None = None) -> None:
     """Read every member's .npy header from the zip directory, before any
     array is loaded: a damaged archive, an object dtype or a shape larger
-    than the bytes stored is a TrajectoryFormatError naming the member."""
+    than the bytes stored is a TrajectoryFormatError naming the member; the
+    memory the arrays take once read and converted to float64 (with the
+    compressed bytes read alongside) above ``budget`` is one naming the
+    file, the figure and the limit."""
     with open(path, "rb") as fh:
         if fh.read(6) == b"\x93NUMPY":
             raise TrajectoryFormatError("file", f"{str(path)!r} holds a single array (.npy), not an .npz archive")
@@ -99,6 +112,7 @@ def _check_npz_headers(path: Path) -> None:
         archive = zipfile.ZipFile(path)
     except Exception as exc:  # BadZipFile, OSError, NotImplementedError (unknown compression), ...
         raise TrajectoryFormatError("file", f"{str(path)!r} is not a readable .npz archive ({exc})") from None
+    needed = 0
     with archive:
         for info in archive.infolist():
             field = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
@@ -117,6 +131,13 @@ def _check_npz_headers(path: Path) -> None:
             if nbytes > info.file_size:
                 raise TrajectoryFormatError(field, f"header declares shape {shape} of {dtype} ({nbytes:.3g} bytes) "
                                                    f"but the archive stores {info.file_size} bytes for it")
+            # as read (its own dtype) plus its float64 copy, for numeric members
+            count = int(np.prod(shape, dtype=np.float64))
+            needed += nbytes + (8 * count if dtype.kind in "fiub" and dtype.itemsize < 8 else 0)
+    if budget is not None and needed > budget:
+        raise TrajectoryFormatError("file", f"{str(path)!r} would take {needed / 2**20:.0f} MiB of memory once read "
+                                            f"and converted to float64, over the budget of {budget / 2**20:.0f} "
+                                            "MiB (Trajectory.load(path, max_bytes=...) raises it)")
 
 
 def _check_loadable(traj: "Trajectory") -> None:
@@ -394,14 +415,21 @@ class Trajectory:
         return path
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Trajectory":
-        """Read and validate a trajectory file; errors name the bad field."""
+    def load(cls, path: str | os.PathLike, *, max_bytes: int | None = None) -> "Trajectory":
+        """Read and validate a trajectory file; errors name the bad field.
+
+        ``max_bytes``: the most memory the file may take once read and
+        converted to float64, estimated from its headers before anything is
+        read (default :func:`default_memory_budget`, a quarter of the
+        machine's memory); a larger file is a ``TrajectoryFormatError`` with
+        the figure and the limit."""
         path = check_path(path, "path")
+        budget = default_memory_budget() if max_bytes is None else check_int(max_bytes, "max_bytes", 1)
         if not path.exists():
             raise FileNotFoundError(f"no trajectory file at {str(path)!r}")
         if not path.is_file():
             raise ValueError(f"path must be a trajectory file, got the folder {str(path)!r}")
-        _check_npz_headers(path)
+        _check_npz_headers(path, budget)
         try:
             archive = np.load(path, allow_pickle=False)
         except Exception as exc:  # zipfile, OS and format errors

@@ -26,6 +26,8 @@ __all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_SERIES_POINTS", "MAX_METR
 MAX_UPLOAD_BYTES = 512 << 20
 #: the most an upload may unpack to (the sizes its archive declares, bytes)
 MAX_UNPACKED_BYTES = 4 << 30
+#: the most memory one uploaded run may take once read and converted to float64 (Trajectory.load's max_bytes)
+MAX_UPLOAD_MEMORY = 512 << 20
 #: uploaded runs kept at a time (the oldest is closed first)
 MAX_UPLOADS = 16
 #: series longer than this are thinned to it for the page (every k-th step, the last one kept)
@@ -303,7 +305,7 @@ class RunStore:
             with os.fdopen(handle, "wb") as fh:
                 fh.write(data)
             try:
-                traj = Trajectory.load(tmp)
+                traj = Trajectory.load(tmp, max_bytes=MAX_UPLOAD_MEMORY)
             except Exception as exc:  # the same exception, with the upload's name for the temporary path
                 message = str(exc).replace(repr(tmp), repr(safe)).replace(tmp, safe)
                 if isinstance(exc, TrajectoryFormatError):

@@ -345,3 +345,23 @@ def test_json_depth_skips_strings_and_nesting_at_the_limit_loads(tmp_path):
         nested = {"x": nested}
     path = _raw_npz(tmp_path / "ok.npz", meta=np.array(_json.dumps(nested)))
     assert P.Trajectory.load(path).meta["x"]["x"]["x"]  # exactly the limit: read
+
+
+def test_a_small_file_that_unpacks_large_is_refused_before_it_is_read(tmp_path):
+    import json as _json
+    import resource
+
+    import particles as P
+
+    path = tmp_path / "zeros.npz"  # float16 zeros declaring 256 MiB: a few hundred KB on disk
+    np.savez_compressed(path, schema_version=np.array(1), snapshot_steps=np.arange(64),
+                        embeddings=np.zeros((64, 2048, 1024), np.float16), meta=np.array(_json.dumps({})))
+    assert path.stat().st_size < 2 << 20
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with pytest.raises(P.TrajectoryFormatError, match=r"would take 1280 MiB .* over the budget of 1024 MiB") as info:
+        P.Trajectory.load(path, max_bytes=1 << 30)
+    assert info.value.field == "file"
+    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    assert after - before < 64 * 1024  # refused from the headers: nothing near the 1.25 GiB was allocated
+    with pytest.raises(ValueError, match="max_bytes"):
+        P.Trajectory.load(path, max_bytes=0)

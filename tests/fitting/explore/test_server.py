@@ -303,3 +303,15 @@ def test_files_that_used_to_load_and_then_fail_are_refused_at_upload(client):
         np.savez(buf, schema_version=np.array(1), meta=np.array(_json.dumps({})), **arrays)
         r = client.post("/api/runs?name=x.npz", content=buf.getvalue())
         assert r.status_code == 422 and words in r.json()["error"], (words, r.text)
+
+
+def test_an_upload_that_would_unpack_past_the_memory_budget_is_refused(client):
+    import json as _json
+
+    from fitting.explore.runs import MAX_UPLOAD_MEMORY
+
+    buf = io.BytesIO()  # float16 zeros: about 1 MB uploaded, 640 MiB once converted
+    np.savez_compressed(buf, schema_version=np.array(1), snapshot_steps=np.arange(32),
+                        embeddings=np.zeros((32, 2048, 1024), np.float16), meta=np.array(_json.dumps({})))
+    r = client.post("/api/runs?name=zeros.npz", content=buf.getvalue())
+    assert r.status_code == 422 and f"over the budget of {MAX_UPLOAD_MEMORY >> 20} MiB" in r.json()["error"], r.text
