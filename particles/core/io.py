@@ -28,10 +28,13 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_nam
     animation writer): ``write`` then gets the temporary file's name, which
     ends in ``path``'s suffix."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path.parent)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.",
-                               suffix=".tmp" + (path.suffix if by_name else ""), dir=path.parent)
+    try:  # an OS error names the file the user asked for, not our temporary file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temporaries(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.",
+                                   suffix=".tmp" + (path.suffix if by_name else ""), dir=path.parent)
+    except OSError as exc:
+        raise type(exc)(exc.errno, f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     try:
         if by_name:
             os.close(fd)
@@ -47,6 +50,12 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Any], Any], *, by_nam
                 os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~umask())  # mkstemp creates 0600; give the file the usual mode
         os.replace(tmp, path)
+    except OSError as exc:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        if exc.errno is None:
+            raise
+        raise type(exc)(exc.errno, f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)

@@ -365,3 +365,19 @@ def test_a_small_file_that_unpacks_large_is_refused_before_it_is_read(tmp_path):
     assert after - before < 64 * 1024  # refused from the headers: nothing near the 1.25 GiB was allocated
     with pytest.raises(ValueError, match="max_bytes"):
         P.Trajectory.load(path, max_bytes=0)
+
+
+def test_an_os_error_while_saving_names_the_file_not_the_temporary(tmp_path, monkeypatch):
+    import errno
+
+    import particles as P
+    import particles.core.io as io_module
+
+    def refuse(src, dst):
+        raise PermissionError(errno.EACCES, "Permission denied", src)
+
+    monkeypatch.setattr(io_module.os, "replace", refuse)
+    with pytest.raises(PermissionError) as info:
+        P.Trajectory(np.zeros((1, 3, 2)), [0]).save(tmp_path / "run.npz")
+    assert str(tmp_path / "run.npz") in str(info.value) and ".tmp" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # no temporary left
