@@ -32,7 +32,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_array, check_choice, check_int, describe
-from particles.datasets import PairDataset
+from particles.datasets import TASK_LABELS, PairDataset
 from particles.law_terms import (check_force_law, check_term_names, range_dependencies, range_fields, range_names,
                                  range_values, term_names, unit_term_forces, with_ranges, with_strengths)
 from particles.pair_energy import PairEnergy
@@ -88,6 +88,10 @@ def _run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | Non
         raise ValueError(f"{name} has no {field}: {_gradient_help()}")
     if train is None:
         train = traj.train
+        if train is not None and traj.meta.get("task") not in TASK_LABELS:
+            warn_quality(f"{name}'s training labels were not checked against a task (its meta names none of "
+                         f"{sorted(TASK_LABELS)}): wrong labels would fit a wrong force law without a word; record "
+                         "the run with meta={'task': 'modular_addition'} (or 'addition') to have them checked")
     if train is None:
         if not all(k in traj.meta for k in ("model", "config", "train_indices")):
             raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "

@@ -213,3 +213,17 @@ def test_force_fit_train_never_replaces_the_files_own_training_set(tmp_path, cap
     np.savez(tmp_path / "same.npz", pairs=train.pairs, labels=train.labels)
     assert main(["force-fit", str(path), "--train", str(tmp_path / "same.npz"), "--bootstrap", "0",
                  "--out", str(tmp_path / "o")]) == 0
+
+
+def test_force_fit_says_when_the_training_labels_could_not_be_checked(tmp_path, capsys):
+    import particles as P
+
+    path, train = _own_force_run(tmp_path, stored=True)
+    traj = P.Trajectory.load(path)
+    unchecked = P.Trajectory(traj.embeddings, traj.snapshot_steps, gradients=traj.gradients,
+                             meta={"source": "my script"}, train_pairs=traj.train_pairs, train_labels=traj.train_labels)
+    unchecked.save(tmp_path / "unchecked.npz")
+    assert main(["force-fit", str(tmp_path / "unchecked.npz"), "--bootstrap", "0", "--out", str(tmp_path / "u")]) == 0
+    assert "were not checked against a task" in capsys.readouterr().err
+    assert main(["force-fit", str(path), "--bootstrap", "0", "--out", str(tmp_path / "c")]) == 0
+    assert "were not checked" not in capsys.readouterr().err  # meta names the task: checked, nothing to say
