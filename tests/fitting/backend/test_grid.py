@@ -291,9 +291,11 @@ def test_merge_of_seed_runs_equals_one_run(full_run):
     assert GridResult.merge([older, exact.__class__(b.records, {**b.meta, "tanh": "exact"})]).meta["tanh"] == "exact"
 
 
-def test_toy_phases_cli_passes_tanh(monkeypatch, capsys):
+def test_toy_phases_cli_passes_tanh(monkeypatch, capsys, tmp_path):
     from fitting.backend import grid as grid_module
     from particles.cli import main
+
+    monkeypatch.chdir(tmp_path)  # the default --out folder is made (and claimed) in the working directory
 
     seen = {}
 
@@ -413,8 +415,10 @@ def test_compiled_grid_agrees_with_plain(tanh):
 @pytest.mark.parametrize("argv,name", [(["--seeds", "0"], "--seeds"), (["--checkpoint-every", "0"], "--checkpoint-every"),
                                        (["--steps", "0"], "steps"), (["--jobs", "0"], "--jobs"),
                                        (["--jobs", "999"], "--jobs")])
-def test_toy_phases_cli_bad_values_are_one_line(capsys, argv, name):
+def test_toy_phases_cli_bad_values_are_one_line(capsys, argv, name, tmp_path, monkeypatch):
     from particles.cli import main
+
+    monkeypatch.chdir(tmp_path)  # nothing is written into the repository when --out is left to its default
 
     assert main(["toy-phases", "regression", *argv]) == 2
     err = capsys.readouterr().err.strip()
