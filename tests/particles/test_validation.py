@@ -190,6 +190,19 @@ def test_output_folder_check_names_the_parameter(tmp_path):
 
 # --- issue 54 (part): one writer per output folder ---------------------------------------------------------
 
+def _hold_folder(folder):
+    """Another process that claims ``folder`` as its --out and keeps it for 30 s (returned once it holds it)."""
+    import subprocess
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import time; from particles.core.validation import check_output_folder; "
+        f"check_output_folder({str(folder)!r}, '--out'); print('held', flush=True); time.sleep(30)")],
+        stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline().strip() == "held"
+    return holder
+
+
 def test_a_second_process_writing_the_same_folder_is_refused(tmp_path):
     import subprocess
     import sys
@@ -197,12 +210,8 @@ def test_a_second_process_writing_the_same_folder_is_refused(tmp_path):
 
     from particles.core.validation import check_output_folder
 
-    holder = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from particles.core.validation import check_output_folder; "
-        f"check_output_folder({str(tmp_path / 'out')!r}, '--out'); print('held', flush=True); time.sleep(30)")],
-        stdout=subprocess.PIPE, text=True)
+    holder = _hold_folder(tmp_path / "out")
     try:
-        assert holder.stdout.readline().strip() == "held"
         for _ in range(20):
             with pytest.raises(ValueError, match=rf"--out: the folder .*out' is being written by process {holder.pid}"):
                 check_output_folder(tmp_path / "out", "--out")
@@ -221,12 +230,8 @@ def test_two_embdyn_commands_into_one_folder_the_second_is_one_line_exit_2(tmp_p
     import sys
 
     out = tmp_path / "o"
-    first = subprocess.Popen([sys.executable, "-c", (
-        "import time; from particles.core.validation import check_output_folder; "
-        f"check_output_folder({str(out)!r}, '--out'); print('held', flush=True); time.sleep(30)")],
-        stdout=subprocess.PIPE, text=True)
+    first = _hold_folder(out)
     try:
-        assert first.stdout.readline().strip() == "held"
         for argv in (["sweep", "--preset", "circles", "--grid", "lam=0,1", "--seeds", "1"],
                      ["theory", "critical-fraction", "--p", "5", "--samples", "10"]):
             done = subprocess.run([sys.executable, "-m", "particles.cli", *argv, "--out", str(out)],
