@@ -71,7 +71,7 @@ def from_trajectory(x: Any, t: Any, frequencies: Any = "auto", n_features: int |
         return x, t, None
     if t is not None:
         raise ValueError("t must be None when x is a Trajectory: its recorded steps are the sample times")
-    from ..frequencies import select_frequencies
+    from ..frequencies import parse_frequencies, select_frequencies
     from ..signals import trajectory_signals
 
     steps, signals = trajectory_signals(x)
@@ -82,11 +82,12 @@ def from_trajectory(x: Any, t: Any, frequencies: Any = "auto", n_features: int |
                              f"{n_features} columns and does not know which frequencies they were: pass the "
                              "same columns as an array (or set model.frequencies_ to their k)")
         frequencies = "all"
-    selection = select_frequencies(x, "auto" if frequencies is None else frequencies)
-    if n_features is not None and len(selection.frequencies) != n_features:
-        raise ValueError(f"this model was fitted on {n_features} variables but selects {selection.frequencies} of "
-                         "the Trajectory")
-    return signals[:, selection.columns], steps.astype(float), selection.names
+    chosen = parse_frequencies("auto" if frequencies is None else frequencies, K)
+    if isinstance(chosen, str):  # a rule: run it (a list of k, e.g. a fitted model's frequencies_, needs no rule)
+        chosen = select_frequencies(x, chosen).frequencies
+    if n_features is not None and len(chosen) != n_features:
+        raise ValueError(f"this model was fitted on {n_features} variables but selects {chosen} of the Trajectory")
+    return signals[:, np.asarray(chosen) - 1], steps.astype(float), [f"S{k}" for k in chosen]
 
 
 def as_formulation(derivative: Formulation | str) -> Formulation:
