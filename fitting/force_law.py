@@ -50,6 +50,9 @@ NORMALIZE = (None, "rms")
 #: largest relative move of the ranges in the full-data step for which the Jacobian's unit-force
 #: differences are reused
 REUSE_JACOBIAN = 0.01
+#: a term whose unit force (RMS over the data) is below this fraction of the observed force's RMS
+#: has a strength the data do not measure (it makes up a remainder at whatever size): a warning
+UNIDENTIFIED = 1e-6
 #: most bootstrap replicates and windows of training steps (each keeps an array)
 MAX_BOOTSTRAP = 100_000
 MAX_WINDOWS = 10_000
@@ -463,6 +466,7 @@ class ForceLawFit(BaseEstimator):
                      "term_evaluations": basis.evaluations, "normalize": self.normalize, "target": self.target})
         self.fit_info_ = info
         self._warn(info, ranges, theta, low, high)
+        self._warn_unidentified(A, b, coef)
         return self
 
     def _search_rows(self, runs: list[ForceRun], count: int | None = None) -> list[np.ndarray]:
@@ -649,6 +653,20 @@ class ForceLawFit(BaseEstimator):
                 side = "lower" if v <= lo * (1 + 1e-3) else "upper"
                 warn_quality(f"the fitted {name} = {v:.4g} lies at its {side} bound, so the best value may lie "
                              f"outside [{lo:.4g}, {hi:.4g}]; widen bounds={{{name!r}: (low, high)}}")
+
+    def _warn_unidentified(self, A, b, coef) -> None:
+        """A term whose unit force is a vanishing fraction of the data's
+        force (below UNIDENTIFIED of its RMS) gets whatever strength makes
+        up a remainder: a value like 1e+253 then stands for no measurement.
+        Its RMS force (strength times unit force) is what the data fix."""
+        target = float(np.sqrt(np.mean(b ** 2)))
+        unit = np.sqrt(np.mean(A ** 2, axis=0))
+        for name, c, u in zip(self.terms_, coef, unit):
+            if c != 0.0 and u < UNIDENTIFIED * target:
+                warn_quality(f"the strength {name} = {c:.3g} is not measured: the term's unit force at the fitted "
+                             f"ranges is {u / target:.2g} of the force's RMS, so the strength only makes up a "
+                             f"remainder; read its RMS force, rms_forces_[{name!r}] = "
+                             f"{self.rms_forces_[name]:.3g}, or bound its range")
 
     # ------------------------------------------------------- using it
     def _columns(self, X: np.ndarray, train: PairDataset | None) -> tuple[np.ndarray, PairDataset]:

@@ -202,3 +202,16 @@ def test_interval_coverage_with_five_percent_noise(d):
             hits.setdefault(name, []).append(lo <= value <= hi)
     rates = {k: float(np.mean(v)) for k, v in hits.items()}
     assert min(rates.values()) >= 0.9, rates
+
+
+def test_a_strength_on_a_vanishing_term_warns():
+    # at sig_t = 0.03 the alignment terms' unit forces are ~1e-9 of the data's: NNLS gives one of them a
+    # strength ~1e8 that measures nothing (on a real run the same happened at 4.6e+253, silently)
+    X, G, train = particle_run(TRUE, seed=6, noise=0.2)
+    with pytest.warns(FitQualityWarning, match=r"alignment_other = .* is not measured.*rms_forces_"):
+        fit = ForceLawFit(TRUE.replace(sig_t=0.03), ranges=(), n_bootstrap=0).fit(X, G, train=train)
+    assert fit.coef_[fit.terms_.index("alignment_other")] > 1e6
+    # the same data at the true range: every strength is measured, no such warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FitQualityWarning)
+        ForceLawFit(TRUE, ranges=(), n_bootstrap=0).fit(X, G, train=train)
