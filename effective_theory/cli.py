@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from particles.core.cli import add_quiet
+from particles.core.figures import save_figure
 from particles.core.io import atomic_write_text
 from particles.core.validation import check_output_folder
 
@@ -56,7 +57,7 @@ def _critical_fraction(args: argparse.Namespace) -> int:
         print(f"{s:4d}  {f:8.3f}  {pr:7.4f}  [{a:.4f}, {b:.4f}]")
     print(f"critical fraction {result.critical_fraction:.4f} (bootstrap 95% [{lo:.4f}, {hi:.4f}], "
           f"std {result.critical_fraction_std:.4f})")
-    plot_structure_probability(result).savefig(out / "critical_fraction.png", dpi=120)
+    save_figure(plot_structure_probability(result), out / "critical_fraction.png", dpi=120)
     _write_json(out / "critical_fraction.json", {
         "p": args.p, "samples": args.samples, "seed": args.seed, "sizes": result.sizes.tolist(),
         "fractions": result.fractions.tolist(),
@@ -82,7 +83,7 @@ def _grokking_rate(args: argparse.Namespace) -> int:
     q10, q90 = curve.quantiles(0.1), curve.quantiles(0.9)
     for f, m, a, b, u in zip(fractions, curve.mean, q10, q90, curve.unique_share):
         print(f"{f:8.3f}  {m:7.4f}  {a:7.4f}  {b:7.4f}  {u:6.2f}")
-    plot_grokking_rate_curve(curve).savefig(out / "grokking_rate.png", dpi=120)
+    save_figure(plot_grokking_rate_curve(curve), out / "grokking_rate.png", dpi=120)
     _write_json(out / "grokking_rate.json", {
         "p": args.p, "samples": args.samples, "seed": args.seed, "fractions": fractions.tolist(),
         "mean_l3": curve.mean.tolist(), "q10_l3": q10.tolist(), "q90_l3": q90.tolist(),
@@ -102,8 +103,8 @@ def _steps(args: argparse.Namespace) -> int:
     r = result.ratio
     print(f"{len(r)} training sets with n0 = 2: measured / predicted steps to RQI > 0.95: median {np.median(r):.2f}, "
           f"10-90 % [{np.quantile(r, 0.1):.2f}, {np.quantile(r, 0.9):.2f}], range [{r.min():.2f}, {r.max():.2f}]")
-    plot_steps_comparison(result.predicted, result.measured).savefig(out / "steps_predicted_vs_measured.png",
-                                                                     dpi=120)
+    save_figure(plot_steps_comparison(result.predicted, result.measured), out / "steps_predicted_vs_measured.png",
+                dpi=120)
     _write_json(out / "steps_predicted_vs_measured.json", {
         "p": args.p, "sets": args.sets, "eta": args.eta, "seed": args.seed,
         "fractions": result.fractions.tolist(), "predicted_steps": result.predicted.tolist(),
@@ -121,7 +122,7 @@ def _digits(args: argparse.Namespace) -> int:
     z = result.trajectory.scalars["Z"]
     print(f"digits (1797 samples) classification flow: within-class share {result.within_share[0]:.3f} -> "
           f"{result.within_share[-1]:.2e}; Z relative change {abs(z[-1] / z[0] - 1):.1e}")
-    plot_digits_collapse(result).savefig(out / "digits_collapse.png", dpi=120)
+    save_figure(plot_digits_collapse(result), out / "digits_collapse.png", dpi=120)
     _write_json(out / "digits_collapse.json", {
         "steps": args.steps, "seed": args.seed, "snapshot_steps": result.trajectory.snapshot_steps.tolist(),
         "within_class_share": result.within_share.tolist(), "Z": z.tolist()})

@@ -3,13 +3,13 @@ Figure and leaves global state alone."""
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 from matplotlib.figure import Figure
+
+from particles.core.figures import save_figure
 
 from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
 from .ode.flowmap import FlowMap
@@ -17,17 +17,6 @@ from .derivatives import is_uniform
 from .ode.data import as_runs, run_times
 
 __all__ = ["plot_signals", "plot_fit", "plot_coefficients", "plot_phase_grid", "save_figure"]
-
-
-def save_figure(fig: Figure, path: str | os.PathLike, dpi: int = 110) -> Path:
-    """Write ``fig`` to ``path`` atomically (format from the suffix, e.g.
-    ``.png`` or ``.svg``): an interrupted write leaves any earlier file whole."""
-    from particles.core.io import atomic_write
-
-    path = Path(path)
-    if not path.suffix:
-        raise ValueError(f"path must end in a figure format such as .png, got {str(path)!r}")
-    return atomic_write(path, lambda fh: fig.savefig(fh, format=path.suffix[1:], dpi=dpi))
 
 
 def _figure(ax, figsize) -> tuple[Figure, Any]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from .core.cli import key_lists, key_values, main, parse_value
 from .core.cli import QUIET_HELP, CompileNote, ProgressBar, add_quiet
+from .core.figures import save_figure
 from .core.validation import check_output_folder, check_seeds
 
 __all__ = ["register_simulate", "register_sweep", "main", "parse_value", "QUIET_HELP"]
@@ -43,8 +44,8 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     metrics = structure_metrics(traj.final, dataset)
     traj_path = traj.save(out / f"{stem}.npz")
     fig = plot_snapshots(traj, dataset=dataset, title=f"preset {config.name!r}, seed {args.seed}")
-    fig.savefig(out / f"{stem}.png", dpi=110)
-    plot_energy(traj).savefig(out / f"{stem}_energy.png", dpi=110)
+    save_figure(fig, out / f"{stem}.png", dpi=110)
+    save_figure(plot_energy(traj), out / f"{stem}_energy.png", dpi=110)
     summary = {"preset": config.name, "seed": args.seed, "steps": config.steps, **metrics,
                "final_energy": float(traj.energy[-1]), "trajectory": str(traj_path),
                "figure": str(out / f"{stem}.png")}
@@ -93,7 +94,7 @@ def _write_sweep(table, out: Path, grid_axes: list | None, title: str) -> None:
     if grid_axes is not None and len(grid_axes) == 2:
         (x_name, xs), (y_name, ys) = grid_axes
         fig = plot_phase_diagram(rates, xs, ys, x_name=x_name, y_name=y_name, title=title)
-        fig.savefig(out / "phase_diagram.png", dpi=120, bbox_inches="tight")
+        save_figure(fig, out / "phase_diagram.png", dpi=120, bbox_inches="tight")
         print(f"wrote {out / 'phase_diagram.png'}")
     print(f"wrote {out / 'sweep.csv'} and {out / 'rates.json'}")
 
