@@ -35,8 +35,8 @@ import time
 import numpy as np
 import torch
 
-from fitting.backend import MODEL_CONFIGS, config_for, toy_phase_setting, train, train_batched, train_grid
-from fitting.backend.models import make_task
+from fitting.training import MODEL_CONFIGS, config_for, toy_phase_setting, train, train_batched, train_grid
+from fitting.training.models import make_task
 
 from timing import write_json
 

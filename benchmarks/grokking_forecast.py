@@ -2,7 +2,7 @@
 
 A hand-written plain-torch one-layer transformer (token + position
 embedding, one attention block with 4 heads, a ReLU MLP, unembedding; no
-code of ``fitting.backend``) learns (a + b) mod p with AdamW (lr 1e-3,
+code of ``fitting.training``) learns (a + b) mod p with AdamW (lr 1e-3,
 weight decay 1, betas (0.9, 0.98)) on a random share of the pairs, full
 batch. Its token embedding is copied every ``--every`` steps; the Fourier
 signals of those copies (``fitting.fourier_signals``) are the data.

@@ -79,12 +79,12 @@ API = {
         "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },
-    "fitting.backend (needs the torch extra)": {
-        "fitting.backend.configs": None, "fitting.backend.trainer": "train, TrainingDivergedError, checkpoint_path",
-        "fitting.backend.batched": None, "fitting.backend.recorder": None,
-        "fitting.backend.grid": "train_grid, GridResult, GridFormatError, GRID_FIELDS",
-        "fitting.backend.network_sweep": "train_network_sweep, NetworkSweep, NetworkSweepFormatError",
-        "fitting.backend.compare": "compare_network, NetworkComparison, structure_summary, total_variation",
+    "fitting.training (needs the torch extra)": {
+        "fitting.training.configs": None, "fitting.training.trainer": "train, TrainingDivergedError, checkpoint_path",
+        "fitting.training.batched": None, "fitting.training.recorder": None,
+        "fitting.training.grid": "train_grid, GridResult, GridFormatError, GRID_FIELDS",
+        "fitting.training.network_sweep": "train_network_sweep, NetworkSweep, NetworkSweepFormatError",
+        "fitting.training.compare": "compare_network, NetworkComparison, structure_summary, total_variation",
     },
 }
 INTERNALS = {
@@ -98,8 +98,8 @@ INTERNALS = {
         "particles.kernels.terms": None,
     },
     "engine helpers": {
-        "particles.threads": None, "fitting.backend.loop": None, "fitting.backend.stacked": None,
-        "fitting.backend.activations": None,
+        "particles.threads": None, "fitting.training.loop": None, "fitting.training.stacked": None,
+        "fitting.training.activations": None,
     },
 }
 # sklearn's request-routing helpers are not ours to document

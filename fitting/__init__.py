@@ -19,7 +19,7 @@ Public API::
     example_trajectory                                   a shipped survival-MLP run
     ForceLawFit                                          which force law explains training (docs/force_fit.md)
 
-The torch backend (docs/training.md) lives in ``fitting.backend``: its configurations
+The torch backend (docs/training.md) lives in ``fitting.training``: its configurations
 import without torch, training needs ``pip install '.[torch]'`` (in the repository root).
 """
 

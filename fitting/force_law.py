@@ -80,7 +80,7 @@ class ForceRun:
 
 
 def _gradient_help() -> str:
-    return ("record them with fitting.backend.train(config, seed, gradients=True), `embdyn train ... --gradients` "
+    return ("record them with fitting.training.train(config, seed, gradients=True), `embdyn train ... --gradients` "
             "or EmbeddingRecorder(..., gradients=True)")
 
 
@@ -100,7 +100,7 @@ def _run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | Non
             raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "
                              "record it with EmbeddingRecorder(..., train=(pairs, labels))), or on the command line "
                              "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
-        from .backend.configs import training_set
+        from .training.configs import training_set
 
         train = training_set(traj.meta)
     G = -values if target == "gradient" else values
@@ -397,7 +397,7 @@ class ForceLawFit(BaseEstimator):
         X : Trajectory, list of Trajectory, or ndarray (T, N, d)
             Snapshots. A Trajectory brings its forces (``gradients`` or
             ``updates``, see ``target``) and, for runs of
-            :func:`fitting.backend.train`, its training set; several
+            :func:`fitting.training.train`, its training set; several
             trajectories are several runs (bootstrapped by run).
         G : ndarray (T, N, d), optional
             The observed forces at the snapshots, with X as an array.

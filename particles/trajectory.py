@@ -188,8 +188,8 @@ class Trajectory:
         each snapshot (before the optimiser's weight decay); one entry fewer
         than the snapshots when the last snapshot (the run's final state) was
         not followed by a step. Recorded with
-        ``gradients=True`` (:class:`fitting.backend.EmbeddingRecorder`,
-        :func:`fitting.backend.train`).
+        ``gradients=True`` (:class:`fitting.training.EmbeddingRecorder`,
+        :func:`fitting.training.train`).
     updates : ndarray, the shape of ``gradients``, optional
         The change the optimiser made to the embedding in the step taken
         from each snapshot (recorded with the gradients).

@@ -1,5 +1,5 @@
 """Bad-input battery over the public API of particles, effective_theory,
-fitting and fitting.backend: exported functions, classes (their
+fitting and fitting.training: exported functions, classes (their
 constructors) and their public methods.
 
 Used two ways:
@@ -50,7 +50,7 @@ import fitting as ft
 import fitting.explore as fe
 import particles as pt
 
-PACKAGES = ("particles", "effective_theory", "fitting", "fitting.explore", "fitting.backend")
+PACKAGES = ("particles", "effective_theory", "fitting", "fitting.explore", "fitting.training")
 
 #: entries with parameters that the battery leaves alone, and why
 SKIP: dict[str, str] = {
@@ -64,10 +64,10 @@ SKIP: dict[str, str] = {
     "fitting.ODEAnalysis": "a result container the library builds",
     "fitting.SurvivalClassifierResult": "a result container the library builds",
     "fitting.FrequencySelection": "a result container the library builds (select_frequencies is in the battery)",
-    "fitting.backend.GridResult": "a result container the library builds",
-    "fitting.backend.NetworkSweep": "a result container the library builds",
-    "fitting.backend.NetworkComparison": "a result container the library builds",
-    "fitting.backend.EmbeddingRecorder": "takes a live torch tensor; checked in tests/fitting/backend/test_recorder.py",
+    "fitting.training.GridResult": "a result container the library builds",
+    "fitting.training.NetworkSweep": "a result container the library builds",
+    "fitting.training.NetworkComparison": "a result container the library builds",
+    "fitting.training.EmbeddingRecorder": "takes a live torch tensor; checked in tests/fitting/training/test_recorder.py",
     "fitting.Regressor.check": "plug-in protocol: the estimator calls it on its own parameters",
     "fitting.Library.features": "the estimators' unchecked inner-loop form of Library.transform (in the battery)",
     "fitting.Library.jacobian": "the weighted refit's unchecked inner-loop derivative of Library.features "
@@ -99,34 +99,34 @@ SKIP: dict[str, str] = {
     "fitting.WeakForm.window_starts": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
     "fitting.WeakForm.window_weights": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
     "fitting.ODEModel.print": "writes equations(); its parameters are those of ODEModel.equations, in the battery",
-    "fitting.backend.train_batched": "trains torch models for minutes; its checks are in tests/fitting/backend/test_trainer.py",
-    "fitting.backend.train_grid": "trains torch models for minutes; its checks are in tests/fitting/backend/test_grid.py",
-    "fitting.backend.train_network_sweep": "trains torch models for minutes; its checks are in tests/fitting/backend/test_trainer.py",
-    "fitting.backend.compare_network": "trains torch models for minutes; its checks are in tests/fitting/backend/test_compare.py",
-    "fitting.backend.load_checkpoints": "reads torch checkpoints; its checks are in tests/fitting/backend/test_recorder.py",
-    "fitting.backend.SparseModularConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
-    "fitting.backend.SurvivalMLPConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
-    "fitting.backend.ConstantAttentionConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
+    "fitting.training.train_batched": "trains torch models for minutes; its checks are in tests/fitting/training/test_trainer.py",
+    "fitting.training.train_grid": "trains torch models for minutes; its checks are in tests/fitting/training/test_grid.py",
+    "fitting.training.train_network_sweep": "trains torch models for minutes; its checks are in tests/fitting/training/test_trainer.py",
+    "fitting.training.compare_network": "trains torch models for minutes; its checks are in tests/fitting/training/test_compare.py",
+    "fitting.training.load_checkpoints": "reads torch checkpoints; its checks are in tests/fitting/training/test_recorder.py",
+    "fitting.training.SparseModularConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
+    "fitting.training.SurvivalMLPConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
+    "fitting.training.ConstantAttentionConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
     "fitting.Formulation.derivative": "abstract plug-in method; FiniteDifference/SavitzkyGolay.derivative are in the battery",
-    "fitting.backend.EmbeddingRecorder.attach": "takes a live torch module; checked in tests/fitting/backend/test_recorder.py",
-    "fitting.backend.EmbeddingRecorder.record": "called by the training loop with a step; tests/fitting/backend/test_recorder.py",
-    "fitting.backend.EmbeddingRecorder.trajectory": "builds a Trajectory from recorded tensors; tests/fitting/backend/test_recorder.py",
-    "fitting.backend.GridResult.load": "result-container file I/O (same atomic JSON helpers); tests/fitting/backend/test_grid.py",
-    "fitting.backend.GridResult.save": "result-container file I/O (same atomic JSON helpers); tests/fitting/backend/test_grid.py",
-    "fitting.backend.GridResult.majority": "summary of a trained grid; tests/fitting/backend/test_grid.py",
-    "fitting.backend.GridResult.merge": "joins trained grids; tests/fitting/backend/test_grid.py",
-    "fitting.backend.GridResult.reclassify": "re-reads a trained grid's curves; tests/fitting/backend/test_grid.py",
-    "fitting.backend.NetworkComparison.load": "result-container file I/O; tests/fitting/backend/test_compare.py",
-    "fitting.backend.NetworkComparison.save": "result-container file I/O; tests/fitting/backend/test_compare.py",
-    "fitting.backend.NetworkComparison.plot": "draws a finished comparison; tests/fitting/backend/test_compare.py",
-    "fitting.backend.NetworkSweep.load": "result-container file I/O; tests/fitting/backend/test_trainer.py",
-    "fitting.backend.NetworkSweep.save": "result-container file I/O; tests/fitting/backend/test_trainer.py",
-    "fitting.backend.toy_phase_setting": "returns a ToyConfig from a named table; config_for is in the battery",
+    "fitting.training.EmbeddingRecorder.attach": "takes a live torch module; checked in tests/fitting/training/test_recorder.py",
+    "fitting.training.EmbeddingRecorder.record": "called by the training loop with a step; tests/fitting/training/test_recorder.py",
+    "fitting.training.EmbeddingRecorder.trajectory": "builds a Trajectory from recorded tensors; tests/fitting/training/test_recorder.py",
+    "fitting.training.GridResult.load": "result-container file I/O (same atomic JSON helpers); tests/fitting/training/test_grid.py",
+    "fitting.training.GridResult.save": "result-container file I/O (same atomic JSON helpers); tests/fitting/training/test_grid.py",
+    "fitting.training.GridResult.majority": "summary of a trained grid; tests/fitting/training/test_grid.py",
+    "fitting.training.GridResult.merge": "joins trained grids; tests/fitting/training/test_grid.py",
+    "fitting.training.GridResult.reclassify": "re-reads a trained grid's curves; tests/fitting/training/test_grid.py",
+    "fitting.training.NetworkComparison.load": "result-container file I/O; tests/fitting/training/test_compare.py",
+    "fitting.training.NetworkComparison.save": "result-container file I/O; tests/fitting/training/test_compare.py",
+    "fitting.training.NetworkComparison.plot": "draws a finished comparison; tests/fitting/training/test_compare.py",
+    "fitting.training.NetworkSweep.load": "result-container file I/O; tests/fitting/training/test_trainer.py",
+    "fitting.training.NetworkSweep.save": "result-container file I/O; tests/fitting/training/test_trainer.py",
+    "fitting.training.toy_phase_setting": "returns a ToyConfig from a named table; config_for is in the battery",
 }
 
 #: (entries, parameter) of every seeded entry: any non-negative int is a seed
 SEEDED: list[tuple[tuple[str, ...], str]] = [
-    (('effective_theory.grokking_rate_curve', 'effective_theory.unique_structure_probability', 'fitting.backend.train',
+    (('effective_theory.grokking_rate_curve', 'effective_theory.unique_structure_probability', 'fitting.training.train',
       'particles.PairDataset.split', 'particles.Preset.run', 'particles.Preset.sample', 'particles.make_rng'), 'seed'),
     (('fitting.BootstrapEnsemble',), 'random_state'),
     (('fitting.ForceLawFit',), 'seed'),
@@ -182,7 +182,7 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
       'fitting.ODEModel.named_coefficients',
      ), 'names', 'None',
      'None is the documented default (see the docstring)'),
-    (('fitting.backend.train',), 'out', 'None',
+    (('fitting.training.train',), 'out', 'None',
      'None is the documented default (see the docstring)'),
     (('particles.Trajectory',), 'signals', 'None',
      'None is the documented default (see the docstring)'),
@@ -644,19 +644,19 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
 
 
 def backend_registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
-    """Entries of fitting.backend (needs torch)."""
-    import fitting.backend as fb
+    """Entries of fitting.training (needs torch)."""
+    import fitting.training as fb
 
     tiny = fb.config_for("toy", steps=4, snapshot_every=2, p=5)
     return {
-        "fitting.backend.config_for": (fb.config_for, {"model": "toy", "steps": 4}),
-        "fitting.backend.ToyConfig": (fb.ToyConfig, {"steps": 4, "snapshot_every": 2, "dtype": "float64", "p": 5,
+        "fitting.training.config_for": (fb.config_for, {"model": "toy", "steps": 4}),
+        "fitting.training.ToyConfig": (fb.ToyConfig, {"steps": 4, "snapshot_every": 2, "dtype": "float64", "p": 5,
                                                      "d": 1, "hidden": 8, "task": "regression", "group": "addition",
                                                      "target_dim": 4, "embedding_lr": 1e-3, "decoder_lr": 1e-4,
                                                      "embedding_weight_decay": 0.1, "decoder_weight_decay": 0.1,
                                                      "train_fraction": 0.5}),
-        "fitting.backend.TrainingConfig.replace": (tiny.replace, {"steps": 6}),
-        "fitting.backend.train": (fb.train, {"config": tiny, "seed": 1, "out": None}),
+        "fitting.training.TrainingConfig.replace": (tiny.replace, {"steps": 6}),
+        "fitting.training.train": (fb.train, {"config": tiny, "seed": 1, "out": None}),
     }
 
 
@@ -875,7 +875,7 @@ def main() -> None:
     parser.add_argument("--json", default=None, help="write the full report here")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds before a call counts as slow")
     parser.add_argument("--skip", nargs="*", default=(), help="bad-value labels to leave out, e.g. huge")
-    parser.add_argument("--no-backend", action="store_true", help="leave fitting.backend out (no torch)")
+    parser.add_argument("--no-backend", action="store_true", help="leave fitting.training out (no torch)")
     parser.add_argument("--markdown", default=None, help="write the per-function table of checks here")
     args = parser.parse_args()
     report = run(args.timeout, tuple(args.skip), backend=not args.no_backend)

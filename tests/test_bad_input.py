@@ -28,7 +28,7 @@ TIME_LIMIT = 30.0
 
 
 def _torch() -> bool:
-    import fitting.backend as fb
+    import fitting.training as fb
 
     return fb.torch_available()
 
@@ -61,7 +61,7 @@ def test_allow_list_names_real_entries_and_parameters(entries):
     stale = sorted(f"{name}({param})" for name, param in battery.ACCEPT
                    if name in entries and param not in entries[name][1])
     unknown = sorted(name for name, _ in battery.ACCEPT
-                     if name not in entries and not name.startswith("fitting.backend"))
+                     if name not in entries and not name.startswith("fitting.training"))
     assert not stale and not unknown, (stale, unknown)
     assert all(len(reason) > 15 for reasons in battery.ACCEPT.values() for reason in reasons.values())
 

@@ -76,7 +76,7 @@ def test_imports_go_downward_and_torch_stays_in_the_backend():
         tree = ast.parse(path.read_text())
         top = path.relative_to(ROOT).parts[0]
         in_core = path.relative_to(ROOT).parts[:2] == ("particles", "core")
-        in_backend = path.relative_to(ROOT).parts[:2] == ("fitting", "backend")
+        in_backend = path.relative_to(ROOT).parts[:2] == ("fitting", "training")
         for node in ast.walk(tree):
             for name in absolute_imports(node):
                 head = name.split(".")[0]

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from fitting import LinearODE, LotkaVolterra, select_frequencies
-from fitting.backend import EmbeddingRecorder
+from fitting.training import EmbeddingRecorder
 from particles.core.io import atomic_write_text
 
 

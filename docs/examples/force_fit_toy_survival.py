@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from fitting.backend import SurvivalMLPConfig, ToyConfig, train
-from fitting.backend.configs import toy_phase_setting
+from fitting.training import SurvivalMLPConfig, ToyConfig, train
+from fitting.training.configs import toy_phase_setting
 from fitting.force_law import ForceLawFit
 from effective_theory.montecarlo import mean_interval as mean_ci
 from fitting.ode import FitQualityWarning

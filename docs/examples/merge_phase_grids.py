@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fitting.backend.grid import GridResult
+from fitting.training.grid import GridResult
 from fitting.plot import plot_phase_grid, save_figure
 
 

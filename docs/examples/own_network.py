@@ -37,7 +37,7 @@ class MLP(nn.Module):
 
 def train(args) -> tuple:
     """The user's own training loop; returns the recorder's trajectory and the training set."""
-    from fitting.backend import EmbeddingRecorder  # the one line that touches the package
+    from fitting.training import EmbeddingRecorder  # the one line that touches the package
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)

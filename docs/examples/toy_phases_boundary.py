@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fitting.backend import toy_phase_setting, train_grid
+from fitting.training import toy_phase_setting, train_grid
 from fitting.plot import plot_phase_grid, save_figure
 
 

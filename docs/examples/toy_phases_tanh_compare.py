@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from fitting.backend import toy_phase_setting, train_grid
+from fitting.training import toy_phase_setting, train_grid
 
 
 def main() -> None:

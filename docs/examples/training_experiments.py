@@ -33,7 +33,7 @@ def _train(config, seed, path):
 
     import torch
 
-    from fitting.backend import train
+    from fitting.training import train
 
     torch.set_num_threads(1)
     every = 2000 if config.steps > 4000 else None
@@ -49,7 +49,7 @@ def _train_batched(config, seeds, out: Path, jobs: int):
     """The seeds as ``jobs`` stacks in as many processes (each with the
     cores // jobs torch threads); long runs checkpoint every 2000 steps and
     resume."""
-    from fitting.backend import train_batched
+    from fitting.training import train_batched
 
     every = 2000 if config.steps > 4000 else None
     return train_batched(config, list(seeds), out, n_jobs=min(jobs, len(seeds)), checkpoint_every=every,
@@ -89,7 +89,7 @@ def _first_reach(series: np.ndarray, threshold: float) -> int | None:
 def survival(args) -> dict:
     from fitting import (fitness_correlation, initial_gradient, plot, survival_classifier, survival_ode_analysis,
                          survival_rate, surviving_frequencies)
-    from fitting.backend import config_for
+    from fitting.training import config_for
 
     seeds = range(4 if args.quick else 32)
     steps = 300 if args.quick else args.steps
@@ -155,7 +155,7 @@ def survival(args) -> dict:
 
 # ---------------------------------------------------------------- weight decay
 def weight_decay(args) -> dict:
-    from fitting.backend import config_for
+    from fitting.training import config_for
     from particles import classify_structure, modular_addition
 
     decays = (0.0, 0.3, 0.6, 1.0)
@@ -183,7 +183,7 @@ def _within_class_share(frame: np.ndarray, labels: np.ndarray) -> float:
 
 
 def clustering_heads(args) -> dict:
-    from fitting.backend import config_for
+    from fitting.training import config_for
 
     seeds = range(args.first_seed, args.first_seed + (2 if args.quick else args.seeds))
     steps = 300 if args.quick else args.steps

@@ -102,7 +102,7 @@ def _force_run(tmp_path):
     """A constant-attention-shaped run whose gradients come from a known law
     (the meta names its training set as the trainer's files do)."""
     import particles as P
-    from fitting.backend.configs import ConstantAttentionConfig, pair_dataset
+    from fitting.training.configs import ConstantAttentionConfig, pair_dataset
 
     config = ConstantAttentionConfig(p=11)
     data = pair_dataset(config)

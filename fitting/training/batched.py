@@ -5,8 +5,8 @@ is one batched matrix product (``torch.baddbmm``); the loss is the sum of
 the B per-run losses, so each run receives exactly its own gradient, and
 AdamW (element-wise) updates each slice as it would update that run alone.
 Every seed starts from the parameters and split of its sequential run
-(:func:`fitting.backend.models.survival_initial_parameters`), and its
-trajectory matches :func:`fitting.backend.train` to 1e-10 in float64.
+(:func:`fitting.training.models.survival_initial_parameters`), and its
+trajectory matches :func:`fitting.training.train` to 1e-10 in float64.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ LAYERS = ("layer1", "layer2", "layer3")
 def _train_in_groups(config: SurvivalMLPConfig, seeds: list[int], out_dir, *, callback, compile: str,
                      checkpoint_every: int | None, resume: bool, n_jobs: int, gradients: bool) -> list[Trajectory]:
     """The seeds in ``n_jobs`` contiguous groups, each a stack of its own in
-    a worker process (:func:`fitting.backend.processes.run_parts`)."""
+    a worker process (:func:`fitting.training.processes.run_parts`)."""
     groups = [[int(s) for s in g] for g in np.array_split(np.array(seeds), n_jobs)]
     jobs = [((config, group, out_dir), {"compile": compile, "checkpoint_every": checkpoint_every,
                                         "resume": resume, "gradients": gradients}) for group in groups]
@@ -101,7 +101,7 @@ def _stacked_runs(cfg: SurvivalMLPConfig, seeds: list[int]) -> StackedRuns:
 
 def _metas(cfg: SurvivalMLPConfig, seeds: list[int], splits: list) -> list[dict]:
     """Every seed's trajectory metadata."""
-    base = {"source": "fitting.backend", "model": cfg.model, "p": cfg.p, "d": cfg.d, "config": cfg.to_dict(),
+    base = {"source": "fitting.training", "model": cfg.model, "p": cfg.p, "d": cfg.d, "config": cfg.to_dict(),
             "signal_power": 1, "version": package_version(), "torch_version": torch.__version__,
             "batched": len(seeds)}
     return [{**base, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
@@ -235,7 +235,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         threads; checkpoints are per group; ``callback`` reports as groups finish.
     gradients : bool
         Record each seed's loss gradient on its embedding and its update at
-        every snapshot, as :func:`fitting.backend.train` does.
+        every snapshot, as :func:`fitting.training.train` does.
 
     Returns
     -------

@@ -1,5 +1,5 @@
 """Train a stack of grid cells in this process (:func:`train_cells`): the
-step loop on :func:`fitting.backend.loop.run_steps`, with checkpoints."""
+step loop on :func:`fitting.training.loop.run_steps`, with checkpoints."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ __all__ = ["train_cells"]
 def _adamw_step(update, tensors: dict, grads: list, step: int, dtype) -> None:
     """AdamW step ``step + 1`` of every cell, in place: the decoder and the
     embedding with their own rates and decays (``update``: the plain or the
-    compiled :func:`~fitting.backend.adamw.adamw_update`)."""
+    compiled :func:`~fitting.training.adamw.adamw_update`)."""
     names = CellStack.NAMES
     decoder = set(names[1:])
     decays, step_sizes = {}, {}

@@ -116,7 +116,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     ----------
     config : ToyConfig
         The fields that do not vary (for example from
-        :func:`fitting.backend.toy_phase_setting`); its ``dtype`` (float32 or
+        :func:`fitting.training.toy_phase_setting`); its ``dtype`` (float32 or
         float64) is used.
     grid : dict of field -> list of numbers
         Fields among ``GRID_FIELDS``; every combination is a cell.
@@ -147,7 +147,7 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         plain torch (same formulas).
     tanh : {"fast", "exact"}
         The decoder's activation: ``"fast"`` (default)
-        :func:`~fitting.backend.activations.tanh_fast`, within 2 machine
+        :func:`~fitting.training.activations.tanh_fast`, within 2 machine
         epsilons of tanh, ~10 % less time per compiled step (slower in plain
         torch: use ``"exact"``, ``torch.tanh``, with ``compile="never"``).
         Either way cells agree with single runs to float rounding.

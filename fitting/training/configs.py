@@ -339,7 +339,7 @@ def training_set(meta: dict[str, Any]):
         raise TypeError(f"meta must be a trajectory's meta dict, got {type(meta).__name__}")
     missing = [k for k in ("model", "config", "train_indices") if k not in meta]
     if missing:
-        raise ValueError(f"the trajectory's meta lacks {missing}: it was not written by fitting.backend.train, so "
+        raise ValueError(f"the trajectory's meta lacks {missing}: it was not written by fitting.training.train, so "
                          "give the training set yourself (train=PairDataset)")
     config = dict(meta["config"])
     model = config.pop("model", meta["model"])

@@ -1,4 +1,4 @@
-"""Bring your own run (fitting.backend.recorder): the recorder and the
+"""Bring your own run (fitting.training.recorder): the recorder and the
 checkpoint loader round trip against the embedding they saw. Skipped without
 torch; CI installs the [torch] extra and runs them (never skipped there)."""
 import os
@@ -14,7 +14,7 @@ if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the ext
 else:
     torch = pytest.importorskip("torch")
 
-from fitting.backend import EmbeddingRecorder, load_checkpoints  # noqa: E402
+from fitting.training import EmbeddingRecorder, load_checkpoints  # noqa: E402
 
 
 def _train(steps, recorder=None, every_save=None, folder=None):

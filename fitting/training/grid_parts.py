@@ -52,7 +52,7 @@ def train_parts(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: li
                 n_jobs: int, out: str | os.PathLike | None, callback: Callable[[int, int], None] | None,
                 **run_args: Any) -> dict[str, Any]:
     """:func:`train_cells` over ``n_jobs`` round-robin parts of ``cells``,
-    each in a reusable loky worker (:func:`fitting.backend.processes.run_parts`:
+    each in a reusable loky worker (:func:`fitting.training.processes.run_parts`:
     progress, stopping and grace period for checkpoints); the per-cell arrays
     back in grid order."""
     parts = [list(range(k, len(cells), n_jobs)) for k in range(n_jobs)]

@@ -1,4 +1,4 @@
-"""fitting.backend.activations: the fast tanh stays within its stated
+"""fitting.training.activations: the fast tanh stays within its stated
 absolute error of tanh, eager and compiled, in float32 and float64; eager,
 its relative error is a few eps too."""
 
@@ -16,7 +16,7 @@ if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the ext
 else:
     torch = pytest.importorskip("torch")
 
-from fitting.backend.activations import ABS_ERROR_EPS, tanh_fast, tanh_of  # noqa: E402
+from fitting.training.activations import ABS_ERROR_EPS, tanh_fast, tanh_of  # noqa: E402
 
 DTYPES = [torch.float32, torch.float64]
 

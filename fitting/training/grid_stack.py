@@ -1,6 +1,6 @@
 """The toy-model cells of a grid as one stacked model: parameters, data and
 AdamW state with a leading cell axis (:class:`CellStack`); the hand-written
-step of every cell at once is :func:`fitting.backend.stacked.decoder_step`."""
+step of every cell at once is :func:`fitting.training.stacked.decoder_step`."""
 
 from __future__ import annotations
 

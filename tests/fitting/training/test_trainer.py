@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pytest
 
-from fitting.backend import MODEL_CONFIGS, config_for
+from fitting.training import MODEL_CONFIGS, config_for
 from particles import Trajectory
 from particles.cli import main
 
@@ -28,7 +28,7 @@ if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the ext
     import torch
 else:
     torch = pytest.importorskip("torch")
-from fitting.backend import TrainingDivergedError, train, train_batched  # noqa: E402
+from fitting.training import TrainingDivergedError, train, train_batched  # noqa: E402
 
 
 @pytest.mark.parametrize("model", list(MODEL_CONFIGS))
@@ -80,7 +80,7 @@ def test_float32_survival_run_starts_from_the_float64_run_rounded():
     (float32 rounded from float64), so the two runs can be compared."""
     import torch
 
-    from fitting.backend.models import survival_initial_parameters
+    from fitting.training.models import survival_initial_parameters
 
     cfg = config_for("survival-mlp", p=11, d=8, embedding_seed=0)
     e64, layers64, split64 = survival_initial_parameters(cfg.replace(dtype="float64"), 3)
@@ -122,7 +122,7 @@ def test_batched_in_two_processes_matches_one_stack():
 
 
 def test_batched_resume_is_bit_identical(tmp_path):
-    from fitting.backend.batched import batched_checkpoint_path
+    from fitting.training.batched import batched_checkpoint_path
 
     cfg = small("survival-mlp")
     seeds = [2, 5]
@@ -194,7 +194,7 @@ def test_divergence_stops_with_a_clear_error_and_keeps_the_steps_done(tmp_path):
                 for param in state["task"].model.decoder.parameters():
                     param.fill_(float("nan"))
 
-    import fitting.backend.trainer as trainer_module
+    import fitting.training.trainer as trainer_module
 
     real = trainer_module.make_task
 
@@ -239,11 +239,11 @@ def test_cli_train_writes_one_file_per_seed(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv,work", [
-    (["train", "constant-attention", "--seeds", "1", "--steps", "5"], ["fitting.backend.trainer.train"]),
-    (["train", "survival-mlp", "--batched", "--seeds", "2", "--steps", "5"], ["fitting.backend.batched.train_batched"]),
-    (["toy-phases", "regression", "--quick", "--steps", "5"], ["fitting.backend.grid.train_grid"]),
+    (["train", "constant-attention", "--seeds", "1", "--steps", "5"], ["fitting.training.trainer.train"]),
+    (["train", "survival-mlp", "--batched", "--seeds", "2", "--steps", "5"], ["fitting.training.batched.train_batched"]),
+    (["toy-phases", "regression", "--quick", "--steps", "5"], ["fitting.training.grid.train_grid"]),
     (["compare-network", "--seeds", "1", "--max-steps", "10", "--window", "250"],
-     ["fitting.backend.network_sweep.train_network_sweep", "fitting.backend.compare.compare_network"]),
+     ["fitting.training.network_sweep.train_network_sweep", "fitting.training.compare.compare_network"]),
 ], ids=["train", "train --batched", "toy-phases", "compare-network"])
 @pytest.mark.parametrize("kind", ["existing file", "under a file"])
 def test_training_commands_check_their_output_folder_first(argv, work, kind, tmp_path, monkeypatch, capsys):
@@ -276,7 +276,7 @@ def test_gradients_are_recorded_without_changing_the_run(tmp_path):
     assert np.allclose(loaded.updates[:-1], np.diff(loaded.embeddings, axis=0), rtol=0, atol=1e-14)
     # minus the gradient points downhill: the loss falls along it at the start
     assert np.sum(-loaded.gradients[0] * loaded.updates[0]) > 0
-    from fitting.backend.configs import training_set
+    from fitting.training.configs import training_set
 
     data = training_set(loaded.meta)
     assert len(data) == len(loaded.meta["train_indices"])

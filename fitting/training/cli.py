@@ -146,7 +146,7 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
                                                  "(needs [torch])",
                               description="Train the effective-theory toy over the paper's grid of decoder "
                                           "learning rate x decoder weight decay as one stacked model "
-                                          "(fitting.backend.train_grid) and write the table (JSON, CSV) and "
+                                          "(fitting.training.train_grid) and write the table (JSON, CSV) and "
                                           "the phase diagram (PNG). Needs the torch extra.")
     p.add_argument("variant", choices=list(TOY_PHASE_SETTINGS),
                    help="addition regression, addition classification or S_3 regression")

@@ -3,7 +3,7 @@ trains, or load it from a series of saved checkpoints, as our
 :class:`~particles.Trajectory` (with Fourier signals at every recorded step),
 ready for :mod:`fitting` (signals, survival, ODE fits).
 
-This lives in :mod:`fitting.backend` because it touches torch; nothing else
+This lives in :mod:`fitting.training` because it touches torch; nothing else
 of the distribution imports torch.
 """
 
@@ -268,7 +268,7 @@ class EmbeddingRecorder:
                     raise FloatingPointError(f"the embedding is not finite after step {self._last_step}")
                 snaps.append(last)
             snap_steps.append(self._last_step)
-        info = {"source": "fitting.backend.EmbeddingRecorder", "p": self.p, "d": int(snaps[0].shape[1]),
+        info = {"source": "fitting.training.EmbeddingRecorder", "p": self.p, "d": int(snaps[0].shape[1]),
                 "signal_power": self.power, "every": self.every, "version": package_version()}
         if not isinstance(self._rows, slice):
             info["tokens"] = self.tokens.tolist()
@@ -343,7 +343,7 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
         raise ValueError(f"the checkpoints' embeddings differ in shape: {sorted(shapes)}")
     stack = np.stack(snaps)
     traj = Trajectory(stack, np.asarray(steps, dtype=np.int64), signals=fourier_signals(stack, power=power),
-                      meta={"source": "fitting.backend.load_checkpoints", "p": int(stack.shape[1]),
+                      meta={"source": "fitting.training.load_checkpoints", "p": int(stack.shape[1]),
                             "d": int(stack.shape[2]), "signal_power": power, "files": [str(x) for x in paths],
                             "version": package_version()})
     return traj if train is None else traj.with_train(train)

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from fitting.backend import SurvivalMLPConfig, ToyConfig, config_for
+from fitting.training import SurvivalMLPConfig, ToyConfig, config_for
 from particles import Trajectory
 
 
@@ -42,7 +42,7 @@ def test_importing_fitting_without_torch_works_and_training_says_how_to_install(
             "        if name == 'torch' or name.startswith('torch.'):\n"
             "            raise ImportError('torch hidden for this test')\n"
             "sys.meta_path.insert(0, NoTorch())\n"
-            "import fitting, fitting.backend as b\n"
+            "import fitting, fitting.training as b\n"
             "fitting.LinearODE().fit(__import__('numpy').ones((20, 2)) + __import__('numpy').arange(20)[:, None])\n"
             "cfg = b.config_for('toy', steps=2)\n"
             "try:\n    b.train(cfg)\nexcept b.TorchMissingError as e:\n    print('MISSING:', e)\n")

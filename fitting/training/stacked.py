@@ -1,7 +1,7 @@
 """The hand-written forward (and, for the toy decoder, backward) passes of
 the stacked trainers: B networks of the same shape with a leading run axis,
 each layer one batched matrix product. They compute, run by run, what the
-``nn.Module`` classes of :mod:`fitting.backend.models` compute (tested to
+``nn.Module`` classes of :mod:`fitting.training.models` compute (tested to
 float rounding against them)."""
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, b
     transposed), ``b_k`` (C, out_k), labels (C, n) and (C, m), ``targets``
     (C, labels, out). Returns the per-cell training loss (C,), the per-cell
     training and validation accuracy (C,) (float64; predictions by
-    :func:`~fitting.backend.models.predict_labels`), the gradients of w1,
+    :func:`~fitting.training.models.predict_labels`), the gradients of w1,
     b1, w2, b2, w3, b3 and that of ``x_train``, or, given ``incidence`` (C, p, n) (how often each symbol
     occurs in each training pair), that of the embedding, for decoder inputs
     E_a + E_b.
@@ -86,7 +86,7 @@ def decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, b
     The formulas are autograd's for ``train``'s loss (mean squared error over
     rows and output components, or mean cross-entropy), so every cell follows
     its single run to float rounding. ``fast_tanh`` uses
-    :func:`~fitting.backend.activations.tanh_fast` (absolute error <= 2 eps)
+    :func:`~fitting.training.activations.tanh_fast` (absolute error <= 2 eps)
     instead of ``torch.tanh``."""
     tanh = tanh_fast if fast_tanh else torch.tanh
     n = x_train.shape[1]

@@ -182,7 +182,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     if state is not None:
         task.load_state_dict(state["task"])
         start = rec.load_state(state["recorder"])
-    meta = {"source": "fitting.backend", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
+    meta = {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}
 

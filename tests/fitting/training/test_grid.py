@@ -1,4 +1,4 @@
-"""fitting.backend.train_grid: a grid as one stacked model agrees with the
+"""fitting.training.train_grid: a grid as one stacked model agrees with the
 single-cell runs, stopped cells stay stopped, resume is bit-identical."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the ext
 else:
     torch = pytest.importorskip("torch")
 
-from fitting.backend import ToyConfig, toy_phase_setting, train, train_grid  # noqa: E402
-from fitting.backend.grid import GridFormatError, GridResult  # noqa: E402
+from fitting.training import ToyConfig, toy_phase_setting, train, train_grid  # noqa: E402
+from fitting.training.grid import GridFormatError, GridResult  # noqa: E402
 from particles import permutation_group  # noqa: E402
 
 SMALL = ToyConfig(p=6, d=2, hidden=32, task="regression", group="permutation", target_dim=8, embedding_lr=1e-2,
@@ -58,7 +58,7 @@ def test_grid_matches_single_runs(task, group, d, tanh):
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_per_cell_adamw_is_torch_adamw_bit_for_bit(dtype):
-    from fitting.backend.adamw import adamw_scalars, adamw_update
+    from fitting.training.adamw import adamw_scalars, adamw_update
 
     gen = torch.Generator().manual_seed(0)
     lrs, wds = [1.5848931924611134e-05, 1e-3, 6.309573444801929e-3], [3.0, 0.0, 10.0]
@@ -156,7 +156,7 @@ def test_processes_resume_bit_identically(tmp_path, full_run):
 INTERRUPTED_GRID = """
 import sys
 from pathlib import Path
-from fitting.backend import ToyConfig, train_grid
+from fitting.training import ToyConfig, train_grid
 cfg = ToyConfig(**{{k: v for k, v in {cfg!r}.items() if k != "model"}})
 progress = Path(sys.argv[1])
 train_grid(cfg, {grid!r}, seeds=[0, 1], steps={steps}, stop_when="never", compile="never", out=sys.argv[2],
@@ -292,7 +292,7 @@ def test_merge_of_seed_runs_equals_one_run(full_run):
 
 
 def test_toy_phases_cli_passes_tanh(monkeypatch, capsys, tmp_path):
-    from fitting.backend import grid as grid_module
+    from fitting.training import grid as grid_module
     from particles.cli import main
 
     monkeypatch.chdir(tmp_path)  # the default --out folder is made (and claimed) in the working directory
@@ -340,7 +340,7 @@ def test_seeds_of_the_wrong_type_are_a_type_error():
 
 
 def test_config_type_is_checked():
-    from fitting.backend import config_for
+    from fitting.training import config_for
 
     with pytest.raises(TypeError, match="ToyConfig"):
         train_grid(config_for("survival-mlp"), GRID)

@@ -1,4 +1,4 @@
-"""fitting.backend: the stacked constant-attention sweep agrees with single
+"""fitting.training: the stacked constant-attention sweep agrees with single
 runs; the network-vs-particles comparison and its command."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the ext
 else:
     pytest.importorskip("torch")
 
-from fitting.backend import ConstantAttentionConfig, train  # noqa: E402
-from fitting.backend.compare import compare_network, structure_summary, total_variation  # noqa: E402
-from fitting.backend.network_sweep import NetworkSweep, NetworkSweepFormatError, train_network_sweep  # noqa: E402
+from fitting.training import ConstantAttentionConfig, train  # noqa: E402
+from fitting.training.compare import compare_network, structure_summary, total_variation  # noqa: E402
+from fitting.training.network_sweep import NetworkSweep, NetworkSweepFormatError, train_network_sweep  # noqa: E402
 
 SMALL = ConstantAttentionConfig(p=7, hidden=16, steps=150)
 
