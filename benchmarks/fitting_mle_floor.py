@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_fitting as bf  # noqa: E402
 
 from fitting import LotkaVolterra  # noqa: E402
-from fitting.ode.weighted import noise_level  # noqa: E402
+from fitting.ode.noise import noise_level  # noqa: E402
 from particles.core.io import atomic_write_text  # noqa: E402
 
 

@@ -46,7 +46,7 @@ def scan(noise: float, seeds: list[int], start: int = 0, every: int = 1, length:
     from bench_dysts import FIT_SHARE, polynomial_systems
     from fitting import ODEModel
     from fitting.ode import WeakForm
-    from fitting.ode.weak import noise_share
+    from fitting.ode.noise import noise_share
 
     rows = []
     for system in polynomial_systems()[start::every]:

@@ -69,11 +69,11 @@ API = {
         "effective_theory.experiments": None, "effective_theory.plot": None,
     },
     "fitting": {
-        "fitting.signals": None, "fitting.survival": None, "fitting.derivatives": None,
+        "fitting.signals": None, "fitting.survival": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
         "fitting.ode": "ODEModel, LinearODE, LotkaVolterra, BootstrapEnsemble, EnsembleSimulation, "
                        "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
-        "fitting.ode.weighted": "noise_level, covariance_refit",
+        "fitting.ode.weighted": "covariance_refit",
         "fitting.ode.relations": "linear_relation, LinearRelationWarning",
         "fitting.force_law": "ForceLawFit, ForceRun, as_force_runs",
         "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,

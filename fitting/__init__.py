@@ -31,8 +31,8 @@ from particles.core.lazy import attach as _attach
 _EXPORTS = {
     'ODEAnalysis': ('.analysis', 'ODEAnalysis'),
     'survival_ode_analysis': ('.analysis', 'survival_ode_analysis'),
-    'DERIVATIVES': ('.derivatives', 'DERIVATIVES'),
-    'differentiate': ('.derivatives', 'differentiate'),
+    'DERIVATIVES': ('.ode.derivatives', 'DERIVATIVES'),
+    'differentiate': ('.ode.derivatives', 'differentiate'),
     'example_trajectory': ('.examples', 'example_trajectory'),
     'FrequencySelection': ('.frequencies', 'FrequencySelection'),
     'key_frequencies': ('.frequencies', 'key_frequencies'),

@@ -20,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from particles.trajectory import Trajectory
 from particles.core.validation import check_array, check_float, check_int
 
-from .derivatives import is_uniform
+from .ode.derivatives import is_uniform
 from .ode import BlowUpError, Lasso, LinearODE
 from .signals import trajectory_signals
 

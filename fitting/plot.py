@@ -13,7 +13,7 @@ from particles.core.figures import save_figure
 
 from .ode import BlowUpError, FiniteDifference, ODEModel, SavitzkyGolay
 from .ode.flowmap import FlowMap
-from .derivatives import is_uniform
+from .ode.derivatives import is_uniform
 from .ode.data import as_runs, run_times
 
 __all__ = ["plot_signals", "plot_fit", "plot_coefficients", "plot_phase_grid", "save_figure"]

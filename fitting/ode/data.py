@@ -14,7 +14,7 @@ import numpy as np
 
 from particles.core.validation import check_magnitude
 
-from ..derivatives import sample_times
+from .derivatives import sample_times
 
 __all__ = ["as_runs", "run_times", "check_window", "in_window", "is_run_list"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..derivatives import check_savgol, differentiate
+from .derivatives import check_savgol, differentiate
 from .library import Library
 
 __all__ = ["Formulation", "FiniteDifference", "SavitzkyGolay"]

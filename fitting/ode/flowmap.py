@@ -49,13 +49,13 @@ import warnings
 import numpy as np
 from scipy.linalg import expm, logm
 
-from ..derivatives import is_uniform
+from .derivatives import is_uniform
 from particles.core.validation import check_int
 from .differentiation import Formulation
 from .quality import warn_quality
 from .integrate import augmented
 from .library import Library
-from .weak import dominant_period
+from .noise import dominant_period
 
 __all__ = ["FlowMap", "map_to_generator", "fit_flow_map"]
 
@@ -74,7 +74,7 @@ class FlowMap(Formulation):
     ----------
     horizon : int >= 1 or None
         Lag H in samples. None: a quarter of the data's dominant period
-        (:func:`~fitting.ode.weak.dominant_period`, so an oscillation turns
+        (:func:`~fitting.ode.noise.dominant_period`, so an oscillation turns
         by at most a quarter turn per lag and the logarithm is not aliased),
         at most a fifth of the shortest run.
     shrinkage : float >= 0, inf, or "auto"

@@ -12,7 +12,7 @@ from scipy.linalg import expm
 
 from particles.core.validation import check_magnitude
 
-from ..derivatives import is_uniform, sample_times
+from .derivatives import is_uniform, sample_times
 
 __all__ = ["BlowUpError", "linear_solution", "integrate", "SIMULATION_METHODS"]
 

@@ -39,7 +39,8 @@ from .relations import LinearRelationWarning, degenerates, linear_relation, warn
 from .stable import stable_least_squares
 from .weak import WeakForm
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
-from .weighted import covariance_refit, noise_level
+from .noise import noise_level
+from .weighted import covariance_refit
 
 __all__ = ["ODEModel", "LinearODE", "LotkaVolterra", "LV_FORMS", "RegressionRows", "DERIVATIVE_METHODS", "as_formulation", "from_trajectory"]
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .weighted import noise_level
+from .noise import noise_level
 
 __all__ = ["LinearRelationWarning", "linear_relation", "degenerates", "warning_text"]
 
@@ -39,7 +39,7 @@ def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]], sigma: np.ndar
     samples : list of (x, t)
         Each run's states (T_r, K) and times (T_r,).
     sigma : ndarray, shape (K,), optional
-        Noise level per column; :func:`fitting.ode.weighted.noise_level`
+        Noise level per column; :func:`fitting.ode.noise.noise_level`
         of the samples when None.
 
     Returns
@@ -48,7 +48,7 @@ def linear_relation(samples: list[tuple[np.ndarray, np.ndarray]], sigma: np.ndar
         ``combination`` (c, scaled so that its largest entry is 1), ``value``
         (mean of c . x), ``rms`` (RMS of c . x about it) and ``noise_sd``
         (the white noise's standard deviation along c, from
-        :func:`fitting.ode.weighted.noise_level`), when K >= 2, there are
+        :func:`fitting.ode.noise.noise_level`), when K >= 2, there are
         more samples than columns and rms <= 1.2 noise_sd + 1e-9 max|x|;
         None otherwise. The direction minimises rms / noise_sd: the states
         are scaled by each column's noise level before the smallest singular

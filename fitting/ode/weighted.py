@@ -33,11 +33,12 @@ from scipy.linalg.lapack import dpbtrf, dtbtrs
 
 from particles.core.validation import check_array
 
-from ..derivatives import is_uniform
 from particles.core.validation import check_float
 from .library import Library
+from .noise import noise_level
+from .weak import windowed
 
-__all__ = ["noise_level", "covariance_refit"]
+__all__ = ["covariance_refit"]
 
 #: relative change of the coefficients at which the iteration stops
 TOLERANCE = 1e-6
@@ -101,49 +102,10 @@ PIVOT_FLOOR = 1e-10
 UNIFORM_MAX_K = 8
 
 
-def noise_level(runs: list[np.ndarray], times: list[np.ndarray] | None = None) -> np.ndarray:
-    """Per-column standard deviation of white measurement noise, shape (K,).
-
-    On evenly spaced samples (or without ``times``): sqrt(mean of squared
-    fourth differences / 70), pooled over runs. On an uneven grid every five
-    consecutive samples are combined with the unit vector orthogonal to cubic
-    polynomials in their own times (the same weights, [1, -4, 6, -4, 1] /
-    sqrt(70), on an even grid), so a smooth signal contributes only its
-    fifth-order remainder and white noise its variance. Runs with fewer than
-    5 samples are skipped; zeros if none has 5."""
-    pieces = []
-    for i, r in enumerate(runs):
-        if len(r) < 5:
-            continue
-        t = None if times is None else np.asarray(times[i], dtype=float)
-        if t is None or is_uniform(t):
-            pieces.append(np.diff(r, n=4, axis=0) / np.sqrt(70.0))
-            continue
-        pieces.append(_fourth_order_residuals(r, t))
-    if not pieces:
-        return np.zeros(runs[0].shape[1])
-    return np.sqrt(np.mean(np.vstack(pieces) ** 2, axis=0))
-
-
-def _fourth_order_residuals(x: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """c_i . x[i:i+5] for every window of 5 samples, c_i the unit vector
-    orthogonal to 1, tau, tau^2, tau^3 at the window's times: (T - 4, K)."""
-    tw = np.lib.stride_tricks.sliding_window_view(t, 5)  # (N, 5)
-    span = tw[:, -1:] - tw[:, :1]  # each window on its own span: the null space is unchanged, the SVD well scaled
-    tau = (tw - tw[:, 2:3]) / np.where(span > 0, span, 1.0)
-    V = tau[:, :, None] ** np.arange(4)  # (N, 5, 4)
-    U = np.linalg.svd(V, full_matrices=True)[0]
-    c = U[:, :, 4]  # the left singular vector outside V's column space
-    xw = np.lib.stride_tricks.sliding_window_view(x, 5, axis=0)  # (N, K, 5)
-    return np.einsum("nj,nkj->nk", c, xw)
-
-
 class _Run:
     """What the refit needs of one run: windows, rows, library Jacobians."""
 
     def __init__(self, x: np.ndarray, t: np.ndarray, library: Library, formulation):
-        from .weak import windowed
-
         self.starts, self.L, self.P, self.dP = formulation.window_weights(x, t)  # (n_windows, L): phi, phi'
         self.G = windowed(library.features(x), self.starts, self.P)  # (n_windows, F)
         self.b = -windowed(x, self.starts, self.dP)  # (n_windows, K)

@@ -157,7 +157,7 @@ def test_good_calls_still_work():
 
 
 def test_review_findings_stay_fixed():
-    from fitting.derivatives import sample_times
+    from fitting.ode.derivatives import sample_times
 
     assert np.allclose(sample_times(np.array(0.5), 3), [0.0, 0.5, 1.0])  # a 0-d array is a step
     with pytest.raises(ValueError, match="int64 range"):

@@ -96,8 +96,9 @@ def test_the_default_window_setting_follows_the_noise_level():
     """Clean data: the exact setting (order 16, 0.75 of the period); noise
     up to MODERATE_NOISE of every column's spread: order 4 over half the
     period; more noise: order 4 over a quarter (fitting.ode.weak's notes)."""
-    from fitting.ode.weak import MODERATE, MODERATE_NOISE, NOISY, SMOOTH, dominant_period, noise_share
-    from fitting.ode.weighted import noise_level
+    from fitting.ode.noise import dominant_period, noise_share
+    from fitting.ode.weak import MODERATE, MODERATE_NOISE, NOISY, SMOOTH
+    from fitting.ode.noise import noise_level
 
     coef, degree, x0s, t = CASES["driven"]
     clean = data(coef, degree, x0s, t, 0.0, 0)
@@ -130,8 +131,9 @@ def test_the_default_window_setting_follows_the_noise_level():
 def test_the_noise_checks_read_the_spread_within_runs():
     """Runs offset from one another do not make noisy data look quiet, and
     a column constant up to rounding (a conserved quantity) is not read as a
-    noisy varying column (fitting.ode.weak.column_spread)."""
-    from fitting.ode.weak import MODERATE, NOISY, column_spread, noise_share
+    noisy varying column (fitting.ode.noise.column_spread)."""
+    from fitting.ode.noise import column_spread, noise_share
+    from fitting.ode.weak import MODERATE, NOISY
 
     t = np.linspace(0, 40, 2000)
     rng = np.random.default_rng(8)

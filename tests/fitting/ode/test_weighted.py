@@ -10,7 +10,7 @@ from .helpers import CASES, data, integrate, predator_prey, sparse_stable_system
 
 
 def test_noise_level_recovers_white_noise_on_a_smooth_signal():
-    from fitting.ode.weighted import noise_level
+    from fitting.ode.noise import noise_level
 
     rng = np.random.default_rng(31)
     t = np.arange(0, 30, 0.01)
@@ -196,7 +196,7 @@ def test_noise_level_on_uneven_times():
     """Five samples at a time against the cubic through their own times: white
     noise is recovered on a random grid, and a smooth signal reads as (almost)
     no noise. (Fourth differences by index read 1 % of the RMS on clean data.)"""
-    from fitting.ode.weighted import noise_level
+    from fitting.ode.noise import noise_level
 
     rng = np.random.default_rng(35)
     t = np.concatenate([[0.0], np.sort(rng.uniform(0, 30, 2998)), [30.0]])
@@ -234,7 +234,7 @@ def test_weighting_survives_a_library_undefined_near_the_data_and_runs_of_other_
 def test_noise_level_on_a_graded_grid():
     """Each five-sample window is scaled by its own span: a noise-free cubic
     on a geometric grid over six decades reads as no noise."""
-    from fitting.ode.weighted import noise_level
+    from fitting.ode.noise import noise_level
 
     t = np.geomspace(1e-3, 1e3, 300)
     x = (100 * (t / 1e3) ** 3 - 3 * t / 1e3)[:, None]

@@ -1,4 +1,4 @@
-"""Derivative estimators (fitting.derivatives.differentiate)."""
+"""Derivative estimators (fitting.ode.derivatives.differentiate)."""
 import numpy as np
 import pytest
 
