@@ -69,7 +69,7 @@ API = {
         "effective_theory.experiments": None, "effective_theory.plot": None,
     },
     "fitting": {
-        "fitting.signals": None, "fitting.survival": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
+        "fitting.signals.fourier": None, "fitting.signals.frequencies": None, "fitting.survival": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
         "fitting.ode": "ODEModel, LinearODE, LotkaVolterra, BootstrapEnsemble, EnsembleSimulation, "
                        "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",

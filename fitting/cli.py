@@ -43,7 +43,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     from .plot import plot_coefficients, plot_fit, plot_signals, save_figure
     from .report import fit_report, format_value
-    from .frequencies import parse_frequencies, select_frequencies
+    from .signals import parse_frequencies, select_frequencies
     from .report import model_summary
     from .signals import trajectory_signals
 

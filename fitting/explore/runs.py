@@ -93,7 +93,7 @@ class Run:
     def selection(self):
         """The frequencies a fit uses: :func:`fitting.select_frequencies`'s default, as everywhere else."""
         if "selection" not in self.cache:
-            from fitting.frequencies import select_frequencies
+            from fitting.signals import select_frequencies
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")

@@ -72,7 +72,7 @@ def from_trajectory(x: Any, t: Any, frequencies: Any = "auto", n_features: int |
         return x, t, None
     if t is not None:
         raise ValueError("t must be None when x is a Trajectory: its recorded steps are the sample times")
-    from ..frequencies import parse_frequencies, select_frequencies
+    from ..signals import parse_frequencies, select_frequencies
     from ..signals import trajectory_signals
 
     steps, signals = trajectory_signals(x)

@@ -1,4 +1,4 @@
-"""Key frequencies and the one default frequency selection (fitting.frequencies):
+"""Key frequencies and the one default frequency selection (fitting.signals.frequencies):
 the rule on generated multi-frequency spectra, its chance level, and the CLI,
 the Python API and the explorer fitting the same columns with the same numbers."""
 
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fitting import FrequencySelection, LinearODE, fourier_signals, key_frequencies, select_frequencies
-from fitting.frequencies import chance_ratio
+from fitting.signals.frequencies import chance_ratio
 from particles import Trajectory
 from particles.cli import main
 
