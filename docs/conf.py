@@ -75,7 +75,7 @@ API = {
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
         "fitting.ode.weighted": "covariance_refit",
         "fitting.ode.relations": "linear_relation, LinearRelationWarning",
-        "fitting.force_law": "ForceLawFit, ForceRun, as_force_runs",
+        "fitting.forcefit": "ForceLawFit, ForceRun, as_force_runs", "fitting.forcefit.figures": None,
         "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },
@@ -104,7 +104,7 @@ INTERNALS = {
 }
 # sklearn's request-routing helpers are not ours to document
 _EXCLUDE = {"fitting.ode": "set_fit_request, set_score_request, set_predict_request",
-            "fitting.force_law": "set_fit_request, set_score_request, set_predict_request"}
+            "fitting.forcefit": "set_fit_request, set_score_request, set_predict_request"}
 
 
 def _write_if_changed(path, text):

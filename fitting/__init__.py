@@ -37,7 +37,7 @@ _EXPORTS = {
     'FrequencySelection': ('.signals.frequencies', 'FrequencySelection'),
     'key_frequencies': ('.signals.frequencies', 'key_frequencies'),
     'select_frequencies': ('.signals.frequencies', 'select_frequencies'),
-    'ForceLawFit': ('.force_law', 'ForceLawFit'),
+    'ForceLawFit': ('.forcefit', 'ForceLawFit'),
     'OLS': ('.ode', 'OLS'),
     'REGRESSORS': ('.ode', 'REGRESSORS'),
     'STLSQ': ('.ode', 'STLSQ'),

@@ -34,7 +34,7 @@ import numpy as np
 import particles as P
 from fitting.training import ConstantAttentionConfig, train
 from fitting.training.configs import training_set
-from fitting.force_law import ForceLawFit
+from fitting.forcefit import ForceLawFit
 from effective_theory.montecarlo import mean_interval as mean_ci, wilson_interval
 from fitting.ode import FitQualityWarning
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from fitting.training import SurvivalMLPConfig, ToyConfig, train
 from fitting.training.configs import toy_phase_setting
-from fitting.force_law import ForceLawFit
+from fitting.forcefit import ForceLawFit
 from effective_theory.montecarlo import mean_interval as mean_ci
 from fitting.ode import FitQualityWarning
 

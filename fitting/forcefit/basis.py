@@ -1,0 +1,68 @@
+"""The law whose terms are fitted (:func:`resolve_law`: a shortcut name or
+a law object) and its unit term forces on the runs' snapshots
+(:class:`Basis`), cached per term on the ranges it depends on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from particles.law_terms import check_force_law, range_dependencies, unit_term_forces, with_ranges
+from particles.params import ForceParams
+
+from .data import ForceRun
+
+__all__ = ["resolve_law", "Basis"]
+
+
+def resolve_law(law: Any) -> Any:
+    if isinstance(law, str) and law != "effective":
+        if law == "builtin":
+            return ForceParams(lam=1.0)
+        from particles.presets import preset, preset_names
+
+        if law in preset_names():
+            return preset(law).params
+        raise ValueError(f"law must be 'builtin', 'effective', a preset name {tuple(preset_names())}, or a law object, "
+                         f"got {law!r}")
+    return check_force_law(law)
+
+
+class Basis:
+    """Unit term forces of the runs' snapshots, cached per term on the
+    values of the ranges that term depends on."""
+
+    def __init__(self, law: Any, groups: dict[str, tuple[str, ...]], ranges: tuple[str, ...], runs: list[ForceRun]):
+        self.law = law
+        self.groups = groups
+        self.terms = tuple(t for members in groups.values() for t in members)
+        self.ranges = ranges
+        self.runs = runs
+        self.deps = {t: tuple(r for r in range_dependencies(law, t) if r in ranges) for t in self.terms}
+        self.cache: dict[tuple, tuple[tuple, np.ndarray]] = {}
+        self.evaluations = 0
+
+    def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
+        """(T, K, N, d) unit forces of run ``run`` (its snapshots ``rows``) at ranges theta."""
+        values = dict(zip(self.ranges, theta))
+        tag = None if rows is None else rows.tobytes()
+        missing = []
+        out = {}
+        for term in self.terms:
+            key = tuple(values[r] for r in self.deps[term])
+            hit = self.cache.get((run, tag, term))
+            if hit is not None and hit[0] == key:
+                out[term] = hit[1]
+            else:
+                missing.append(term)
+        if missing:
+            law = with_ranges(self.law, self.ranges, theta)
+            X = self.runs[run].X if rows is None else self.runs[run].X[rows]
+            fresh = unit_term_forces(law, X, self.runs[run].train, missing)
+            self.evaluations += 1
+            for k, term in enumerate(missing):
+                key = tuple(values[r] for r in self.deps[term])
+                self.cache[(run, tag, term)] = (key, fresh[:, k])
+                out[term] = fresh[:, k]
+        return np.stack([sum(out[t] for t in members) for members in self.groups.values()], axis=1)

@@ -1,0 +1,114 @@
+"""``embdyn force-fit``: which force law explains a recorded run's
+embedding gradient (docs/force_fit.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from particles.core.cli import add_quiet
+from particles.core.figures import save_figure
+from particles.core.io import json_safe
+from particles.core.validation import check_output_folder
+
+__all__ = ["register_force_fit"]
+
+
+# ----------------------------------------------------------- force-fit
+def _cmd_force_fit(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from particles.core.io import atomic_write_text
+    from particles.trajectory import Trajectory
+
+    from .estimator import ForceLawFit
+    from .figures import plot_force_shares
+
+    normalize = None if args.normalize == "none" else args.normalize
+    fit = ForceLawFit(args.law, terms=args.terms, target=args.target, normalize=normalize,
+                      n_bootstrap=args.bootstrap, windows=args.windows, tie_alignment=args.tie_alignment,
+                      seed=args.seed)
+    fit.check_params()  # every setting refused before any work (the law, the terms)
+    window = None if args.window is None else tuple(args.window)
+    if window is not None and window[1] <= window[0]:
+        raise ValueError(f"--window must have START < STOP, got {window[0]} {window[1]}")
+    pairs_labels = None
+    if args.train is not None:  # the training set of runs whose file does not hold one
+        from particles.datasets import read_training_set
+
+        pairs_labels = read_training_set(args.train, name="--train")
+    runs = [Trajectory.load(path) for path in args.trajectory]  # a missing or damaged file: one line, exit 2
+    if pairs_labels is not None:
+        for i, (path, run) in enumerate(zip(args.trajectory, runs)):
+            if run.train is None:  # checked against each run before any work
+                runs[i] = run.with_train(pairs_labels, name="--train")
+            elif not (np.array_equal(run.train.pairs, np.asarray(pairs_labels[0]).astype(np.int64))
+                      and np.array_equal(run.train.labels, np.asarray(pairs_labels[1]).astype(np.int64))):
+                raise ValueError(f"--train: {path} holds its own training set ({len(run.train)} pairs), which "
+                                 f"differs from {args.train}; leave --train out to use the file's")
+    out = check_output_folder(args.out, "--out")
+    for path, run in zip(args.trajectory, runs):
+        if run.gradients is None and run.updates is None:
+            raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "
+                             "gradients=True) or embdyn train ... --gradients)")
+    fit.fit(runs if len(runs) > 1 else runs[0], window=window)
+    unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
+            else "in the units of the recorded forces")
+    report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
+              "normalize": normalize, "strength_units": unit, "window": window, "r2": fit.r2_,
+              "table": fit.table(), "windows": fit.windows_, "fit_info": fit.fit_info_}
+    atomic_write_text(out / "force_fit.json", json.dumps(json_safe(report), indent=2,
+                                                         allow_nan=False))
+    save_figure(plot_force_shares(fit), out / "force_shares.png")
+    print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}: "
+          f"R^2 of the force field {fit.r2_:.4f}")
+    if args.bootstrap:
+        print(f"strengths {unit}; intervals: 95 % bootstrap over {'runs' if fit.n_runs_ > 1 else 'snapshots'}")
+    else:
+        print(f"strengths {unit}; no intervals (--bootstrap 0)")
+    print(f"  {'parameter':<16} {'value':>11}  {'95 % interval':<25} {'RMS force':>9}  share")
+    for row in fit.table():
+        lo, hi = row["interval"]
+        interval = "-" if lo is None or hi is None else f"[{lo:.4g}, {hi:.4g}]"
+        share = "" if row["share"] is None else f"{row['share']:.3f}"
+        rms = "" if row["rms_force"] is None else f"{row['rms_force']:.3g}"
+        print(f"  {row['name']:<16} {row['value']:>11.4g}  {interval:<25} {rms:>9}  {share}")
+    print("over training (window of steps: R^2; shares):")
+    for w in fit.windows_:
+        if w["snapshots"]:
+            shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
+            print(f"  [{w['start']:.0f}, {w['stop']:.0f}): R^2 {w['r2']:.3f}; {shares}")
+    print(f"wrote {out / 'force_fit.json'}, {out / 'force_shares.png'}")
+    return 0
+
+
+def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("force-fit", help="which force law explains a training run's embedding gradient",
+                              description="Fit a pair-force law's terms to the loss gradient (or the updates) "
+                                          "recorded on a run's embedding (embdyn train --gradients); print "
+                                          "strengths, ranges, intervals and each term's share over training; "
+                                          "write force_fit.json and force_shares.png.")
+    p.add_argument("trajectory", nargs="+", help="trajectory .npz file(s) with gradients; several = several runs")
+    p.add_argument("--train", default=None, metavar="FILE",
+                   help="the training set, for runs whose file does not hold one: an .npz with arrays pairs (M, 2) "
+                        "and labels (M,), or a CSV with columns a,b,label")
+    p.add_argument("--law", default="builtin",
+                   help="'builtin' (clustering + alignment + decay), 'effective' (the effective loss) or a "
+                        "particle preset name, whose ranges start the search (default builtin)")
+    p.add_argument("--terms", nargs="+", default=None, help="fit only these terms (default all of the law's)")
+    p.add_argument("--window", type=int, nargs=2, metavar=("START", "STOP"), default=None,
+                   help="fit the snapshots with START <= step < STOP")
+    p.add_argument("--target", choices=("gradient", "update"), default="gradient",
+                   help="minus the loss gradient (default) or the optimiser's update")
+    p.add_argument("--normalize", choices=("rms", "none"), default="rms",
+                   help="divide each run's forces by their RMS (default), so strengths compare between runs")
+    p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the intervals (default 200)")
+    p.add_argument("--windows", type=int, default=5, help="windows of training steps for the shares (default 5)")
+    p.add_argument("--tie-alignment", action="store_true", help="one strength for both alignment halves")
+    p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--out", default="embdyn-force-fit", help="output folder (default ./embdyn-force-fit)")
+    add_quiet(p)
+    p.set_defaults(func=_cmd_force_fit)

@@ -1,0 +1,126 @@
+"""The force fit's data: runs of snapshots X (T, N, d) with the observed
+forces G and their training set, taken from trajectories or arrays and
+checked (:func:`as_force_runs`), and a window of training steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from particles.core.validation import check_array, check_choice, check_int, describe
+from particles.datasets import TASK_LABELS, PairDataset
+from particles.trajectory import Trajectory
+
+from ..ode.quality import warn_quality
+
+__all__ = ["ForceRun", "TARGETS", "as_force_runs", "check_window", "gradient_help"]
+
+#: what the observed force is: minus the loss gradient, or the optimiser's update
+TARGETS = ("gradient", "update")
+
+
+@dataclass
+class ForceRun:
+    """One run's data: snapshots X (T, N, d), observed forces G (T, N, d),
+    its training set and the step of each snapshot."""
+
+    X: np.ndarray
+    G: np.ndarray
+    train: PairDataset
+    steps: np.ndarray
+
+
+def gradient_help() -> str:
+    return ("record them with fitting.training.train(config, seed, gradients=True), `embdyn train ... --gradients` "
+            "or EmbeddingRecorder(..., gradients=True)")
+
+
+def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None, name: str) -> ForceRun:
+    field = "gradients" if target == "gradient" else "updates"
+    values = getattr(traj, field)
+    if values is None:
+        raise ValueError(f"{name} has no {field}: {gradient_help()}")
+    if train is None:
+        train = traj.train
+        if train is not None and traj.meta.get("task") not in TASK_LABELS:
+            warn_quality(f"{name}'s training labels were not checked against a task (its meta names none of "
+                         f"{sorted(TASK_LABELS)}): wrong labels would fit a wrong force law without a word; record "
+                         "the run with meta={'task': 'modular_addition'} (or 'addition') to have them checked")
+    if train is None:
+        if not all(k in traj.meta for k in ("model", "config", "train_indices")):
+            raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "
+                             "record it with EmbeddingRecorder(..., train=(pairs, labels))), or on the command line "
+                             "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
+        from ..training.configs import training_set  # runs the package trained before it stored the set
+
+        train = training_set(traj.meta)
+    G = -values if target == "gradient" else values
+    n = len(G)  # the last snapshot has no gradient when no step followed it
+    return ForceRun(traj.embeddings[:n], G, train, traj.snapshot_steps[:n])
+
+
+def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None, target: str = "gradient"
+                  ) -> list[ForceRun]:
+    """The data of :meth:`ForceLawFit.fit` as a list of runs, checked (see there)."""
+    check_choice(target, "target", TARGETS)
+    if isinstance(X, Trajectory) or (isinstance(X, (list, tuple)) and X and all(isinstance(t, Trajectory) for t in X)):
+        if G is not None:
+            raise ValueError("G must be None when X is a Trajectory (the forces come from its gradients)")
+        trajs = [X] if isinstance(X, Trajectory) else list(X)
+        trains = train if isinstance(train, (list, tuple)) else [train] * len(trajs)
+        if len(trains) != len(trajs):
+            raise ValueError(f"train must be one PairDataset or one per trajectory ({len(trajs)}), got {len(trains)}")
+        for i, tr in enumerate(trains):
+            if tr is not None and not isinstance(tr, PairDataset):
+                raise TypeError(f"train must be a PairDataset (or one per trajectory), got {describe(tr)} for "
+                                f"trajectory {i}")
+        runs = [run_from_trajectory(t, target, tr, f"trajectory {i}" if len(trajs) > 1 else "the trajectory")
+                for i, (t, tr) in enumerate(zip(trajs, trains))]
+    else:
+        if G is None:
+            raise ValueError(f"G must be given with X as an array (the observed forces, shape of X); {gradient_help()}")
+        if not isinstance(train, PairDataset):
+            raise TypeError(f"train must be a PairDataset (the training pairs and labels), got {describe(train)}")
+        X = check_array(X, "X", dtype="float", ndim=3)
+        G = check_array(G, "G", dtype="float", ndim=3)
+        if G.shape != X.shape:
+            raise ValueError(f"G must have the shape of X {X.shape}, got {G.shape}")
+        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int", low=0,
+                                                                          shape=(X.shape[0],))
+        runs = [ForceRun(X, G, train, np.asarray(steps, dtype=np.int64))]
+    for i, run in enumerate(runs):
+        label = f"run {i}: " if len(runs) > 1 else ""
+        if run.X.shape[0] < 1:
+            raise ValueError(f"{label}X must hold at least one snapshot")
+        if run.X.shape[1] != run.train.p:
+            raise ValueError(f"{label}X has {run.X.shape[1]} tokens but train has p = {run.train.p}")
+        if not np.all(np.isfinite(run.G)):
+            raise ValueError(f"{label}G holds non-finite values")
+        if not np.all(np.isfinite(run.X)):
+            raise ValueError(f"{label}X holds non-finite values")
+    shapes = {run.X.shape[1:] for run in runs}
+    if len(shapes) > 1:
+        raise ValueError(f"the runs must share p and d (tokens and dimension), got {sorted(shapes)}")
+    return runs
+
+
+def check_window(window: Any, runs: list[ForceRun]) -> list[ForceRun]:
+    if window is None:
+        return runs
+    if not isinstance(window, (tuple, list)) or len(window) != 2:
+        raise TypeError(f"window must be (start, stop) steps, got {describe(window)}")
+    start, stop = (check_int(v, f"window[{i}]", 0) for i, v in enumerate(window))
+    if stop <= start:
+        raise ValueError(f"window must have start < stop, got ({start}, {stop})")
+    out = []
+    for run in runs:
+        keep = (run.steps >= start) & (run.steps < stop)
+        if keep.any():
+            out.append(ForceRun(run.X[keep], run.G[keep], run.train, run.steps[keep]))
+    if not out:
+        lo = min(int(r.steps[0]) for r in runs)
+        hi = max(int(r.steps[-1]) for r in runs)
+        raise ValueError(f"window ({start}, {stop}) holds no snapshot: the run's snapshots lie in steps [{lo}, {hi}]")
+    return out

@@ -1,0 +1,413 @@
+"""The force-law fit as an estimator (:class:`ForceLawFit`): settings
+checked, then the range search, the strengths on every snapshot, one
+full-data step, scores, intervals and the warnings of a fit that may be
+wrong. See the package docstring and docs/force_fit.md."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
+
+from particles.core.validation import check_choice, check_int, describe
+from particles.datasets import PairDataset
+from particles.law_terms import (check_term_names, range_fields, range_names, range_values, term_names,
+                                 unit_term_forces, with_ranges, with_strengths)
+from particles.pair_energy import PairEnergy
+from particles.params import ForceParams
+from particles.trajectory import Trajectory
+
+from ..ode.quality import warn_quality
+from .basis import Basis, resolve_law
+from .data import TARGETS, ForceRun, as_force_runs, check_window
+from .intervals import bootstrap_intervals
+from .search import design, range_differences, search_ranges
+from .solve import bounded_solve, lower_bounds, nnls, normal_equations, r2, shares
+
+__all__ = ["ForceLawFit", "NORMALIZE", "REUSE_JACOBIAN", "UNIDENTIFIED", "MAX_BOOTSTRAP", "MAX_WINDOWS"]
+
+#: how G is scaled before the fit: None (as given) or "rms" (each run divided by its RMS force)
+NORMALIZE = (None, "rms")
+#: largest relative move of the ranges in the full-data step for which the Jacobian's unit-force
+#: differences are reused
+REUSE_JACOBIAN = 0.01
+#: a term whose unit force (RMS over the data) is below this fraction of the observed force's RMS
+#: has a strength the data do not measure (it makes up a remainder at whatever size): a warning
+UNIDENTIFIED = 1e-6
+#: most bootstrap replicates and windows of training steps (each keeps an array)
+MAX_BOOTSTRAP = 100_000
+MAX_WINDOWS = 10_000
+
+
+class ForceLawFit(BaseEstimator):
+    """Fit a force law's term strengths and ranges to observed embedding forces.
+
+    Parameters
+    ----------
+    law : ForceParams, PairEnergy, EffectiveLoss or str
+        The law whose terms are fitted; its range parameters are the search's
+        starting point. Strings: ``"builtin"`` (``ForceParams(lam=1)``),
+        ``"effective"`` (the effective loss of the training set) or a preset
+        name (``particles.preset_names()``).
+    terms : sequence of str, optional
+        The terms fitted (default all of the law's, see
+        :func:`particles.law_terms.term_names`).
+    ranges : sequence of str, optional
+        The range parameters searched (default: those the fitted terms of a
+        built-in law depend on; ``eps`` for a custom law's cosine terms, whose
+        other parameters are searched only when named, e.g.
+        ``("distance.width",)``; ``()`` keeps the law's values).
+    bounds : dict of str to (low, high), optional
+        Search bounds per range (default the start value / 10 to x 10);
+        bounds of ranges the fitted terms do not use are ignored.
+    target : {"gradient", "update"}
+        With a Trajectory: fit minus the loss gradient (default; what the law
+        models) or the optimiser's update.
+    normalize : {None, "rms"}
+        "rms" divides each run's G by its root-mean-square force before the
+        fit, so strengths are comparable between runs and loss scales; the
+        strengths are then per unit RMS force (``scales_`` keeps the factors).
+    nonnegative : bool
+        Strengths >= 0 (NNLS, default) or unconstrained least squares.
+    n_bootstrap : int >= 0
+        Bootstrap replicates for ``intervals_`` (0: none).
+    bootstrap : {"auto", "snapshots", "runs"}
+        What is resampled: "auto" is runs when several are given, else snapshots.
+    search_snapshots : int >= 2
+        Snapshots (spread evenly over the data) the range search uses.
+    max_evaluations : int >= 1
+        Limit of the polish's function evaluations.
+    windows : int >= 1
+        Windows of training steps for ``windows_`` (equal spans of steps).
+    tie_alignment : bool
+        Built-in law: fit one strength ``alignment`` (lam) for both
+        alignment halves, so that :meth:`to_law` is a ForceParams.
+    seed : int
+        Seeds the bootstrap.
+
+    Attributes
+    ----------
+    terms_ : tuple of str
+    coef_ : ndarray (K,)
+        Fitted strengths.
+    ranges_ : dict of str to float
+        Fitted range parameters.
+    intervals_ : dict of str to (float, float)
+        95 % bootstrap intervals of every strength and range.
+    r2_ : float
+        R^2 of the force field on the data fitted (see :meth:`score`).
+    rms_forces_ : dict of str to float
+        Each fitted term's root-mean-square force over the data, c_k
+        RMS(F_k) (in the units of the fit): how much the term moves the
+        embedding, whatever its range does to its unit force.
+    shares_ : dict of str to float
+        Each term's share of the explained force, <P_k, P> / |P|^2 with
+        P_k = c_k F_k and P their sum (the shares sum to 1; a term that
+        opposes the others has a negative share).
+    windows_ : list of dict
+        ``start``, ``stop``, ``snapshots``, ``r2`` and ``shares`` per window
+        of training steps.
+    scales_ : list of float
+        The factor each run's G was divided by (1 without normalisation).
+    fit_info_ : dict
+        The search's status, evaluations, snapshots used and bounds.
+    """
+
+    def __init__(self, law: Any = "builtin", *, terms: Sequence[str] | None = None,
+                 ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
+                 normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
+                 bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
+                 tie_alignment: bool = False, seed: int = 0) -> None:
+        self.law = law
+        self.terms = terms
+        self.ranges = ranges
+        self.bounds = bounds
+        self.target = target
+        self.normalize = normalize
+        self.nonnegative = nonnegative
+        self.n_bootstrap = n_bootstrap
+        self.bootstrap = bootstrap
+        self.search_snapshots = search_snapshots
+        self.max_evaluations = max_evaluations
+        self.windows = windows
+        self.tie_alignment = tie_alignment
+        self.seed = seed
+
+    # ------------------------------------------------------------ checks
+    def check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
+        """Every setting checked, before any data are read: the law, the
+        fitted terms, the searched ranges and their bounds (low, high)."""
+        law = resolve_law(self.law)
+        if not isinstance(self.tie_alignment, bool):
+            raise TypeError(f"tie_alignment must be a bool, got {describe(self.tie_alignment)}")
+        tied = self.tie_alignment and isinstance(law, ForceParams)
+        names = term_names(law)
+        if tied:
+            names = ("attraction", "repulsion", "alignment", "decay")
+        if self.tie_alignment and not isinstance(law, ForceParams):
+            raise ValueError("tie_alignment=True ties the built-in law's two alignment halves; the law is not a "
+                             "ForceParams")
+        terms = names if self.terms is None else check_term_names(self.terms, names)
+        self._groups = {t: (("alignment_same", "alignment_other") if t == "alignment" else (t,)) for t in terms}
+        terms = tuple(t for members in self._groups.values() for t in members)
+        default = range_names(law, terms)
+        allowed = range_fields(law, terms) if isinstance(law, PairEnergy) else default
+        if self.ranges is not None and (isinstance(self.ranges, str) or not isinstance(self.ranges, (tuple, list))):
+            raise TypeError(f"ranges must be a list or tuple of range names, got {describe(self.ranges)}")
+        ranges = default if self.ranges is None else tuple(self.ranges)
+        bad = [r for r in ranges if r not in allowed]
+        if bad:
+            raise ValueError(f"ranges must be among the range parameters of the fitted terms {allowed}, got {bad}")
+        start = range_values(law, ranges)
+        if np.any(start <= 0):
+            raise ValueError(f"ranges must start > 0: the law has {dict(zip(ranges, start))}")
+        low, high = start / 10.0, start * 10.0
+        bounds = {} if self.bounds is None else self.bounds
+        if not isinstance(bounds, dict):
+            raise TypeError(f"bounds must be a dict of range name to (low, high), got {describe(bounds)}")
+        every = range_fields(law) if isinstance(law, PairEnergy) else range_names(law)
+        for name, pair in bounds.items():
+            if name not in every:
+                raise ValueError(f"bounds names {name!r}, which is not a range parameter of the law {every}")
+            if not isinstance(pair, (tuple, list)) or len(pair) != 2 or not all(
+                    isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in pair):
+                raise TypeError(f"bounds[{name!r}] must be (low, high), two numbers, got {describe(pair)}")
+            lo, hi = (float(v) for v in pair)
+            if not (0 < lo < hi) or not math.isfinite(hi):
+                raise ValueError(f"bounds[{name!r}] must satisfy 0 < low < high < inf (ranges are > 0), got {pair}")
+            if name not in ranges:  # a range of the law that this fit does not search
+                continue
+            i = ranges.index(name)
+            low[i], high[i] = lo, hi
+        check_choice(self.target, "target", TARGETS)
+        if self.normalize not in NORMALIZE:
+            raise ValueError(f"normalize must be one of {NORMALIZE}, got {self.normalize!r}")
+        check_int(self.n_bootstrap, "n_bootstrap", 0, MAX_BOOTSTRAP)
+        check_choice(self.bootstrap, "bootstrap", ("auto", "snapshots", "runs"))
+        check_int(self.search_snapshots, "search_snapshots", 2)
+        check_int(self.max_evaluations, "max_evaluations", 1)
+        check_int(self.windows, "windows", 1, MAX_WINDOWS)
+        check_int(self.seed, "seed", 0)
+        if not isinstance(self.nonnegative, bool):
+            raise TypeError(f"nonnegative must be a bool, got {describe(self.nonnegative)}")
+        return law, terms, ranges, low, high
+
+    # ------------------------------------------------------------- fit
+    def fit(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None,
+            window: tuple[int, int] | None = None) -> "ForceLawFit":
+        """Fit the law to observed forces.
+
+        Parameters
+        ----------
+        X : Trajectory, list of Trajectory, or ndarray (T, N, d)
+            Snapshots. A Trajectory brings its forces (``gradients`` or
+            ``updates``, see ``target``) and, for runs of
+            :func:`fitting.training.train`, its training set; several
+            trajectories are several runs (bootstrapped by run).
+        G : ndarray (T, N, d), optional
+            The observed forces at the snapshots, with X as an array.
+        train : PairDataset or list of them, optional
+            The training pairs and labels (needed with arrays and with runs
+            not written by the package's trainer).
+        steps : ndarray (T,) of int, optional
+            Training step of each snapshot (arrays; default 0..T-1).
+        window : (start, stop), optional
+            Fit only the snapshots with start <= step < stop.
+
+        Returns
+        -------
+        self
+        """
+        law, terms, ranges, low, high = self.check_params()
+        runs = check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
+        if law != "effective" and not isinstance(law, str) and type(law).__name__ == "EffectiveLoss":
+            if any(r.train.p != law.p for r in runs):
+                raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
+        scales = []
+        for run in runs:
+            scale = float(np.sqrt(np.mean(run.G ** 2))) if self.normalize == "rms" else 1.0
+            if scale == 0.0:
+                raise ValueError("G is zero everywhere: there is no force to explain")
+            scales.append(scale)
+        runs = [ForceRun(r.X, r.G / s, r.train, r.steps) for r, s in zip(runs, scales)]
+        groups = self._groups
+        per_run = self.bootstrap == "runs" or (self.bootstrap == "auto" and len(runs) > 1)
+        basis = Basis(law, groups, ranges, runs)
+        theta, info = search_ranges(basis, runs, ranges, np.log(range_values(law, ranges)), np.log(low),
+                                    np.log(high), search_snapshots=self.search_snapshots,
+                                    nonnegative=self.nonnegative, seed=self.seed,
+                                    max_evaluations=self.max_evaluations)
+        A, b, units = design(basis, runs, theta, per_run)
+        coef = nnls(A, b, self.nonnegative)
+        diffs = range_differences(basis, runs, theta, A, per_run)  # (rows, terms, ranges)
+        J = None if diffs is None else np.einsum("rkj,k->rj", diffs, coef)  # d(model)/d(log range)
+        if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
+            step = bounded_solve(*normal_equations(np.column_stack([A, J]), b - A @ coef),
+                                 lower_bounds(coef, len(ranges), self.nonnegative))
+            moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
+            A1, _, _ = design(basis, runs, moved, per_run)
+            coef1 = nnls(A1, b, self.nonnegative)
+            r0, r1 = b - A @ coef, b - A1 @ coef1
+            if r1 @ r1 < r0 @ r0:
+                # the intervals linearise at the final fit: a new Jacobian when the ranges moved by more
+                # than REUSE_JACOBIAN (relative), else the unit-force differences already taken, with
+                # the new strengths (the ranges' own move changes them at second order only)
+                shift = float(np.max(np.abs(np.log(moved / theta))))
+                theta, A, coef = moved, A1, coef1
+                if shift > REUSE_JACOBIAN:
+                    diffs = range_differences(basis, runs, theta, A, per_run)
+                J = np.einsum("rkj,k->rj", diffs, coef)
+                info_step = True
+            else:
+                info_step = False
+        self.terms_ = tuple(groups)
+        self.groups_ = groups
+        self.coef_ = coef
+        self.range_names_ = ranges
+        self.ranges_ = dict(zip(ranges, (float(v) for v in theta)))
+        self.scales_ = scales
+        self.law_ = law
+        self.train_ = runs[0].train
+        self.n_runs_ = len(runs)
+        self._store_scores(A, b, coef, runs)
+        self.intervals_, self.bootstrap_ = bootstrap_intervals(
+            theta, coef, A, b, units, J, np.log(low), np.log(high), list(self.terms_) + list(ranges),
+            n_bootstrap=self.n_bootstrap, nonnegative=self.nonnegative, seed=self.seed)
+        info.update({"full_data_step": info_step if J is not None else None, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
+                     {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
+                     "term_evaluations": basis.evaluations, "normalize": self.normalize, "target": self.target})
+        self.fit_info_ = info
+        self._warn(info, ranges, theta, low, high)
+        self._warn_unidentified(A, b, coef)
+        return self
+
+    def _store_scores(self, A, b, coef, runs) -> None:
+        K = len(coef)
+        self.r2_ = r2(b, A @ coef, runs[0].X.shape[2])
+        # each fitted term's RMS force on the data: a strength's size that does not hinge on its range
+        # (a term whose range makes it tiny can carry a huge strength and still move nothing)
+        self.rms_forces_ = dict(zip(self.terms_, (float(v) for v in np.sqrt(np.mean((A * coef) ** 2, axis=0)))))
+        self.shares_ = dict(zip(self.terms_, shares(A, coef)))
+        steps = np.concatenate([r.steps for r in runs])
+        size = runs[0].X.shape[1] * runs[0].X.shape[2]
+        edges = np.unique(np.ceil(np.linspace(steps.min(), steps.max() + 1, self.windows + 1)).astype(np.int64))
+        row_steps = np.repeat(steps, size)
+        out = []
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            keep = (row_steps >= lo) & (row_steps < hi)
+            n = int(keep.sum() // size)
+            if n == 0:
+                out.append({"start": int(lo), "stop": int(hi), "snapshots": 0, "r2": None, "shares": None})
+                continue
+            Aw, bw = A[keep], b[keep]
+            out.append({"start": int(lo), "stop": int(hi), "snapshots": n,
+                        "r2": r2(bw, Aw @ coef, runs[0].X.shape[2]),
+                        "shares": dict(zip(self.terms_, shares(Aw, coef)))})
+        self.windows_ = out
+        self.n_terms_ = K
+
+    def _warn(self, info, ranges, theta, low, high) -> None:
+        if ranges and not info.get("converged", True):
+            warn_quality(f"the range search stopped at its limit of {self.max_evaluations} evaluations before "
+                         f"converging ({info['message']}); raise max_evaluations")
+        for name, v, lo, hi in zip(ranges, theta, low, high):
+            if v <= lo * (1 + 1e-3) or v >= hi * (1 - 1e-3):
+                side = "lower" if v <= lo * (1 + 1e-3) else "upper"
+                warn_quality(f"the fitted {name} = {v:.4g} lies at its {side} bound, so the best value may lie "
+                             f"outside [{lo:.4g}, {hi:.4g}]; widen bounds={{{name!r}: (low, high)}}")
+
+    def _warn_unidentified(self, A, b, coef) -> None:
+        """A term whose unit force is a vanishing fraction of the data's
+        force (below UNIDENTIFIED of its RMS) gets whatever strength makes
+        up a remainder: a value like 1e+253 then stands for no measurement.
+        Its RMS force (strength times unit force) is what the data fix."""
+        target = float(np.sqrt(np.mean(b ** 2)))
+        unit = np.sqrt(np.mean(A ** 2, axis=0))
+        for name, c, u in zip(self.terms_, coef, unit):
+            if c != 0.0 and u < UNIDENTIFIED * target:
+                warn_quality(f"the strength {name} = {c:.3g} is not measured: the term's unit force at the fitted "
+                             f"ranges is {u / target:.2g} of the force's RMS, so the strength only makes up a "
+                             f"remainder; read its RMS force, rms_forces_[{name!r}] = "
+                             f"{self.rms_forces_[name]:.3g}, or bound its range")
+
+    # ------------------------------------------------------- using it
+    def _columns(self, X: np.ndarray, train: PairDataset | None) -> tuple[np.ndarray, PairDataset]:
+        check_is_fitted(self, "coef_")
+        train = self.train_ if train is None else train
+        if not isinstance(train, PairDataset):
+            raise TypeError(f"train must be a PairDataset, got {describe(train)}")
+        law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
+        members = [t for group in self.groups_.values() for t in group]
+        unit = unit_term_forces(law, X, train, members)
+        cols, k = [], 0
+        for group in self.groups_.values():
+            cols.append(unit[:, k:k + len(group)].sum(axis=1))
+            k += len(group)
+        return np.stack(cols, axis=1), train
+
+    def predict(self, X: Any, *, train: PairDataset | None = None) -> np.ndarray:
+        """The fitted law's force on each snapshot of X (T, N, d), in the
+        units of the fitted G (with ``normalize="rms"``: the strengths times
+        the first run's scale, ``scales_[0]``); ``train`` defaults to the
+        (first) run's training set."""
+        cols, _ = self._columns(X, train)
+        return self.scales_[0] * np.tensordot(self.coef_, np.moveaxis(cols, 1, 0), axes=1)
+
+    def score(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None) -> float:
+        """R^2 of the force field, 1 - SSE / sum |G - mean G|^2 (the mean
+        force vector over snapshots and tokens), of :meth:`predict` against
+        G as given. Takes what :meth:`fit` takes. With ``normalize="rms"``
+        the prediction is in the first fitted run's units, so score runs on
+        that scale (held-out snapshots of the same run)."""
+        check_is_fitted(self, "coef_")
+        single = not isinstance(X, (Trajectory, list, tuple))
+        runs = as_force_runs(X, G, train=self.train_ if (train is None and single) else train, steps=steps,
+                             target=self.target)
+        obs = np.concatenate([run.G.ravel() for run in runs])
+        pred = np.concatenate([self.predict(run.X, train=run.train).ravel() for run in runs])
+        return r2(obs, pred, runs[0].X.shape[2])
+
+    def to_law(self) -> Any:
+        """The law with the fitted ranges and strengths (a ForceParams when
+        it can hold them, see :func:`particles.law_terms.with_strengths`).
+        With ``normalize="rms"`` its strengths are per unit RMS force: the
+        same flow as the data's, on another time scale."""
+        check_is_fitted(self, "coef_")
+        if not isinstance(self.law_, (ForceParams, PairEnergy)):
+            raise ValueError("the effective loss has no law object with strengths: its fitted strengths are coef_ "
+                             "(run it with particles.simulate_effective)")
+        law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
+        strengths = {t: float(c) for group, c in zip(self.groups_.values(), self.coef_) for t in group}
+        # terms left out of the fit have strength 0
+        strengths.update({t: 0.0 for t in term_names(self.law_) if t not in strengths})
+        return with_strengths(law, strengths)
+
+    def simulate(self, x0: Any, steps: int, *, dt: float = 0.01, train: PairDataset | None = None,
+                 **options: Any) -> Trajectory:
+        """Run the particle engine with the fitted law from the state x0
+        (p, d) for ``steps`` Euler steps of ``dt`` (see
+        :func:`particles.simulate`; other options pass through)."""
+        from particles.simulate import simulate
+
+        check_is_fitted(self, "coef_")
+        if not isinstance(self.law_, (ForceParams, PairEnergy)):
+            raise ValueError("simulate needs a pair law; the effective loss runs with particles.simulate_effective")
+        law = self.to_law()
+        return simulate(x0, self.train_ if train is None else train, law, steps=steps, dt=dt, **options)
+
+    def table(self) -> list[dict[str, Any]]:
+        """One row per fitted parameter: name, kind, value and 95 % interval."""
+        check_is_fitted(self, "coef_")
+        rows = []
+        for name, c in zip(self.terms_, self.coef_):
+            rows.append({"name": name, "kind": "strength", "value": float(c),
+                         "interval": list(self.intervals_.get(name, (None, None))),
+                         "share": self.shares_[name], "rms_force": self.rms_forces_[name]})
+        for name in self.range_names_:
+            rows.append({"name": name, "kind": "range", "value": self.ranges_[name],
+                         "interval": list(self.intervals_.get(name, (None, None))), "share": None,
+                         "rms_force": None})
+        return rows

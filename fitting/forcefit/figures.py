@@ -1,0 +1,34 @@
+"""The force fit's figure: each term's share of the explained force and
+the R^2 of the force field over training."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.figure import Figure
+
+__all__ = ["plot_force_shares"]
+
+
+def plot_force_shares(fit, title: str | None = None) -> Figure:
+    """A fitted :class:`fitting.ForceLawFit` over training: each term's
+    share of the explained force and the R^2 of the force field, per window
+    of training steps."""
+    import matplotlib.pyplot as plt
+
+    windows = [w for w in fit.windows_ if w["snapshots"]]
+    mids = np.array([(w["start"] + w["stop"]) / 2 for w in windows])
+    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True, height_ratios=(2, 1))
+    for name in fit.terms_:
+        ax1.plot(mids, [w["shares"][name] for w in windows], marker="o", label=name)
+    ax1.axhline(0.0, color="0.6", lw=0.8)
+    ax1.set_ylabel("share of the explained force")
+    ax1.legend(fontsize=8, ncol=2)
+    ax1.grid(alpha=0.3)
+    ax2.plot(mids, [w["r2"] for w in windows], marker="o", color="k")
+    ax2.set_ylabel("R$^2$ of the force")
+    ax2.set_xlabel("training step (window centre)")
+    ax2.grid(alpha=0.3)
+    ax1.set_title(title or f"force-law fit: R$^2$ {fit.r2_:.3f} over {fit.fit_info_['snapshots']} snapshots",
+                  fontsize=10)
+    fig.tight_layout()
+    return fig

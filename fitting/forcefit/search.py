@@ -1,0 +1,134 @@
+"""The range search of the force fit: the profile residual (the best
+strengths for given ranges), a scrambled Sobol sample of the log-range box
+on a few snapshots, short trust-region polishes from the best points, the
+best to convergence; and the design matrix over every snapshot with its
+derivative in log-range (for the full-data step and the intervals)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import optimize, stats
+
+from .basis import Basis
+from .data import ForceRun
+from .solve import nnls
+
+__all__ = ["search_rows", "profile_residual", "search_ranges", "design", "range_differences", "LOG_STEP",
+           "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS", "SCREEN_EVALUATIONS"]
+
+#: relative step of the finite differences in log-range
+LOG_STEP = 1e-5
+#: points of the coarse search (a scrambled Sobol sample of the log-range box, plus the start)
+SOBOL_POINTS = 32
+#: snapshots the coarse search uses
+COARSE_SNAPSHOTS = 8
+#: polishes started from the law's own ranges and the best other coarse points, each
+#: for at most SCREEN_EVALUATIONS evaluations; the best goes on to convergence
+POLISH_STARTS = 3
+SCREEN_EVALUATIONS = 6
+
+
+def search_rows(runs: list[ForceRun], search_snapshots: int, count: int | None = None) -> list[np.ndarray]:
+    """Each run's snapshots among ``count`` (at most ``search_snapshots``)
+    spread evenly over all runs' snapshots."""
+    total = sum(len(r.X) for r in runs)
+    count = search_snapshots if count is None else min(count, search_snapshots)
+    pick = np.unique(np.linspace(0, total - 1, min(count, total)).round().astype(np.int64))
+    rows, offset = [], 0
+    for run in runs:
+        mine = pick[(pick >= offset) & (pick < offset + len(run.X))] - offset
+        rows.append(mine)
+        offset += len(run.X)
+    return rows
+
+
+def profile_residual(basis: Basis, runs: list[ForceRun], rows: list[np.ndarray], theta: np.ndarray,
+                     nonnegative: bool) -> np.ndarray:
+    """Residual of the best strengths at ranges ``theta`` on the snapshots ``rows``."""
+    A, b = [], []
+    for i, (run, r) in enumerate(zip(runs, rows)):
+        if r.size == 0:
+            continue
+        cols = basis.columns(theta, i, r)
+        A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.groups)))
+        b.append(run.G[r].ravel())
+    A = np.concatenate(A)
+    b = np.concatenate(b)
+    if not np.all(np.isfinite(A)):  # a range where a term overflows: a residual the search backs away from
+        return np.full_like(b, 1e10 * (1.0 + float(np.sqrt(np.mean(b ** 2)))))
+    return A @ nnls(A, b, nonnegative) - b
+
+
+def search_ranges(basis: Basis, runs: list[ForceRun], ranges, log0, log_lo, log_hi, *, search_snapshots: int,
+                  nonnegative: bool, seed: int, max_evaluations: int) -> tuple[np.ndarray, dict]:
+    """The fitted ranges and the search's record (status, evaluations, ...)."""
+    if not ranges:
+        return np.zeros(0), {"search": "none (no ranges searched)"}
+    rows = search_rows(runs, search_snapshots)
+    log_theta = np.clip(log0, log_lo, log_hi)
+
+    # coarse: the start and a scrambled Sobol sample of the log box, on a few snapshots
+    coarse_rows = search_rows(runs, search_snapshots, COARSE_SNAPSHOTS)
+    sample = stats.qmc.Sobol(len(ranges), scramble=True, seed=seed).random(SOBOL_POINTS)
+    candidates = np.vstack([log_theta, log_lo + sample * (log_hi - log_lo)])
+    values = []
+    for lt in candidates:
+        r = profile_residual(basis, runs, coarse_rows, np.exp(lt), nonnegative)
+        values.append(float(r @ r))
+    # polish the best few briefly on the search snapshots, then the best of those to convergence
+    fun = lambda lt: profile_residual(basis, runs, rows, np.exp(lt), nonnegative)  # noqa: E731
+    options = dict(bounds=(log_lo, log_hi), method="trf", x_scale=1.0, diff_step=LOG_STEP, xtol=1e-12,
+                   ftol=1e-12, gtol=1e-12)
+    result = None
+    evaluations = 0
+    order = [0] + [int(i) for i in np.argsort(values) if i != 0][:POLISH_STARTS - 1]  # the start always
+    for i in order:
+        trial = optimize.least_squares(fun, candidates[i], max_nfev=SCREEN_EVALUATIONS, **options)
+        evaluations += int(trial.nfev)
+        if result is None or trial.cost < result.cost:
+            result = trial
+    if result.status == 0:  # not converged within the screening budget: go on
+        result = optimize.least_squares(fun, result.x, max_nfev=max_evaluations, **options)
+        evaluations += int(result.nfev)
+    theta = np.exp(result.x)
+    return theta, {"search": "grid + least_squares", "status": int(result.status),
+                   "message": str(result.message), "evaluations": evaluations,
+                   "coarse_points": len(candidates),
+                   "search_snapshots": int(sum(r.size for r in rows)),
+                   "converged": bool(result.status > 0)}
+
+
+def design(basis: Basis, runs: list[ForceRun], theta: np.ndarray, per_run: bool
+           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Design matrix (rows, terms) and target over every snapshot, and each
+    row's bootstrap unit (its run when ``per_run``, else its snapshot)."""
+    A, b, units = [], [], []
+    offset = 0
+    for i, run in enumerate(runs):
+        cols = basis.columns(theta, i)
+        T = cols.shape[0]
+        A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.groups)))
+        b.append(run.G.ravel())
+        size = run.X.shape[1] * run.X.shape[2]
+        unit = np.full(T, i) if per_run else offset + np.arange(T)
+        units.append(np.repeat(unit, size))
+        offset += T
+    return np.concatenate(A), np.concatenate(b), np.concatenate(units)
+
+
+def range_differences(basis: Basis, runs: list[ForceRun], theta: np.ndarray, A: np.ndarray, per_run: bool
+                      ) -> np.ndarray | None:
+    """d(unit forces)/d(log range) at ``theta`` (rows, terms, ranges), by
+    forward differences of relative step LOG_STEP; None without ranges. The
+    model's derivative is this times the strengths."""
+    if theta.size == 0:
+        return None
+    diffs = []  # A: the design at theta (unit forces, rows x terms)
+    for j in range(theta.size):
+        up = theta.copy()
+        up[j] *= math.exp(LOG_STEP)
+        Au, _, _ = design(basis, runs, up, per_run)
+        diffs.append((Au - A) / LOG_STEP)
+    return np.stack(diffs, axis=-1)

@@ -1,0 +1,65 @@
+"""The force fit's linear algebra: strengths by (non-negative) least
+squares, a step bounded below, and the scores of a fit (R^2 of the force
+field, each term's share of the explained force)."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize
+
+__all__ = ["nnls", "r2", "shares", "normal_equations", "lower_bounds", "bounded_solve"]
+
+
+def nnls(A: np.ndarray, b: np.ndarray, nonnegative: bool) -> np.ndarray:
+    """min ||A c - b|| (c >= 0 when ``nonnegative``), through a QR of A."""
+    Q, R = np.linalg.qr(A)
+    qb = Q.T @ b
+    if not nonnegative:
+        return np.linalg.lstsq(R, qb, rcond=None)[0]
+    return optimize.nnls(R, qb, maxiter=50 * A.shape[1])[0]
+
+
+def r2(obs: np.ndarray, pred: np.ndarray, d: int) -> float:
+    """1 - SSE / sum |obs - mean force vector|^2 (rows flattened as (..., d))."""
+    o = obs.reshape(-1, d)
+    sst = float(np.sum((o - o.mean(axis=0)) ** 2))
+    sse = float(np.sum((obs - pred) ** 2))
+    return 1.0 - sse / sst if sst > 0 else float("nan")
+
+
+def shares(A: np.ndarray, coef: np.ndarray) -> list[float]:
+    parts = A * coef
+    total = parts.sum(axis=1)
+    norm = float(total @ total)
+    if norm == 0.0:
+        return [0.0] * len(coef)
+    return [float(parts[:, k] @ total / norm) for k in range(len(coef))]
+
+
+def normal_equations(Z: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return Z.T @ Z, Z.T @ r
+
+
+def lower_bounds(coef: np.ndarray, n_ranges: int, nonnegative: bool) -> np.ndarray:
+    """Lower bounds of a step (strengths, log-ranges) that keeps the strengths >= 0."""
+    return np.concatenate([-coef if nonnegative else np.full(coef.size, -np.inf), np.full(n_ranges, -np.inf)])
+
+
+def bounded_solve(M: np.ndarray, v: np.ndarray, lower: np.ndarray) -> np.ndarray:
+    """argmin z' M z / 2 - v' z subject to z >= lower (M positive
+    semi-definite; directions M does not see are left at 0)."""
+    vals, vecs = np.linalg.eigh(M)
+    keep = vals > max(float(vals.max()), 0.0) * 1e-12
+    if not keep.any():
+        return np.maximum(np.zeros_like(v), lower)
+    z = vecs[:, keep] @ ((vecs[:, keep].T @ v) / vals[keep])
+    if np.all(z >= lower):
+        return z
+    # a least-squares form of the same problem: |R z - q|^2 with R'R = M and R'q = v (on M's range)
+    root = np.sqrt(vals[keep])
+    R = root[:, None] * vecs[:, keep].T
+    q = (vecs[:, keep].T @ v) / root
+    # bvls: an exact active-set method for these few unknowns (the default trust-region method could
+    # backtrack for minutes on an ill-conditioned replicate)
+    return optimize.lsq_linear(R, q, bounds=(lower, np.full_like(lower, np.inf)), method="bvls",
+                               max_iter=50 * len(lower)).x
