@@ -342,7 +342,7 @@ def plot(rows: list[dict], path: str) -> None:
     matplotlib.use("Agg")
     from matplotlib.figure import Figure
 
-    from fitting.plot import save_figure
+    from particles.core.figures import save_figure
 
     fig = Figure(figsize=(13, 4.3), layout="constrained")
     axes = fig.subplots(1, 3)

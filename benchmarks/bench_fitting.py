@@ -322,7 +322,7 @@ def plot(path: str) -> None:
         axes[0].scatter([], [], marker="o", color=c, label=f"noise {noise:.0%}")
     axes[0].scatter([], [], marker="o", facecolors="none", color="0.3", label="scale x 100 (open)")
     axes[0].legend(fontsize="x-small", loc="upper left")
-    from fitting.plot import save_figure
+    from particles.core.figures import save_figure
 
     save_figure(fig, Path(path).with_suffix(".png"), dpi=110)
 

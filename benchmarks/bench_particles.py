@@ -236,7 +236,7 @@ def plot_cost(force_rows: list[dict], cutoff_rows: list[dict], path: str) -> Non
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    from fitting.plot import save_figure
+    from particles.core.figures import save_figure
 
     save_figure(fig, path, dpi=110)
 

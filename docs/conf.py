@@ -76,7 +76,7 @@ API = {
         "fitting.ode.weighted": "covariance_refit",
         "fitting.ode.relations": "linear_relation, LinearRelationWarning",
         "fitting.forcefit": "ForceLawFit, ForceRun, as_force_runs", "fitting.forcefit.figures": None,
-        "fitting.analysis": None, "fitting.plot": None, "fitting.examples": None,
+        "fitting.analysis": None, "fitting.signals.figures": None, "fitting.ode.figures": None, "fitting.training.figures": None, "fitting.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },
     "fitting.training (needs the torch extra)": {

@@ -40,7 +40,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from particles.core.io import atomic_write, atomic_write_text
     from particles.trajectory import Trajectory
 
-    from .plot import plot_coefficients, plot_fit, plot_signals, save_figure
+    from particles.core.figures import save_figure
+
+    from .ode.figures import plot_coefficients, plot_fit
+    from .signals.figures import plot_signals
     from .report import fit_report, format_value
     from .signals import parse_frequencies, select_frequencies
     from .report import model_summary

@@ -54,7 +54,7 @@ def _save_animation(anim, path: Path) -> None:
 
 
 def _save(fig, out: Path, name: str) -> str:
-    from .plot import save_figure
+    from particles.core.figures import save_figure
 
     save_figure(fig, out / name, dpi=100)
     return name
@@ -131,7 +131,8 @@ def _stage_fitting(out: Path, quick: bool, progress: Progress | None) -> dict[st
 
     from .analysis import survival_ode_analysis
     from .examples import example_trajectory
-    from .plot import plot_coefficients, plot_fit, plot_signals
+    from .ode.figures import plot_coefficients, plot_fit
+    from .signals.figures import plot_signals
     from .signals import surviving_frequencies, trajectory_signals
 
     traj = example_trajectory()

@@ -28,7 +28,9 @@ def test_every_plot_function_labels_its_axes_and_explains_its_marks():
     from effective_theory.plot import (plot_digits_collapse, plot_grokking_rate_curve, plot_steps_comparison,
                                        plot_structure_probability)
     from fitting import LinearODE
-    from fitting.plot import plot_coefficients, plot_fit, plot_phase_grid, plot_signals
+    from fitting.ode.figures import plot_coefficients, plot_fit
+    from fitting.signals.figures import plot_signals
+    from fitting.training.figures import plot_phase_grid
     from particles import Trajectory, modular_addition
     from particles.plot import plot_embedding, plot_energy, plot_phase_diagram, plot_snapshots
 

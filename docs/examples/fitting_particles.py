@@ -28,7 +28,9 @@ from scipy.integrate import solve_ivp  # noqa: E402
 
 from fitting import (BlowUpError, Lasso, LinearODE, SavitzkyGolay, LotkaVolterra, fitness_correlation, fourier_signals, initial_gradient,  # noqa: E402
                      survival_classifier, surviving_frequencies)
-from fitting.plot import plot_coefficients, plot_fit, plot_signals, save_figure  # noqa: E402
+from fitting.ode.figures import plot_coefficients, plot_fit  # noqa: E402
+from fitting.signals.figures import plot_signals  # noqa: E402
+from particles.core.figures import save_figure  # noqa: E402
 from particles.core.io import atomic_write_text  # noqa: E402
 from particles import preset  # noqa: E402
 

@@ -13,7 +13,8 @@ import argparse
 from pathlib import Path
 
 from fitting.training.grid import GridResult
-from fitting.plot import plot_phase_grid, save_figure
+from fitting.training.figures import plot_phase_grid
+from particles.core.figures import save_figure
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 from joblib import Parallel, delayed  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from fitting.plot import save_figure  # noqa: E402
+from particles.core.figures import save_figure  # noqa: E402
 
 
 def _train(config, seed, path):
@@ -87,8 +87,10 @@ def _first_reach(series: np.ndarray, threshold: float) -> int | None:
 
 # ---------------------------------------------------------------- survival
 def survival(args) -> dict:
-    from fitting import (fitness_correlation, initial_gradient, plot, survival_classifier, survival_ode_analysis,
+    from fitting import (fitness_correlation, initial_gradient, survival_classifier, survival_ode_analysis,
                          survival_rate, surviving_frequencies)
+    from fitting.ode.figures import plot_coefficients
+    from fitting.signals.figures import plot_signals
     from fitting.training import config_for
 
     seeds = range(4 if args.quick else 32)
@@ -145,10 +147,10 @@ def survival(args) -> dict:
     ax.set_ylabel(f"survival rate over {len(runs)} runs")
     ax.set_title("survival vs initial signal" + ("" if r is None else f": Pearson r = {r:.2f}"))
     save_figure(fig, args.out / "survival_rate_vs_signal.png", dpi=110)
-    save_figure(plot.plot_signals(runs[0].signals, runs[0].steps, survived[0], title="survival MLP, run 0"),
+    save_figure(plot_signals(runs[0].signals, runs[0].steps, survived[0], title="survival MLP, run 0"),
                 args.out / "survival_signals.png", dpi=110)
     lasso = analyses[0].lasso
-    save_figure(plot.plot_coefficients(lasso, [f"S{k}" for k in range(1, lasso.n_features_in_ + 1)]),
+    save_figure(plot_coefficients(lasso, [f"S{k}" for k in range(1, lasso.n_features_in_ + 1)]),
                 args.out / "survival_lasso_coefficients.png", dpi=110)
     return result
 

@@ -122,7 +122,9 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
         raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
                          f"got {args.jobs}")
     out = check_output_folder(args.out, "--out")
-    from ..plot import plot_phase_grid, save_figure
+    from particles.core.figures import save_figure
+
+    from .figures import plot_phase_grid
     from .grid import train_grid
 
     stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
@@ -185,7 +187,7 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         return 2
     from particles.core.io import atomic_write_text
 
-    from ..plot import save_figure
+    from particles.core.figures import save_figure
     from .compare import check_same_split, compare_network
     from particles.core.validation import check_float_list
     from .network_sweep import NetworkSweep

@@ -7,7 +7,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from fitting import LinearODE, LotkaVolterra, fourier_signals, surviving_frequencies
-from fitting.plot import plot_coefficients, plot_fit, plot_signals, save_figure
+from fitting.ode.figures import plot_coefficients, plot_fit
+from fitting.signals.figures import plot_signals
+from particles.core.figures import save_figure
 
 from .helpers import growing_circle_trajectory
 
@@ -43,7 +45,7 @@ def test_plot_fit_marks_a_blow_up():
 
 
 def test_phase_grid_marks_cells_without_a_majority():
-    from fitting.plot import PHASE_COLORS, plot_phase_grid
+    from fitting.training.figures import PHASE_COLORS, plot_phase_grid
 
     def rec(lr, seed, phase):
         return {"decoder_lr": lr, "decoder_weight_decay": 0.0, "seed": seed, "phase": phase,
