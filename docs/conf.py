@@ -69,14 +69,14 @@ API = {
         "effective_theory.experiments": None, "effective_theory.plot": None,
     },
     "fitting": {
-        "fitting.signals.fourier": None, "fitting.signals.frequencies": None, "fitting.survival": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
+        "fitting.signals.fourier": None, "fitting.signals.frequencies": None, "fitting.survival.measures": None, "fitting.ode.report": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
         "fitting.ode": "ODEModel, LinearODE, LotkaVolterra, BootstrapEnsemble, EnsembleSimulation, "
                        "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",
         "fitting.ode.weighted": "covariance_refit",
         "fitting.ode.relations": "linear_relation, LinearRelationWarning",
         "fitting.forcefit": "ForceLawFit, ForceRun, as_force_runs", "fitting.forcefit.figures": None,
-        "fitting.analysis": None, "fitting.signals.figures": None, "fitting.ode.figures": None, "fitting.training.figures": None, "fitting.examples": None,
+        "fitting.survival.analysis": None, "fitting.signals.figures": None, "fitting.ode.figures": None, "fitting.training.figures": None, "fitting.survival.examples": None,
         "fitting.demo": "run_demo, DemoError",
     },
     "fitting.training (needs the torch extra)": {

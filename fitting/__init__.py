@@ -29,11 +29,11 @@ import without torch, training needs ``pip install '.[torch]'`` (in the reposito
 from particles.core.lazy import attach as _attach
 
 _EXPORTS = {
-    'ODEAnalysis': ('.analysis', 'ODEAnalysis'),
-    'survival_ode_analysis': ('.analysis', 'survival_ode_analysis'),
+    'ODEAnalysis': ('.survival.analysis', 'ODEAnalysis'),
+    'survival_ode_analysis': ('.survival.analysis', 'survival_ode_analysis'),
     'DERIVATIVES': ('.ode.derivatives', 'DERIVATIVES'),
     'differentiate': ('.ode.derivatives', 'differentiate'),
-    'example_trajectory': ('.examples', 'example_trajectory'),
+    'example_trajectory': ('.survival.examples', 'example_trajectory'),
     'FrequencySelection': ('.signals.frequencies', 'FrequencySelection'),
     'key_frequencies': ('.signals.frequencies', 'key_frequencies'),
     'select_frequencies': ('.signals.frequencies', 'select_frequencies'),
@@ -63,13 +63,13 @@ _EXPORTS = {
     'n_frequencies': ('.signals.fourier', 'n_frequencies'),
     'surviving_frequencies': ('.signals.fourier', 'surviving_frequencies'),
     'trajectory_signals': ('.signals.fourier', 'trajectory_signals'),
-    'SurvivalClassifierResult': ('.survival', 'SurvivalClassifierResult'),
-    'fitness_correlation': ('.survival', 'fitness_correlation'),
-    'initial_gradient': ('.survival', 'initial_gradient'),
-    'initial_signal': ('.survival', 'initial_signal'),
-    'survival_classifier': ('.survival', 'survival_classifier'),
-    'survival_rate': ('.survival', 'survival_rate'),
-    'survival_table': ('.survival', 'survival_table'),
+    'SurvivalClassifierResult': ('.survival.measures', 'SurvivalClassifierResult'),
+    'fitness_correlation': ('.survival.measures', 'fitness_correlation'),
+    'initial_gradient': ('.survival.measures', 'initial_gradient'),
+    'initial_signal': ('.survival.measures', 'initial_signal'),
+    'survival_classifier': ('.survival.measures', 'survival_classifier'),
+    'survival_rate': ('.survival.measures', 'survival_rate'),
+    'survival_table': ('.survival.measures', 'survival_table'),
 }
 
 __all__ = [

@@ -213,7 +213,7 @@ class Run:
         strongest signals; its simulation from the window's first observed state to the end of the
         run, and its forecast from the window's end against persistence."""
         from fitting.ode import LinearODE
-        from fitting.report import fit_report
+        from fitting.ode.report import fit_report
 
         steps, signals, survivors = self.signals()
         first, last = int(steps[0]), int(steps[-1])

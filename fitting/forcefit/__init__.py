@@ -26,7 +26,17 @@ steps, scores), ``search`` (the range search, the design), ``intervals``
 (:func:`plot_force_shares`) and ``cli`` (``embdyn force-fit``).
 """
 
-from .data import TARGETS, ForceRun, as_force_runs
-from .estimator import NORMALIZE, ForceLawFit
+# public names and the modules that define them, imported on first use (so that
+# `embdyn --help`, which imports the command modules, stays cheap)
+from particles.core.lazy import attach as _attach
 
-__all__ = ["ForceLawFit", "ForceRun", "TARGETS", "NORMALIZE", "as_force_runs"]
+_EXPORTS = {
+    'ForceLawFit': ('.estimator', 'ForceLawFit'),
+    'NORMALIZE': ('.estimator', 'NORMALIZE'),
+    'ForceRun': ('.data', 'ForceRun'),
+    'TARGETS': ('.data', 'TARGETS'),
+    'as_force_runs': ('.data', 'as_force_runs'),
+}
+__all__ = list(_EXPORTS)
+
+__getattr__, __dir__ = _attach(__name__, _EXPORTS)

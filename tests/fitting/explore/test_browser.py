@@ -41,7 +41,7 @@ def server(files):
     from fitting.explore import make_app
 
     root = Path(__file__).parents[3]
-    survival = root / "fitting" / "data" / "survival_mlp_seed0.npz"  # shipped: signals every step, d = 128
+    survival = root / "fitting" / "survival" / "data" / "survival_mlp_seed0.npz"  # shipped: signals every step, d = 128
     axial = root / "docs" / "figures" / "phase_axial" / "sweep.csv"  # a committed 6 x 5 sweep, 20 seeds a cell
     app = make_app([files / "circles_seed5.npz", survival], [axial, files / "sweep.csv"])
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="websockets-sansio",

@@ -204,7 +204,7 @@ def test_fit_takes_frequencies_and_the_explorer_reads_windows_as_the_command_lin
 
 
 def test_the_report_says_when_a_fit_does_not_describe_its_data():
-    from fitting.report import fit_report
+    from fitting.ode.report import fit_report
 
     rng = np.random.default_rng(0)
     t = np.arange(200.0)

@@ -17,7 +17,7 @@ from particles.cli import main
 from particles.core.cli import CompileNote
 
 
-DATA = Path(__file__).resolve().parents[1] / "fitting" / "data" / "survival_mlp_seed0.npz"
+DATA = Path(__file__).resolve().parents[3] / "fitting" / "survival" / "data" / "survival_mlp_seed0.npz"
 
 
 def _journal(tmp_path: Path) -> str:

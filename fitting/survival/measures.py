@@ -20,8 +20,8 @@ from sklearn.svm import LinearSVC
 from particles.datasets import make_rng
 from particles.core.validation import check_array, check_float, check_int
 
-from .ode.data import as_runs
-from .signals import surviving_frequencies
+from ..ode.data import as_runs
+from ..signals import surviving_frequencies
 
 __all__ = [
     "initial_signal",

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-import fitting.demo as demo
+import fitting.demo.run as demo
 from fitting import example_trajectory, surviving_frequencies
 from particles.cli import main
 

@@ -129,11 +129,10 @@ def _stage_theory(out: Path, quick: bool, progress: Progress | None) -> dict[str
 def _stage_fitting(out: Path, quick: bool, progress: Progress | None) -> dict[str, Any]:
     import warnings
 
-    from .analysis import survival_ode_analysis
-    from .examples import example_trajectory
-    from .ode.figures import plot_coefficients, plot_fit
-    from .signals.figures import plot_signals
-    from .signals import surviving_frequencies, trajectory_signals
+    from ..ode.figures import plot_coefficients, plot_fit
+    from ..signals import surviving_frequencies, trajectory_signals
+    from ..signals.figures import plot_signals
+    from ..survival import example_trajectory, survival_ode_analysis
 
     traj = example_trajectory()
     steps, signals = trajectory_signals(traj)

@@ -1,9 +1,7 @@
-"""Interop (optional pandas/xarray): Trajectory.to_xarray, SweepTable.to_pandas,
-and the fit's numbers in fit.json and model.joblib."""
+"""Interop (optional pandas/xarray): Trajectory.to_xarray, SweepTable.to_pandas."""
 import json
 import os
 
-import joblib
 import numpy as np
 import pytest
 
@@ -39,25 +37,6 @@ def test_sweep_table_to_pandas():
     df = table.to_pandas()
     assert isinstance(df, pd.DataFrame) and list(df.columns) == table.columns and len(df) == 4
     assert df["seed"].tolist() == [0, 1, 0, 1]
-
-
-def test_fit_writes_coefficients_and_model(tmp_path):
-    from fitting.cli import register_fit  # noqa: F401 (the command is registered through entry points)
-    from particles.cli import main
-
-    rng = np.random.default_rng(1)
-    p, d, T = 11, 4, 120
-    t = np.arange(T)
-    k = np.arange(p)
-    E = np.stack([np.stack([np.cos(2 * np.pi * f * k / p) * (1 + 0.01 * s) for f in (1, 2)] +
-                           [rng.standard_normal(p) * 0.01 for _ in range(d - 2)], axis=1) for s in t])
-    path = Trajectory(E[::4], t[::4]).save(tmp_path / "t.npz")
-    assert main(["fit", str(path), "--out", str(tmp_path / "fit"), "--quiet"]) == 0
-    report = json.loads((tmp_path / "fit" / "fit.json").read_text())
-    coef = np.array(report["coefficients"])
-    assert coef.shape == (len(report["variables"]), len(report["terms"]))
-    model = joblib.load(tmp_path / "fit" / report["model_file"])
-    np.testing.assert_array_equal(model.coef_, coef)
 
 
 def test_to_xarray_of_a_run_with_one_gradient_fewer_and_a_training_set():

@@ -1,9 +1,9 @@
-"""The reference analysis of survival signals (fitting.analysis.survival_ode_analysis)."""
+"""The reference analysis of survival signals (fitting.survival.analysis.survival_ode_analysis)."""
 import numpy as np
 
 from fitting import Lasso, LinearODE, linear_solution, survival_ode_analysis
 
-from .ode.helpers import sparse_stable_system
+from ..ode.helpers import sparse_stable_system
 
 
 def test_survival_ode_analysis_on_a_known_linear_system():

@@ -1,0 +1,168 @@
+"""``embdyn fit``: ODE regression onto the signals of a trajectory file
+(docs/fitting.md)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from particles.core.cli import add_quiet
+from particles.core.validation import check_output_folder
+
+__all__ = ["register_fit"]
+
+
+def _build_model(args: argparse.Namespace, window):
+    from . import Lasso, LinearODE, LotkaVolterra
+
+    if args.reference:  # the survival paper's setting: Lasso(0.01) on the raw arrays, forward differences
+        common = dict(regressor=Lasso(0.01, standardize=False), derivative="forward", window=window,
+                      debias=args.debias)
+    else:
+        common = dict(regressor=args.regressor, alpha=args.alpha, derivative=args.derivative, window=window,
+                      debias=args.debias)
+    if args.model == "linear":
+        return LinearODE(stable=args.stable, **common)
+    if args.stable:
+        raise ValueError("--stable exists for --model linear only")
+    return LotkaVolterra(form=args.model.removeprefix("lv-"), **common)
+
+
+def _cmd_fit(args: argparse.Namespace) -> int:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import joblib
+
+    from particles.core.io import atomic_write, atomic_write_text
+    from particles.trajectory import Trajectory
+
+    from particles.core.figures import save_figure
+
+    from ..signals import parse_frequencies, select_frequencies, trajectory_signals
+    from ..signals.figures import plot_signals
+    from .figures import plot_coefficients, plot_fit
+    from .report import fit_report, format_value, model_summary
+
+    traj = Trajectory.load(args.trajectory)  # a missing or damaged file: one line, exit 2 (main)
+    steps, signals = trajectory_signals(traj, power=args.power)
+    window = None if args.window is None else tuple(args.window)
+    if window is not None:
+        first, last = int(steps[0]), int(steps[-1])
+        if window[1] <= window[0] or window[0] < 0:
+            raise ValueError(f"--window must have 0 <= START < STOP, got {window[0]:g} {window[1]:g}")
+        if window[0] >= last or window[1] > last + 1:
+            raise ValueError(f"--window {window[0]:g} {window[1]:g} goes past the run's end: its signals cover steps "
+                             f"{first}..{last} ({len(steps)} samples); give START < STOP <= {last + 1}")
+    if not args.factor > 0:
+        raise ValueError(f"--factor must be > 0 (the survival rule's factor), got {args.factor:g}")
+    frequencies = parse_frequencies(args.frequencies, signals.shape[1], "--frequencies")
+    selection = select_frequencies(traj, frequencies, factor=args.factor, power=args.power, name="--frequencies")
+    model = _build_model(args, window)
+    model.check_params()  # every setting refused before any work, the output folder too
+    out = check_output_folder(args.out, "--out")
+    columns = selection.columns
+    names = selection.names
+    x = signals[:, columns]
+    t = steps.astype(float)
+    model.fit(x, t, names=names)
+    model.frequencies_ = selection.frequencies  # model.joblib scores and forecasts a Trajectory on these
+    survivors = [] if selection.survivors is None else selection.survivors
+    scores = fit_report(model, x, t, window=window)
+    report = {
+        "trajectory": str(args.trajectory), "source": traj.meta.get("source"), "model": args.model,
+        "fitted": model_summary(model), "regressor": repr(model.regressor_), "derivative": repr(model.formulation_),
+        "window": window, "samples": int(len(t)), "frequencies": int(signals.shape[1]),
+        "fitted_frequencies": selection.frequencies, "frequency_rule": selection.rule,
+        "frequency_selection": selection.message, "survivors": survivors, "key_frequencies": selection.key,
+        **{name: score["value"] for name, score in scores["scores"].items()},
+        "scores": scores["scores"], "notes": scores["notes"],
+        "nonzero_coefficients": int(np.count_nonzero(model.coef_)), "sparsity": model.sparsity_,
+    }
+    if args.model == "linear":
+        report["max_real_eigenvalue"] = float(model.eigenvalues_.real.max())
+        report["stable"] = model.is_stable_
+    chosen = np.zeros(signals.shape[1], dtype=bool)
+    chosen[columns] = True
+    rule = {"survivors": "survivors", "key": "key frequencies"}.get(selection.rule, "fitted frequencies")
+    save_figure(plot_signals(signals, steps, chosen, rule=rule), out / "signals.png")
+    save_figure(plot_fit(model, x, t, window=window, names=names), out / "fit.png")
+    save_figure(plot_coefficients(model, names), out / "coefficients.png")
+    report["equations"] = model.equations(names)
+    # the fit as numbers: coef[i][j] multiplies term j in the equation of variable i
+    report["variables"] = names
+    report["terms"] = model.feature_names(names)
+    report["coefficients"] = model.coef_.tolist()
+    report["model_file"] = "model.joblib"
+    atomic_write_text(out / "fit.json", json.dumps(report, indent=2, default=_json_number))
+    atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
+    print(f"trajectory: {args.trajectory} ({traj.meta.get('source')}; {len(t)} samples, steps "
+          f"{int(steps[0])}..{int(steps[-1])}, {signals.shape[1]} frequencies)")
+    print(selection.message)
+    print("fitted:")
+    for line in report["fitted"]:
+        print("  " + line)
+    if "max_real_eigenvalue" in report:
+        verdict = "stable" if report["stable"] else "unstable"
+        print(f"largest real part of an eigenvalue: {report['max_real_eigenvalue']:.3g} ({verdict})")
+    print(f"nonzero coefficients: {report['nonzero_coefficients']} (sparsity {report['sparsity']:.3g})")
+    print("scores:")  # results: --quiet hides only progress, notes and warnings
+    for name, score in scores["scores"].items():
+        print(f"  {name}: {format_value(score['value'])}  ({score['what']})")
+    for note in scores["notes"]:
+        print(f"note: {note}")
+    print("equations:")
+    for line in report["equations"]:
+        print("  " + line)
+    print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
+          f"{out / 'coefficients.png'}")
+    return 0
+
+
+def _json_number(value):
+    """JSON for numbers json does not know (NumPy scalars)."""
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def register_fit(subparsers: argparse._SubParsersAction) -> None:
+    from .names import DERIVATIVE_METHODS, LV_FORMS, REGRESSORS
+
+    models = ("linear",) + tuple(f"lv-{form}" for form in LV_FORMS)
+
+    p = subparsers.add_parser("fit", help="fit an ODE to the Fourier signals of a trajectory",
+                              description="Fit a linear or Lotka-Volterra ODE to the Fourier signals of a "
+                                          "trajectory file (stored signals, or computed from its snapshots); "
+                                          "print scores and write fit.json and figures.")
+    p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
+    p.add_argument("--model", choices=models, default="linear",
+                   help="linear ODE, or Lotka-Volterra in its general, classic or logistic form (default linear)")
+    p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
+                   help="sparse regression on standardised terms (default stlsq)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="STLSQ threshold or Lasso penalty on the standardised scale (default: the model's: STLSQ 0.1, "
+                        "0.02 for --model linear)")
+    p.add_argument("--derivative", choices=DERIVATIVE_METHODS, default=None,
+                   help="how the data become regression rows: the weak form (default; no numerical derivatives), "
+                        "the flow map (default with --stable: forecasts best) or a pointwise derivative estimate")
+    p.add_argument("--stable", action="store_true", help="linear model: least squares over stable systems only")
+    p.add_argument("--reference", action="store_true",
+                   help="the survival paper's setting: Lasso alpha 0.01 on raw arrays, forward differences "
+                        "(overrides --regressor, --alpha, --derivative)")
+    p.add_argument("--debias", action="store_true", help="least-squares refit on the selected terms")
+    p.add_argument("--window", type=float, nargs=2, metavar=("START", "STOP"), default=None,
+                   help="fit on steps in [START, STOP); the rest is forecast from the observed state at the "
+                        "window's end and scored against persistence")
+    p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")
+    p.add_argument("--frequencies", default="auto", metavar="auto|survivors|key|all|K1,K2,...",
+                   help="which frequencies to fit: auto (default: the survivors by the survival paper's rule if "
+                        "any, else the key frequencies, else all), survivors, key, all, or a list such as 2,5,7")
+    p.add_argument("--factor", type=float, default=2.0,
+                   help="the survival rule's factor: a frequency survives above FACTOR x the mean of all bins "
+                        "(default 2, the paper's)")
+    p.add_argument("--out", default="embdyn-fit", help="output folder (default ./embdyn-fit)")
+    add_quiet(p)
+    p.set_defaults(func=_cmd_fit)
