@@ -25,7 +25,7 @@ from .basis import Basis, resolve_law
 from .data import TARGETS, ForceRun, as_force_runs, check_window
 from .intervals import bootstrap_intervals
 from .search import design, range_differences, search_ranges
-from .solve import bounded_solve, lower_bounds, nnls, normal_equations, r2, shares
+from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares
 
 __all__ = ["ForceLawFit", "NORMALIZE", "REUSE_JACOBIAN", "UNIDENTIFIED", "MAX_BOOTSTRAP", "MAX_WINDOWS"]
 
@@ -325,7 +325,7 @@ class ForceLawFit(BaseEstimator):
         up a remainder: a value like 1e+253 then stands for no measurement.
         Its RMS force (strength times unit force) is what the data fix."""
         target = float(np.sqrt(np.mean(b ** 2)))
-        unit = np.sqrt(np.mean(A ** 2, axis=0))
+        unit = column_rms(A)
         for name, c, u in zip(self.terms_, coef, unit):
             if c != 0.0 and u < UNIDENTIFIED * target:
                 warn_quality(f"the strength {name} = {c:.3g} is not measured: the term's unit force at the fitted "

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-__all__ = ["nnls", "r2", "shares", "normal_equations", "lower_bounds", "bounded_solve"]
+__all__ = ["nnls", "r2", "shares", "normal_equations", "lower_bounds", "bounded_solve", "column_rms"]
 
 
 def nnls(A: np.ndarray, b: np.ndarray, nonnegative: bool) -> np.ndarray:
@@ -63,3 +63,12 @@ def bounded_solve(M: np.ndarray, v: np.ndarray, lower: np.ndarray) -> np.ndarray
     # backtrack for minutes on an ill-conditioned replicate)
     return optimize.lsq_linear(R, q, bounds=(lower, np.full_like(lower, np.inf)), method="bvls",
                                max_iter=50 * len(lower)).x
+
+
+def column_rms(A: np.ndarray) -> np.ndarray:
+    """Root-mean-square of each column of A (rows, K), (K,), scaled by the
+    column's largest magnitude first: the squares of values near 1e-256
+    underflow to 0, which would read a tiny column as an empty one."""
+    peak = np.max(np.abs(A), axis=0)
+    safe = np.where(peak > 0, peak, 1.0)
+    return peak * np.sqrt(np.mean((A / safe) ** 2, axis=0))

@@ -215,3 +215,14 @@ def test_a_strength_on_a_vanishing_term_warns():
     with warnings.catch_warnings():
         warnings.simplefilter("error", FitQualityWarning)
         ForceLawFit(TRUE, ranges=(), n_bootstrap=0).fit(X, G, train=train)
+
+
+def test_column_rms_survives_underflow():
+    from fitting.forcefit.solve import column_rms
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(50, 3))
+    np.testing.assert_allclose(column_rms(A), np.sqrt(np.mean(A ** 2, axis=0)), rtol=1e-12)
+    tiny = A * np.array([1.0, 1e-250, 0.0])  # plain squares of the middle column underflow to 0
+    assert np.sqrt(np.mean(tiny[:, 1] ** 2)) == 0.0
+    np.testing.assert_allclose(column_rms(tiny), np.sqrt(np.mean(A ** 2, axis=0)) * [1.0, 1e-250, 0.0], rtol=1e-12)
