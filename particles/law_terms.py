@@ -60,7 +60,9 @@ def check_force_law(law: Any) -> Any:
 
 
 def _is_effective(law: Any) -> bool:
-    return isinstance(law, str) or type(law).__name__ == "EffectiveLoss"
+    from .effective import EffectiveLoss  # not at import time: particles.effective is the heavier module
+
+    return isinstance(law, (str, EffectiveLoss))
 
 
 def term_names(law: Any) -> tuple[str, ...]:

@@ -146,3 +146,123 @@ def test_library_code_prints_nothing():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
                 printing.append(f"{module_of(path)}:{node.lineno}")
     assert not printing, "print() outside the command modules: " + ", ".join(printing)
+
+
+#: the subpackages of ``fitting`` and the others each may import (docs/architecture.md); ``signals`` is the
+#: shared base, nothing imports a module at ``fitting``'s top level (those are old names that warn)
+FITTING_LAYERS = {
+    "signals": set(),
+    "ode": {"signals"},
+    "survival": {"signals", "ode"},
+    "training": {"signals"},
+    "forcefit": {"ode", "training"},
+    "demo": {"signals", "ode", "survival"},
+    "explore": {"signals", "ode"},
+}
+#: the old names kept at fitting's top level and in fitting.backend: each only warns and answers with a new module
+FITTING_OLD_NAMES = {"backend", "derivatives", "frequencies", "force_law", "plot", "report", "analysis", "examples",
+                     "cli"}
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module name) of every import in ``path``, at module
+    level or inside functions (relative imports resolved; ``from X import
+    name`` gives X.name as well, as it may be a submodule)."""
+    package = module_of(path).rsplit(".", 1)[0] if path.name != "__init__.py" else module_of(path)[:-9]
+    tree = ast.parse(path.read_text())
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module
+            out.append((node.lineno, name))
+            out += [(node.lineno, f"{name}.{a.name}") for a in node.names]
+    return out
+
+
+def test_fitting_subpackages_import_only_the_layers_below_them():
+    wrong = []
+    for path in sources("fitting"):
+        parts = path.relative_to(ROOT).parts
+        if len(parts) < 3 or parts[1] not in FITTING_LAYERS:
+            continue
+        own = parts[1]
+        for line, name in imported_modules(path):
+            bits = name.split(".")
+            if bits[0] != "fitting" or len(bits) < 2 or bits[1] == own:
+                continue
+            if (ROOT / "fitting" / bits[1]).is_dir() and bits[1] in FITTING_LAYERS:
+                if bits[1] not in FITTING_LAYERS[own]:
+                    wrong.append(f"{module_of(path)}:{line} imports {name} (fitting.{own} may import "
+                                 f"{sorted(FITTING_LAYERS[own]) or 'no other subpackage'})")
+            elif (ROOT / "fitting" / f"{bits[1]}.py").exists() or bits[1] in FITTING_OLD_NAMES:
+                wrong.append(f"{module_of(path)}:{line} imports {name}, a module at fitting's top level")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_fitting_top_level_holds_only_the_package_and_old_names():
+    modules = {p.stem for p in (ROOT / "fitting").glob("*.py")} - {"__init__"}
+    folders = {p.name for p in (ROOT / "fitting").iterdir() if (p / "__init__.py").exists()}
+    assert modules <= FITTING_OLD_NAMES, f"new modules at fitting's top level: {sorted(modules - FITTING_OLD_NAMES)}"
+    assert folders - {"backend"} == set(FITTING_LAYERS), sorted(folders)
+
+
+def test_no_import_circle():
+    """No circle among the modules of the packages, counting imports inside
+    functions too (they only defer the circle)."""
+    graph: dict[str, set[str]] = {}
+    names = {module_of(p)[:-9] if p.name == "__init__.py" else module_of(p): p for p in sources(*PACKAGES)}
+    for name, path in names.items():
+        graph[name] = set()
+        for _, target in imported_modules(path):
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target and target != name and not name.startswith(target + "."):
+                graph[name].add(target)  # a package's own __init__ running first is not a circle
+    # Tarjan's strongly connected components
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            part = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                part.append(w)
+                if w == v:
+                    break
+            if len(part) > 1:
+                circles.append(sorted(part))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_no_dispatch_on_a_type_name():
+    """Kinds of objects are told apart by isinstance or by what they declare,
+    never by a class name in a string (``type(x).__name__ == "..."``)."""
+    found = []
+    for path in sources(*PACKAGES):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare):
+                for side in [node.left, *node.comparators]:
+                    if (isinstance(side, ast.Attribute) and side.attr == "__name__" and isinstance(side.value, ast.Call)
+                            and isinstance(side.value.func, ast.Name) and side.value.func.id == "type"):
+                        found.append(f"{module_of(path)}:{node.lineno}")
+    assert not found, "type-name dispatch: " + ", ".join(found)

@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_choice, check_int, describe
 from particles.datasets import PairDataset
+from particles.effective import EffectiveLoss
 from particles.law_terms import (check_term_names, range_fields, range_names, range_values, term_names,
                                  unit_term_forces, with_ranges, with_strengths)
 from particles.pair_energy import PairEnergy
@@ -223,7 +224,7 @@ class ForceLawFit(BaseEstimator):
         """
         law, terms, ranges, low, high = self.check_params()
         runs = check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
-        if law != "effective" and not isinstance(law, str) and type(law).__name__ == "EffectiveLoss":
+        if isinstance(law, EffectiveLoss):
             if any(r.train.p != law.p for r in runs):
                 raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
         scales = []
