@@ -33,7 +33,7 @@ from .forecast import Forecast, pooled_error
 from .integrate import SIMULATION_METHODS, BlowUpError, augmented, integrate
 from .library import Library, PolynomialLibrary, as_library
 from .names import DERIVATIVE_METHODS, LV_FORMS
-from .regression import OLS, STLSQ, Regressor, as_regressor, standardised_scale
+from .regression import OLS, Regressor, as_regressor
 from .quality import warn_at_caller, warn_quality
 from .relations import LinearRelationWarning, degenerates, linear_relation, warning_text
 from .stable import stable_least_squares
@@ -286,7 +286,7 @@ class ODEModel(BaseEstimator):
         # (window averages with unit-integral test functions)
         intercept = library.bias_column(K)
         coef, alphas = regressor.fit(Theta, Y, mask, intercept)
-        if self.debias and not isinstance(regressor, OLS):
+        if self.debias and not regressor.plain_least_squares:
             refit = OLS()
             coef, _ = refit.fit(Theta, Y, mask & (coef != 0), None)
         return coef, alphas, {}
@@ -295,7 +295,7 @@ class ODEModel(BaseEstimator):
         """Whether the covariance-weighted refit applies: weak rows with
         ``weighting="covariance"`` and an unpenalised regressor."""
         return (isinstance(formulation, WeakForm) and formulation.weighting == "covariance"
-                and type(regressor) in (STLSQ, OLS))
+                and regressor.unpenalised)
 
     # -------------------------------------------------------------- fit
     def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None,
@@ -389,11 +389,7 @@ class ODEModel(BaseEstimator):
             warn_at_caller(warning_text(relation, variables), LinearRelationWarning)
         self.coef_, self.alphas_, info = self.solve_rows(Theta, Y, library, regressor, formulation)
         if self._weighted(regressor, formulation):
-            # after a misfit, terms STLSQ pruned may return if they clear READMIT_SHARE of its bar on the refitted scale
-            readmit = {}
-            if isinstance(regressor, STLSQ):
-                readmit = {"mask": mask, "threshold": regressor.threshold, "eliminate": True,
-                           "term_scale": standardised_scale(Theta, Y) if regressor.standardize else None}
+            readmit = regressor.readmission(Theta, Y, mask)  # terms it pruned that the refit may bring back
             self.coef_, weighting = covariance_refit(self.coef_, [s[0] for s in samples], [s[1] for s in samples],
                                                      library, formulation, sigma=sigma, **readmit)
             info = {**info, "weighting": weighting}

@@ -58,6 +58,20 @@ class Regressor:
 
     standardize = True
     fits_intercept = False  # uses the library's constant column as an unpenalised intercept
+    #: what a regressor supports, declared here instead of being checked by type:
+    #: ``unpenalised``: its coefficients are least squares on the terms it kept, so the
+    #: covariance-weighted refit of the weak form may replace them (OLS, STLSQ)
+    unpenalised = False
+    #: ``plain_least_squares``: it is least squares on every allowed term, so ``debias=True``
+    #: (a least-squares refit on the selected terms) has nothing to do (OLS)
+    plain_least_squares = False
+
+    def readmission(self, Theta: np.ndarray, Y: np.ndarray, mask: np.ndarray) -> dict:
+        """Options of the covariance-weighted refit for terms this regressor
+        pruned (``mask``, ``threshold``, ``eliminate``, ``term_scale``: see
+        :func:`fitting.ode.weighted.covariance_refit`); ``{}`` when it prunes
+        nothing the refit could readmit."""
+        return {}
 
     def check(self) -> None:
         """Validate the parameters (called by the estimator's ``fit``)."""
@@ -130,6 +144,9 @@ def _lstsq(X: np.ndarray, y: np.ndarray, ridge: float = 0.0) -> np.ndarray:
 class OLS(Regressor):
     """Least squares on the allowed terms (standardised for conditioning only)."""
 
+    unpenalised = True
+    plain_least_squares = True
+
     def __init__(self, standardize: bool = True):
         self.standardize = standardize
 
@@ -162,11 +179,18 @@ class STLSQ(Regressor):
         False thresholds raw coefficients (PySINDy's default behaviour).
     """
 
+    unpenalised = True
+
     def __init__(self, threshold: float = 0.1, ridge: float = 0.0, max_iter: int = 20, standardize: bool = True):
         self.threshold = threshold
         self.ridge = ridge
         self.max_iter = max_iter
         self.standardize = standardize
+
+    def readmission(self, Theta, Y, mask):
+        # after a misfit, terms it pruned may return if they clear READMIT_SHARE of its bar on the refitted scale
+        return {"mask": mask, "threshold": self.threshold, "eliminate": True,
+                "term_scale": standardised_scale(Theta, Y) if self.standardize else None}
 
     def check(self) -> None:
         check_float(self.threshold, "STLSQ threshold", 0.0)

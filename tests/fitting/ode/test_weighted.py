@@ -317,3 +317,28 @@ def test_scaled_inverse_matches_the_pseudo_inverse(n, rank, seed, spread):
         y = rng.normal(size=n)
         v = M @ y
         np.testing.assert_allclose(M @ (out @ v), v, rtol=1e-5, atol=1e-6 * max(np.abs(v).max(), 1e-300))
+
+
+def test_a_new_regressor_gets_the_weighted_refit_by_declaring_it():
+    """What a regressor supports is declared (``unpenalised``), not checked by
+    type: a user's least-squares regressor, not a subclass of OLS or STLSQ,
+    gets the covariance-weighted refit when it says it is unpenalised, and the
+    same numbers as OLS."""
+    from fitting.ode.regression import Regressor
+
+    class PlainLS(Regressor):
+        def solve_one(self, X, y, intercept):
+            return np.linalg.lstsq(X, y, rcond=None)[0], 0.0
+
+    class DeclaredLS(PlainLS):
+        unpenalised = True
+
+    t = np.arange(0, 30, 0.01)
+    rng = np.random.default_rng(32)
+    runs = [integrate(predator_prey, x0, t) for x0 in ([2.0, 1.0], [3.0, 2.0])]
+    noisy = [r * (1 + 0.01 * rng.normal(size=r.shape)) for r in runs]
+    assert "weighting" not in getattr(LotkaVolterra(regressor=PlainLS()).fit(noisy, 0.01), "fit_info_", {})
+    declared = LotkaVolterra(regressor=DeclaredLS()).fit(noisy, 0.01)
+    ols = LotkaVolterra(regressor="ols").fit(noisy, 0.01)
+    assert declared.fit_info_["weighting"]["status"] == ols.fit_info_["weighting"]["status"]
+    np.testing.assert_allclose(declared.coef_, ols.coef_, rtol=1e-6, atol=1e-9)
