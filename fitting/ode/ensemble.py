@@ -21,7 +21,8 @@ from particles.core.validation import check_array, check_float
 
 from particles.core.validation import check_int
 from .integrate import BlowUpError
-from .models import LinearODE, ODEModel
+from .base import ODEModel
+from .linear import LinearODE
 
 __all__ = ["BootstrapEnsemble", "EnsembleSimulation"]
 

@@ -16,7 +16,7 @@ from .derivatives import is_uniform
 from .differentiation import FiniteDifference, SavitzkyGolay
 from .flowmap import FlowMap
 from .integrate import BlowUpError
-from .models import ODEModel
+from .base import ODEModel
 
 __all__ = ["plot_fit", "plot_coefficients"]
 

@@ -20,7 +20,8 @@ import numpy as np
 from .data import as_runs, run_times
 from .flowmap import FlowMap
 from .integrate import BlowUpError
-from .models import ODEModel, from_trajectory
+from .base import ODEModel
+from .inputs import from_trajectory
 from .weak import WeakForm
 
 __all__ = ["fit_report", "ROW_MEANING"]

@@ -1,4 +1,4 @@
-"""ODEModel, LinearODE and LotkaVolterra (fitting.ode.models): recovery of
+"""ODEModel, LinearODE and LotkaVolterra (fitting.ode.base, linear, lotka_volterra): recovery of
 known systems, the defaults at any amplitude, scores and windows, readable
 equations, fits of Trajectory files, input validation (SPEC section 4)."""
 

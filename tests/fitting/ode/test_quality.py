@@ -38,9 +38,9 @@ def test_an_unstable_linear_fit_warns_and_a_stable_one_does_not():
 def test_an_optimiser_at_its_iteration_limit_warns(monkeypatch):
     from functools import partial
 
-    from fitting.ode import models, stable
+    from fitting.ode import linear, stable
 
-    monkeypatch.setattr(models, "stable_least_squares", partial(stable.stable_least_squares, max_iter=2))
+    monkeypatch.setattr(linear, "stable_least_squares", partial(stable.stable_least_squares, max_iter=2))
     t = np.arange(0, 20, 0.02)
     runs = data(terms(2, 1, [{"x1": 0.05, "x2": 1.0}, {"x1": -1.0, "x2": 0.02}]), 1, [[1, 0], [0, 1]], t, 0.01, 3)
     with pytest.warns(FitQualityWarning, match="stable fit's optimiser stopped after 2 iterations"):

@@ -35,8 +35,8 @@ WRITERS = [
     (["theory", "grokking-rate", "--samples", "2"], ["effective_theory.montecarlo.grokking_rate_curve"]),
     (["theory", "steps", "--sets", "1"], ["effective_theory.experiments.compare_steps"]),
     (["theory", "digits", "--steps", "5"], ["effective_theory.experiments.digits_collapse"]),
-    (["fit", str(DATA)], ["fitting.ode.models.ODEModel.fit"]),
-    (["demo", "--quick"], ["fitting.demo.run_demo", "fitting.demo.compile_kernels"]),
+    (["fit", str(DATA)], ["fitting.ode.base.ODEModel.fit"]),
+    (["demo", "--quick"], ["fitting.demo.run.run_demo", "fitting.demo.run.compile_kernels"]),
 ]
 
 
