@@ -7,7 +7,7 @@
 ``differentiation``     pointwise rows: FiniteDifference, SavitzkyGolay
 ``weak``                the weak (integral) formulation: WeakForm
 ``noise``               noise level and time scale of the samples
-``weighted``            the covariance-weighted refit of weak-form rows
+``weighted``, ``gls``   the covariance-weighted refit of weak-form rows
 ``flowmap``             linear systems from their H-step map: FlowMap
 ``regression``          STLSQ, OLS, Lasso, LassoCV (standardised)
 ``stable``              least squares over stable linear systems

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import special
-from scipy.linalg import LinAlgError, cho_factor, cho_solve
-from scipy.linalg.lapack import dpbtrf, dtbtrs
+from scipy.linalg import LinAlgError
 
 from particles.core.validation import check_array
 
 from particles.core.validation import check_float
 from .library import Library
+from .gls import normal_equations, scaled_inverse, solve_scaled, standard_errors, whiten, whitened_rss
 from .noise import noise_level
 from .weak import windowed
 
@@ -90,11 +90,6 @@ ELIMINATE_ROUNDS = 5
 #: 870 terms, which would take minutes; those fits are left as the regressor
 #: selected them, as before)
 ELIMINATE_MAX_TERMS = 400
-#: smallest squared Cholesky pivot of a unit-diagonal normal matrix that
-#: :func:`scaled_inverse` inverts by Cholesky; below it the columns are nearly
-#: collinear and the pseudo-inverse is used (which inverts the matrices above it
-#: the same way, to rounding)
-PIVOT_FLOOR = 1e-10
 #: most state columns for which the rows' covariance is built by the
 #: all-offsets product of evenly spaced windows; it copies (windows, K^2,
 #: window) arrays, which for K = 29 was 3x the memory and 2.4x the time of
@@ -208,23 +203,6 @@ class _Run:
             col += len(cols)
         D, b = D.reshape(nw * K, -1), self.b.reshape(-1)
         return whiten(self.covariance_band(coef, sigma), np.column_stack([D, b]))
-
-
-def whiten(band: np.ndarray, rhs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(W rhs[:, :-1], W rhs[:, -1]) with W = U'^-1 for the symmetric positive
-    definite band matrix C = U' U in the upper storage of
-    ``scipy.linalg.solveh_banded`` (one triangular solve where
-    ``solveh_banded`` makes two); LinAlgError when C is not positive
-    definite, ValueError when either is not finite (LAPACK would carry NaN on)."""
-    if not (np.all(np.isfinite(band)) and np.all(np.isfinite(rhs))):
-        raise ValueError("the rows or their covariance are not finite (a coefficient or state too large)")
-    U, info = dpbtrf(band)
-    if info != 0:
-        raise LinAlgError(f"the rows' covariance is not positive definite (LAPACK dpbtrf info {info})")
-    out, info = dtbtrs(U, rhs, uplo="U", trans="T")
-    if info != 0:
-        raise LinAlgError(f"the rows' covariance factor is singular (LAPACK dtbtrs info {info})")
-    return out[:, :-1], out[:, -1]
 
 
 def covariance_refit(coef: np.ndarray, runs: list[np.ndarray], times: list[np.ndarray], library: Library,
@@ -364,8 +342,8 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
         except (LinAlgError, ValueError):
             return coef, {**info, "iterations": it, "status": "covariance not positive definite"}
         # generalised least squares: (D' C^-1 D) xi = D' C^-1 b, columns scaled for conditioning
-        M, v, rows = _normal_equations(parts)
-        xi = _solve_scaled(M, v)
+        M, v, rows = normal_equations(parts)
+        xi = solve_scaled(M, v)
         new = np.zeros_like(coef)
         new[support] = xi  # row-major order of the support = the column order of D
         if not np.all(np.isfinite(new)):
@@ -373,11 +351,11 @@ def _iterate(pieces: list[_Run], coef: np.ndarray, support: np.ndarray, sigma: n
         change = np.linalg.norm(new - current) / max(np.linalg.norm(current), 1e-300)
         step = np.abs(new[support] - current[support])
         current = new
-        chi2 = _whitened_rss(parts, xi) / max(rows - len(xi), 1)
+        chi2 = whitened_rss(parts, xi) / max(rows - len(xi), 1)
         info = {**info, "iterations": it, "chi2_per_dof": chi2}
         if chi2 > MISFIT:  # the whitened residual is not noise: wrong terms or not white noise
             return coef, {**info, "status": "misfit"}
-        allowed = _allowed_step(change, previous) * _standard_errors(M, max(chi2, 1.0))
+        allowed = _allowed_step(change, previous) * standard_errors(M, max(chi2, 1.0))
         if change < TOLERANCE or np.all(step <= allowed):
             return current, {**info, "status": "converged"}
         if change >= previous:  # not contracting: the coefficients are not determined well enough to weight by
@@ -418,7 +396,7 @@ def _eliminate(pieces: list[_Run], coef: np.ndarray, sigma: np.ndarray) -> tuple
         parts = [p.solve_parts(coef, support, sigma) for p in pieces]
     except (LinAlgError, ValueError):
         return coef, [], None
-    M, v, rows = _normal_equations(parts)
+    M, v, rows = normal_equations(parts)
     order = np.flatnonzero(support.ravel())
     cols = np.arange(len(order))
     dropped: list[int] = []
@@ -427,7 +405,7 @@ def _eliminate(pieces: list[_Run], coef: np.ndarray, sigma: np.ndarray) -> tuple
         inv = scaled_inverse(sub)
         xi = inv @ v[cols]
         dof = max(rows - cols.size, 1)
-        s2 = max(_whitened_rss(parts, xi, cols) / dof, 1.0)
+        s2 = max(whitened_rss(parts, xi, cols) / dof, 1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             t = np.abs(xi) / np.sqrt(np.maximum(np.diag(inv), 0.0) * s2)
         t = np.where(np.isfinite(t), t, 0.0)
@@ -442,53 +420,6 @@ def _eliminate(pieces: list[_Run], coef: np.ndarray, sigma: np.ndarray) -> tuple
     if cols.size:
         out.ravel()[order[cols]] = xi
     return out, [tuple(int(i) for i in np.unravel_index(f, coef.shape)) for f in dropped], parts
-
-
-def _normal_equations(parts) -> tuple[np.ndarray, np.ndarray, int]:
-    """D' C^-1 D, D' C^-1 b and the number of rows, summed over runs (parts: whitened (W D, W b))."""
-    M = sum(WD.T @ WD for WD, _ in parts)
-    v = sum(WD.T @ Wb for WD, Wb in parts)
-    return M, v, sum(len(Wb) for _, Wb in parts)
-
-
-def _whitened_rss(parts, xi: np.ndarray, cols: np.ndarray | None = None) -> float:
-    """r' C^-1 r = |W D xi - W b|^2 of the residual r = D xi - b (D's columns
-    ``cols``, all by default), run by run."""
-    if cols is None:
-        return sum(float(np.sum((WD @ xi - Wb) ** 2)) for WD, Wb in parts)
-    return sum(float(np.sum((WD[:, cols] @ xi - Wb) ** 2)) for WD, Wb in parts)
-
-
-def _standard_errors(M: np.ndarray, s2: float) -> np.ndarray:
-    """sqrt(diag(M^-1) s2): the GLS standard errors from the normal matrix M."""
-    return np.sqrt(np.maximum(np.diag(scaled_inverse(M)), 0.0) * s2)
-
-
-def scaled_inverse(M: np.ndarray) -> np.ndarray:
-    """M^-1 of a symmetric positive semi-definite normal matrix, its columns
-    scaled to unit diagonal for conditioning: by Cholesky, or by the
-    pseudo-inverse when the scaled matrix is not numerically positive
-    definite (collinear terms)."""
-    scale = np.sqrt(np.abs(np.diag(M)))
-    scale[scale == 0] = 1.0
-    outer = np.outer(scale, scale)
-    A = M / outer
-    try:
-        factor = cho_factor(A, check_finite=False)
-    except LinAlgError:
-        factor = None
-    # a pivot below PIVOT_FLOOR (of a unit diagonal) means nearly collinear columns, whose Cholesky
-    # inverse is rounding noise: the pseudo-inverse then drops the directions the data do not fix
-    if factor is None or not np.min(np.abs(np.diag(factor[0]))) ** 2 >= PIVOT_FLOOR:
-        return np.linalg.pinv(A) / outer
-    return cho_solve(factor, np.eye(len(A)), check_finite=False) / outer
-
-
-def _solve_scaled(M: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """M xi = v with the columns scaled to unit diagonal (conditioning)."""
-    scale = np.sqrt(np.abs(np.diag(M)))
-    scale[scale == 0] = 1.0
-    return np.linalg.lstsq(M / np.outer(scale, scale), v / scale, rcond=None)[0] / scale
 
 
 def _prune_readmitted(pieces: list[_Run], refit: np.ndarray, out: dict, support: np.ndarray, added: list[int],
@@ -563,12 +494,12 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
             parts = [p.solve_parts(current, mask, sigma) for p in pieces]
         except (LinAlgError, ValueError):
             return None, {"readmission": "covariance not positive definite"}
-        M, v, rows = _normal_equations(parts)
+        M, v, rows = normal_equations(parts)
         inside = support.ravel()[order]
         base, cand = np.flatnonzero(inside), np.flatnonzero(~inside)
         if cand.size == 0:
             return None, {"readmission": f"no pruned term left (added {len(added)})"}
-        xi_b = _solve_scaled(M[np.ix_(base, base)], v[base])
+        xi_b = solve_scaled(M[np.ix_(base, base)], v[base])
         resid = [WD[:, base] @ xi_b - Wb for WD, Wb in parts]  # W r, r = D_S xi_S - b, run by run
         chi2_base = sum(float(np.sum(r**2)) for r in resid)
         g = sum(WD[:, cand].T @ r for r, (WD, _) in zip(resid, parts))  # d_j' C^-1 r
@@ -592,7 +523,7 @@ def _readmit_terms(pieces: list[_Run], coef: np.ndarray, mask: np.ndarray, sigma
         added.append(flat)
         sel = np.append(base, j)
         start = np.zeros_like(coef)
-        start[np.unravel_index(order[sel], start.shape)] = _solve_scaled(M[np.ix_(sel, sel)], v[sel])
+        start[np.unravel_index(order[sel], start.shape)] = solve_scaled(M[np.ix_(sel, sel)], v[sel])
         refit, out = _iterate(pieces, start, support, sigma, info)
         if out["status"] == "converged":
             return _prune_readmitted(pieces, refit, out, support, added, sigma, info,

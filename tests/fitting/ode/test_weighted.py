@@ -261,7 +261,7 @@ def test_the_two_ways_of_building_the_rows_covariance_agree(monkeypatch):
 from hypothesis import given, settings, strategies as st  # noqa: E402
 from scipy.linalg import solveh_banded  # noqa: E402
 
-from fitting.ode.weighted import scaled_inverse, whiten  # noqa: E402
+from fitting.ode.gls import scaled_inverse, whiten  # noqa: E402
 
 
 @settings(deadline=None, max_examples=40)
