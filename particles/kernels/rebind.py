@@ -18,6 +18,8 @@ from typing import Any
 import numba
 from numba.core.registry import CPUDispatcher
 
+from .slots import check_slots
+
 __all__ = ["rebind"]
 
 #: numbers the copies' names
@@ -46,7 +48,16 @@ def rebind(kernel: CPUDispatcher, slots: dict[str, Any], memo: dict | None = Non
         ``kernel`` itself when nothing it reaches uses a slot, else a new
         dispatcher with the same compile options except ``cache`` (copies
         are compiled once per process).
+
+    Raises
+    ------
+    ValueError
+        When ``slots`` names a global that is not a slot of the kernels
+        (:data:`.slots.SLOTS`): such a name would bind nothing and leave
+        the built-in law running.
     """
+    if memo is None or not memo:  # a first call: the names are checked against the contract once
+        check_slots(slots)
     memo = {} if memo is None else memo
     key = id(kernel)
     if key in memo:

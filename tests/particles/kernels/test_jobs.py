@@ -212,3 +212,26 @@ def test_minimize_as_python_matches_compiled_and_names_its_status():
 def test_kernel_params_is_a_typed_record():
     prm = ForceParams(lam=2.0, alignment="polar", alignment_form="axial").kernel_params()
     assert isinstance(prm, KernelParams) and prm.lam == 2.0 and prm.polar and prm.axial
+
+
+def test_the_slot_contract_is_explicit_and_a_wrong_name_is_an_error():
+    """Every slot names a global its kernel module defines and a kernel of the
+    package calls or reads; binding a name that is not a slot (a typo) is a
+    ValueError, not the built-in law running silently."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    import pytest
+
+    from particles.kernels import forces
+    from particles.kernels.rebind import rebind
+    from particles.kernels.slots import SLOTS
+
+    folder = Path(forces.__file__).parent
+    source = "\n".join(p.read_text() for p in folder.glob("*.py") if p.name not in ("slots.py", "rebind.py"))
+    for name, (module, _) in SLOTS.items():
+        assert hasattr(importlib.import_module(f"particles.kernels.{module}"), name), name
+        assert len(re.findall(rf"\b{name}\b", source)) >= 2, name  # defined and used
+    with pytest.raises(ValueError, match="distance_sme"):
+        rebind(forces.forces_serial, {"distance_sme": lambda r2, prm: (0.0, 0.0)})
