@@ -106,8 +106,8 @@ def _unit_record(law: ForceParams | PairEnergy):
     and lam; a custom law's terms are as written)."""
     prm = law.kernel_params()
     if isinstance(law, ForceParams):
-        return prm._replace(k_a=1.0, k_r=1.0, lam=1.0, wd=0.0)
-    return prm._replace(wd=0.0)
+        return prm._replace(k_a=1.0, k_r=1.0, lam=1.0, decay=0.0)
+    return prm._replace(decay=0.0)
 
 
 #: pair interactions x snapshots of one call above which it spreads the snapshots over threads (about

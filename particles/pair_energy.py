@@ -424,7 +424,7 @@ class PairEnergy(_Immutable):
         return f"PairEnergy(name={self.name!r}, terms={terms}, eps={self.eps}, wd={self.wd})"
 
     def kernel_params(self):
-        """The record the kernels take: switches for the terms, eps, wd and
+        """The record the kernels take: switches for the terms, eps, the decay and
         the terms' parameters in ``user``."""
         cached = self.__dict__.get("_kernel_params")
         if cached is not None:  # a law is immutable: built once
