@@ -25,10 +25,22 @@ from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import kernel_choice, usable_threads
 from .trajectory import Trajectory
-from .core.version import package_version  # noqa: F401 (part of this module's API since 0.1)
+from .core import version as _core_version
 from .core.validation import check_int, check_nonnegative
 
 __all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "chunk_bounds"]
+
+
+
+def __getattr__(name: str) -> Any:
+    if name == "package_version":  # part of this module's API since 0.1; now only in particles.core.version
+        import warnings
+
+        warnings.warn("particles.simulate.package_version is particles.core.version.package_version; import it "
+                      "from there (the old name will be removed)", DeprecationWarning, stacklevel=2)
+        return _core_version.package_version
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: default growth bound of every integrator: a run stops once max |x| exceeds
 #: MAX_GROWTH * max(1, max |x0|)
@@ -293,7 +305,7 @@ def simulate(
             "steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
             "final_temperature": final_temperature, "repulsion_tol": tol,
             "seed": seed if isinstance(seed, (int, np.integer)) else None, "dataset": train.name,
-            "train_indices": train.indices.tolist(), "version": package_version(), **(meta or {})}
+            "train_indices": train.indices.tolist(), "version": _core_version.package_version(), **(meta or {})}
     return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies}, meta=info)
 
 

@@ -41,13 +41,26 @@ from typing import Any
 
 import numpy as np
 
-from .core.io import atomic_write, atomic_write_text, remove_stale_temporaries  # the last two re-exported
+from .core import io as _core_io
+from .core.io import atomic_write
 from .core.io import json_loads_bounded
 from .core.validation import check_bool, check_int, check_magnitude, check_path
 from .datasets import PairDataset, as_training_set
 
-# atomic_write_text and remove_stale_temporaries live in particles.core.io; importing them from here still works
-__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION", "atomic_write_text", "remove_stale_temporaries"]
+__all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION"]
+
+#: names this module used to re-export, now only in particles.core.io
+MOVED_TO_IO = ("atomic_write_text", "remove_stale_temporaries")
+
+
+def __getattr__(name: str) -> Any:
+    if name in MOVED_TO_IO:
+        import warnings
+
+        warnings.warn(f"particles.trajectory.{name} is particles.core.io.{name}; import it from there (the old "
+                      "name will be removed)", DeprecationWarning, stacklevel=2)
+        return getattr(_core_io, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 SCHEMA_VERSION = 1
 

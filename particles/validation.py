@@ -1,5 +1,12 @@
-"""Moved to :mod:`particles.core.validation` (the checks of the whole
-distribution); this name still imports it."""
+"""Old location of :mod:`particles.core.validation` (the checks of the
+whole distribution); importing it warns with a ``DeprecationWarning`` and
+answers with that very module. It will be removed."""
 
-from .core.validation import *  # noqa: F401,F403
-from .core.validation import __all__  # noqa: F401
+import sys
+import warnings
+
+from .core import validation
+
+warnings.warn("particles.validation is now particles.core.validation; import from there (the old name will be "
+              "removed)", DeprecationWarning, stacklevel=2)
+sys.modules[__name__] = validation

@@ -305,7 +305,7 @@ def run_demo(out: str | Path = "embdyn-demo", quick: bool = False, progress: Pro
         if ``out`` is not writable or a stage fails (finished stages and a
         summary naming the failure are kept).
     """
-    from particles.simulate import package_version
+    from particles.core.version import package_version
 
     out = Path(out)
     check_out(out)
