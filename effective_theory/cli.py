@@ -7,12 +7,11 @@ figure and a JSON file with the numbers behind it.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from particles.core.cli import add_quiet
 from particles.core.figures import save_figure
-from particles.core.io import atomic_write_text
+from particles.core.io import write_json
 from particles.core.validation import check_output_folder
 
 __all__ = ["register_theory"]
@@ -39,10 +38,6 @@ def _bar(args: argparse.Namespace, what: str):
     return ProgressBar(f"theory {args.theory_command}: {what}")
 
 
-def _write_json(path: Path, data: dict) -> None:
-    atomic_write_text(path, json.dumps(data, indent=1))
-
-
 def _critical_fraction(args: argparse.Namespace) -> int:
     from .montecarlo import unique_structure_probability
     from .plot import plot_structure_probability
@@ -58,11 +53,11 @@ def _critical_fraction(args: argparse.Namespace) -> int:
     print(f"critical fraction {result.critical_fraction:.4f} (bootstrap 95% [{lo:.4f}, {hi:.4f}], "
           f"std {result.critical_fraction_std:.4f})")
     save_figure(plot_structure_probability(result), out / "critical_fraction.png", dpi=120)
-    _write_json(out / "critical_fraction.json", {
+    write_json(out / "critical_fraction.json", {
         "p": args.p, "samples": args.samples, "seed": args.seed, "sizes": result.sizes.tolist(),
         "fractions": result.fractions.tolist(),
         "probability": result.probability.tolist(), "low": result.low.tolist(), "high": result.high.tolist(),
-        "critical_fraction": result.critical_fraction, "interval": [lo, hi]})
+        "critical_fraction": result.critical_fraction, "interval": [lo, hi]}, indent=1)
     print(f"wrote {out / 'critical_fraction.png'} and {out / 'critical_fraction.json'}")
     return 0
 
@@ -84,10 +79,10 @@ def _grokking_rate(args: argparse.Namespace) -> int:
     for f, m, a, b, u in zip(fractions, curve.mean, q10, q90, curve.unique_share):
         print(f"{f:8.3f}  {m:7.4f}  {a:7.4f}  {b:7.4f}  {u:6.2f}")
     save_figure(plot_grokking_rate_curve(curve), out / "grokking_rate.png", dpi=120)
-    _write_json(out / "grokking_rate.json", {
+    write_json(out / "grokking_rate.json", {
         "p": args.p, "samples": args.samples, "seed": args.seed, "fractions": fractions.tolist(),
         "mean_l3": curve.mean.tolist(), "q10_l3": q10.tolist(), "q90_l3": q90.tolist(),
-        "share_n0_2": curve.unique_share.tolist()})
+        "share_n0_2": curve.unique_share.tolist()}, indent=1)
     print(f"wrote {out / 'grokking_rate.png'} and {out / 'grokking_rate.json'}")
     return 0
 
@@ -105,10 +100,10 @@ def _steps(args: argparse.Namespace) -> int:
           f"10-90 % [{np.quantile(r, 0.1):.2f}, {np.quantile(r, 0.9):.2f}], range [{r.min():.2f}, {r.max():.2f}]")
     save_figure(plot_steps_comparison(result.predicted, result.measured), out / "steps_predicted_vs_measured.png",
                 dpi=120)
-    _write_json(out / "steps_predicted_vs_measured.json", {
+    write_json(out / "steps_predicted_vs_measured.json", {
         "p": args.p, "sets": args.sets, "eta": args.eta, "seed": args.seed,
         "fractions": result.fractions.tolist(), "predicted_steps": result.predicted.tolist(),
-        "measured_steps": result.measured.tolist(), "median_ratio": float(np.median(r))})
+        "measured_steps": result.measured.tolist(), "median_ratio": float(np.median(r))}, indent=1)
     print(f"wrote {out / 'steps_predicted_vs_measured.png'} and {out / 'steps_predicted_vs_measured.json'}")
     return 0
 
@@ -123,9 +118,9 @@ def _digits(args: argparse.Namespace) -> int:
     print(f"digits (1797 samples) classification flow: within-class share {result.within_share[0]:.3f} -> "
           f"{result.within_share[-1]:.2e}; Z relative change {abs(z[-1] / z[0] - 1):.1e}")
     save_figure(plot_digits_collapse(result), out / "digits_collapse.png", dpi=120)
-    _write_json(out / "digits_collapse.json", {
+    write_json(out / "digits_collapse.json", {
         "steps": args.steps, "seed": args.seed, "snapshot_steps": result.trajectory.snapshot_steps.tolist(),
-        "within_class_share": result.within_share.tolist(), "Z": z.tolist()})
+        "within_class_share": result.within_share.tolist(), "Z": z.tolist()}, indent=1)
     print(f"wrote {out / 'digits_collapse.png'} and {out / 'digits_collapse.json'}")
     return 0
 

@@ -6,13 +6,13 @@ through the ``embdyn.commands`` entry points). The root of ``embdyn`` is
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from .core.cli import key_lists, key_values, main, parse_value
 from .core.cli import QUIET_HELP, CompileNote, ProgressBar, add_quiet
 from .core.figures import save_figure
+from .core.io import write_json
 from .core.validation import check_output_folder, check_seeds
 
 __all__ = ["register_simulate", "register_sweep", "main", "parse_value", "QUIET_HELP"]
@@ -49,7 +49,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
     summary = {"preset": config.name, "seed": args.seed, "steps": config.steps, **metrics,
                "final_energy": float(traj.energy[-1]), "trajectory": str(traj_path),
                "figure": str(out / f"{stem}.png")}
-    (out / f"{stem}.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / f"{stem}.json", summary, indent=2)
     print(f"preset {config.name}, seed {args.seed}: {metrics['structure']} "
           f"(circularity {metrics['circularity']:.3f} at k={metrics['frequency']}, "
           f"pair-sum accuracy on {metrics['accuracy_pairs']}: euclidean {metrics['accuracy_euclidean']:.3f}, "
@@ -85,8 +85,8 @@ def _write_sweep(table, out: Path, grid_axes: list | None, title: str) -> None:
 
     table.to_csv(out / "sweep.csv")
     rates = table.rates()
-    (out / "rates.json").write_text(json.dumps(
-        [{**dict(zip(table.parameters, key)), **value} for key, value in rates.items()], indent=2))
+    write_json(out / "rates.json", [{**dict(zip(table.parameters, key)), **value} for key, value in rates.items()],
+               indent=2)
     for key, value in rates.items():
         setting = ", ".join(f"{n}={v}" for n, v in zip(table.parameters, key))
         shares = ", ".join(f"{k} {v:.2f}" for k, v in value.items() if v > 0)

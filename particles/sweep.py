@@ -25,7 +25,7 @@ from joblib import Parallel, delayed
 from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
-from .core.io import atomic_write
+from .core.io import atomic_write, json_default
 from .core.validation import check_path, check_seeds, describe
 
 __all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
@@ -234,19 +234,13 @@ def _plain(value: Any) -> Any:
 
 
 def _task_key(point: Mapping[str, Any], seed: int) -> str:
-    return json.dumps([sorted((k, _plain(v)) for k, v in point.items()), int(seed)], default=_json_default)
+    return json.dumps([sorted((k, _plain(v)) for k, v in point.items()), int(seed)], default=json_default)
 
 
 def _journal_header(base: Preset, points: list[dict[str, Any]], seeds: list[int],
                     shard: tuple[int, int] | None) -> dict[str, Any]:
     return {"format": JOURNAL_FORMAT, "base": base.to_dict(), "grid": points, "seeds": seeds,
             "shard": list(shard) if shard is not None else None}
-
-
-def _json_default(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"cannot write {type(value).__name__} to a journal")
 
 
 def read_journal(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -287,7 +281,7 @@ class _Journal:
     def __init__(self, path: Path, header: dict[str, Any]):
         self.path = path
         if not path.exists() or path.stat().st_size == 0:
-            line = (json.dumps(header, default=_json_default) + "\n").encode()
+            line = (json.dumps(header, default=json_default) + "\n").encode()
             atomic_write(path, lambda fh: fh.write(line))
         else:
             self._truncate_partial_line()
@@ -301,7 +295,7 @@ class _Journal:
                 fh.truncate(end)
 
     def append(self, row: dict[str, Any]) -> None:
-        self.fh.write((json.dumps({"row": row}, default=_json_default) + "\n").encode())
+        self.fh.write((json.dumps({"row": row}, default=json_default) + "\n").encode())
         self.fh.flush()
         os.fsync(self.fh.fileno())
 
@@ -311,8 +305,8 @@ class _Journal:
 
 def _same_sweep(a: dict[str, Any], b: dict[str, Any], shard: bool = False) -> bool:
     keys = ("base", "grid", "seeds") + (("shard",) if shard else ())
-    return json.dumps([a.get(k) for k in keys], sort_keys=True, default=_json_default) == \
-        json.dumps([b.get(k) for k in keys], sort_keys=True, default=_json_default)
+    return json.dumps([a.get(k) for k in keys], sort_keys=True, default=json_default) == \
+        json.dumps([b.get(k) for k in keys], sort_keys=True, default=json_default)
 
 
 def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds: int | Iterable[int] = 10, *,

@@ -17,7 +17,6 @@ before it and a summary saying what failed stay in the folder.
 from __future__ import annotations
 
 import base64
-import json
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -275,12 +274,12 @@ def inline_html(markdown: str, out: Path) -> str:
 
 
 def _write_summary(out: Path, summary: dict[str, Any]) -> None:
-    from particles.core.io import atomic_write_text
+    from particles.core.io import atomic_write_text, write_json
 
     markdown = _summary_markdown(summary)
     atomic_write_text(out / "summary.md", markdown)
     atomic_write_text(out / "summary.html", inline_html(markdown, out))
-    atomic_write_text(out / "summary.json", json.dumps(summary, indent=1))
+    write_json(out / "summary.json", summary, indent=1)
 
 
 # ------------------------------------------------------------------ entry points

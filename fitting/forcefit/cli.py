@@ -4,13 +4,12 @@ embedding gradient (docs/force_fit.md)."""
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
 from particles.core.cli import add_quiet
 from particles.core.figures import save_figure
-from particles.core.io import json_safe
+from particles.core.io import json_safe, write_json
 from particles.core.validation import check_output_folder
 
 __all__ = ["register_force_fit"]
@@ -21,7 +20,6 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from particles.core.io import atomic_write_text
     from particles.trajectory import Trajectory
 
     from .estimator import ForceLawFit
@@ -60,8 +58,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
               "normalize": normalize, "strength_units": unit, "window": window, "r2": fit.r2_,
               "table": fit.table(), "windows": fit.windows_, "fit_info": fit.fit_info_}
-    atomic_write_text(out / "force_fit.json", json.dumps(json_safe(report), indent=2,
-                                                         allow_nan=False))
+    write_json(out / "force_fit.json", json_safe(report), indent=2, allow_nan=False)
     save_figure(plot_force_shares(fit), out / "force_shares.png")
     print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}: "
           f"R^2 of the force field {fit.r2_:.4f}")

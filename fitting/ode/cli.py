@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 import numpy as np
 
@@ -36,7 +35,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import joblib
 
-    from particles.core.io import atomic_write, atomic_write_text
+    from particles.core.io import atomic_write, write_json
     from particles.trajectory import Trajectory
 
     from particles.core.figures import save_figure
@@ -96,7 +95,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     report["terms"] = model.feature_names(names)
     report["coefficients"] = model.coef_.tolist()
     report["model_file"] = "model.joblib"
-    atomic_write_text(out / "fit.json", json.dumps(report, indent=2, default=_json_number))
+    write_json(out / "fit.json", report, indent=2)
     atomic_write(out / "model.joblib", lambda fh: joblib.dump(model, fh))
     print(f"trajectory: {args.trajectory} ({traj.meta.get('source')}; {len(t)} samples, steps "
           f"{int(steps[0])}..{int(steps[-1])}, {signals.shape[1]} frequencies)")
@@ -119,13 +118,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
           f"{out / 'coefficients.png'}")
     return 0
-
-
-def _json_number(value):
-    """JSON for numbers json does not know (NumPy scalars)."""
-    if isinstance(value, np.generic):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
 def register_fit(subparsers: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask", "json_safe",
-           "json_loads_bounded", "MAX_JSON_DEPTH"]
+           "json_default", "write_json", "json_loads_bounded", "MAX_JSON_DEPTH"]
 
 #: JSON nested deeper than this is refused before parsing (Python's parser recurses once per level)
 MAX_JSON_DEPTH = 64
@@ -119,6 +119,25 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def json_default(value: Any) -> Any:
+    """The ``default=`` of ``json.dumps`` for every file the package writes:
+    a NumPy scalar as the Python value it holds; anything else a TypeError
+    naming its type."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot write a {type(value).__name__} as JSON")
+
+
+def write_json(path: str | os.PathLike, data: Any, *, indent: int | None = 2, **options: Any) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically (NumPy scalars as plain
+    values, :func:`json_default`); ``options`` pass to ``json.dumps``."""
+    import json
+
+    return atomic_write_text(path, json.dumps(data, indent=indent, default=json_default, **options))
 
 
 def json_safe(value: Any) -> Any:
