@@ -33,11 +33,7 @@ _EXPORTS = {
     'rqi_series': ('.metrics', 'rqi_series'),
 }
 
-__all__ = ["warmup", 
-    "GrokkingRateCurve", "StructureProbability", "constraint_matrix", "degeneracy", "grokking_rate",
-    "grokking_rate_curve", "hessian_spectrum", "laplacian_spectrum", "nullity", "parallelograms", "predicted_steps",
-    "rank", "unique_structure_probability", "wilson_interval",
-]
+__all__ = list(_EXPORTS)  # the one export list: _EXPORTS above
 
 __all__ += ["PHASES", "classify_phase", "normalized_embedding", "predicted_accuracy", "realised_parallelograms",
             "rqi", "rqi_series"]

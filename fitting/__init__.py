@@ -72,15 +72,7 @@ _EXPORTS = {
     'survival_table': ('.survival.measures', 'survival_table'),
 }
 
-__all__ = [
-    "OLS", "STLSQ", "BootstrapEnsemble", "CustomLibrary", "FiniteDifference", "FitQualityWarning", "FlowMap", "FourierLibrary", "Lasso", "LassoCV",
-    "ODEModel", "PolynomialLibrary", "SavitzkyGolay", "WeakForm",
-    "example_trajectory", "DC_SCALAR", "DERIVATIVES", "REGRESSORS", "BlowUpError", "LinearODE", "LotkaVolterra", "ODEAnalysis",
-    "SurvivalClassifierResult", "differentiate", "fitness_correlation", "fourier_signals", "frequency_circularity",
-    "initial_gradient", "initial_signal", "linear_solution", "n_frequencies", "survival_classifier",
-    "survival_ode_analysis", "survival_rate", "survival_table", "surviving_frequencies", "trajectory_signals",
-    "ForceLawFit", "FrequencySelection", "key_frequencies", "select_frequencies",
-]
+__all__ = list(_EXPORTS)  # the one export list: _EXPORTS above
 
 
 __getattr__, __dir__ = _attach(__name__, _EXPORTS)

@@ -85,17 +85,7 @@ _EXPORTS = {
     'TrajectoryFormatError': ('.trajectory', 'TrajectoryFormatError'),
 }
 
-__all__ = [
-    "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS", "ForceParams", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "MAX_STEPS", "PRESETS",
-    "PairDataset", "Preset", "SCHEMA_VERSION", "STRUCTURES", "SweepTable", "Trajectory", "TrajectoryFormatError",
-    "addition", "best_circularity", "circularity", "classify_structure", "energy", "energy_and_forces",
-    "energy_reference", "forces", "forces_reference", "grid_defects", "line_ratio", "fourier_plane_share", "make_rng", "minimize", "modular_addition",
-    "pair_sum_accuracy", "permutation_group", "preset", "preset_names", "simulate", "structure_metrics", "sweep", "warmup",
-    "NORMALIZATIONS", "EffectiveLoss", "centroid_sum", "effective_loss", "effective_loss_gradient",
-    "effective_loss_reference", "simulate_effective", "spread", "constraint_matrix", "label_constraints",
-    "parallelograms", "PairEnergy", "PairTerm", "fast_exp", "gaussian_clustering", "cosine_alignment",
-    "force_terms", "unit_term_forces", "term_names",
-]
+__all__ = list(_EXPORTS)  # the one export list: _EXPORTS above
 
 __version__ = "0.1.0"
 

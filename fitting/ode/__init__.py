@@ -62,12 +62,7 @@ _EXPORTS = {
     'Forecast': ('.forecast', 'Forecast'),
 }
 
-__all__ = [
-    "BlowUpError", "BootstrapEnsemble", "ConcatLibrary", "CustomLibrary", "DERIVATIVE_METHODS", "EnsembleSimulation",
-    "FiniteDifference", "FitQualityWarning", "FlowMap", "Forecast", "FourierLibrary", "Formulation", "Lasso", "LassoCV", "Library", "LinearODE", "LinearRelationWarning", "LotkaVolterra",
-    "ODEModel", "OLS", "PolynomialLibrary", "REGRESSORS", "Regressor", "STLSQ", "SavitzkyGolay", "WeakForm",
-    "linear_solution",
-]
+__all__ = list(_EXPORTS)  # the one export list: _EXPORTS above
 
 
 __getattr__, __dir__ = _attach(__name__, _EXPORTS)
