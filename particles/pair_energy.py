@@ -39,7 +39,7 @@ from numba.extending import overload
 
 from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
 from .params import ForceParams
-from .core.validation import check_array, check_nonnegative
+from .core.validation import check_array, check_nonnegative, check_replace
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
            "compiled_function", "python_function",
@@ -408,9 +408,7 @@ class PairEnergy(_Immutable):
         """A copy with ``distance``, ``cosine``, ``eps``, ``wd`` or ``name`` changed."""
         fields = {"distance": self.distance, "cosine": self.cosine, "eps": self.eps, "wd": self.wd,
                   "name": self.name}
-        unknown = set(changes) - set(fields)
-        if unknown:
-            raise TypeError(f"unknown PairEnergy field(s): {sorted(unknown)}")
+        check_replace(changes, fields, "PairEnergy field(s)")
         fields.update(changes)
         return PairEnergy(fields.pop("distance"), fields.pop("cosine"), **fields)
 

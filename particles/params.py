@@ -6,7 +6,7 @@ import math
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from .core.validation import MAX_ABS
+from .core.validation import MAX_ABS, check_replace
 
 __all__ = ["ForceParams", "ALIGNMENTS", "ALIGNMENT_FORMS", "WD_TARGETS"]
 
@@ -139,9 +139,7 @@ class ForceParams:
 
     def replace(self, **changes: Any) -> "ForceParams":
         """A copy with some fields changed (validated again)."""
-        unknown = set(changes) - {f.name for f in fields(self)}
-        if unknown:
-            raise TypeError(f"unknown ForceParams field(s): {sorted(unknown)}")
+        check_replace(changes, [f.name for f in fields(self)], "ForceParams field(s)")
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

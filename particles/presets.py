@@ -21,7 +21,7 @@ from .datasets import MAX_P, PairDataset, modular_addition
 from .core.limits import MAX_STEPS, check_memory
 from .params import ForceParams
 from .trajectory import Trajectory
-from .core.validation import check_float, check_int, describe
+from .core.validation import check_float, check_int, check_replace, describe
 
 __all__ = ["Preset", "preset", "PRESETS", "preset_names"]
 
@@ -88,10 +88,7 @@ class Preset:
         """A copy with run settings and/or ForceParams fields changed."""
         own = {f.name for f in fields(self)}
         force_fields = {f.name for f in fields(ForceParams)}
-        unknown = set(changes) - own - force_fields
-        if unknown:
-            raise ValueError(f"unknown preset or force parameter(s): {sorted(unknown)}; "
-                             f"accepted: {sorted((own | force_fields) - {'params'})}")
+        check_replace(set(changes) - {"params"}, (own | force_fields) - {"params"}, "preset or force parameter(s)")
         force_changes = {k: v for k, v in changes.items() if k in force_fields}
         run_changes = {k: v for k, v in changes.items() if k in own}
         params = run_changes.pop("params", self.params)

@@ -16,7 +16,7 @@ import numpy as np
 
 from particles.datasets import MAX_P
 from particles.core.limits import MAX_STEPS
-from particles.core.validation import check_choice, check_float, check_int
+from particles.core.validation import check_choice, check_float, check_int, check_replace
 
 __all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
            "SparseModularConfig", "MODEL_CONFIGS", "config_for", "MAX_WIDTH", "MAX_EXAMPLES"]
@@ -77,10 +77,8 @@ class TrainingConfig:
         pass
 
     def replace(self, **changes: Any) -> "TrainingConfig":
-        unknown = set(changes) - {f.name for f in fields(self)}
-        if unknown:
-            raise ValueError(f"unknown {self.model} config field(s) {sorted(unknown)}; "
-                             f"accepted: {sorted(f.name for f in fields(self))}")
+        """A copy with some fields changed (validated again)."""
+        check_replace(changes, [f.name for f in fields(self)], f"{self.model} config field(s)")
         return replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ import numpy as np
 #: a larger input is refused by name instead of giving inf or NaN later
 MAX_ABS = 1e100
 
-__all__ = ["MAX_ABS", "check_int", "check_float", "check_bool", "check_choice", "check_array", "check_magnitude",
+__all__ = ["MAX_ABS", "check_replace", "check_int", "check_float", "check_bool", "check_choice", "check_array", "check_magnitude",
            "check_path", "check_output_folder",
            "describe", "check_seeds", "check_float_list", "check_nonnegative"]
 
@@ -58,6 +58,15 @@ def _range_text(low, high, strict: bool) -> str:
     if high is not None:
         return f"{'<' if strict else '<='} {high}"
     return ""
+
+
+def check_replace(changes: Any, accepted: Collection[str], what: str) -> None:
+    """The one rule of every ``replace(**changes)`` of the package: names
+    outside ``accepted`` are a ValueError listing them and what is accepted
+    (``what`` says what the names are, e.g. "ForceParams field(s)")."""
+    unknown = sorted(set(changes) - set(accepted))
+    if unknown:
+        raise ValueError(f"unknown {what}: {unknown}; accepted: {sorted(accepted)}")
 
 
 def check_int(value: Any, name: str, low: int | None = None, high: int | None = None, *,
