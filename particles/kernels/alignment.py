@@ -13,6 +13,7 @@ import numpy as np
 from numba import njit
 
 from .fastmath import FAST, exp_nonpositive, lane_sum
+from .pair_loops import dot_products, scatter_products, scatter_scalars
 
 __all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_params", "cosine_same",
            "cosine_other"]
@@ -61,7 +62,6 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
     scratch : (>= 4, n) work space; loops as in
     :func:`~particles.kernels.clustering.clustering_block`.
     """
-    d = U.shape[0]
     n = B.shape[0]
     law = cosine_params(prm)
     cc = scratch[0]
@@ -73,19 +73,7 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        # cc = U_u . U_v (d = 2 as one expression, see clustering_block)
-        if d == 2:
-            u0 = U[0, u]
-            u1 = U[1, u]
-            for v in range(lo, hi):
-                cc[v] = u0 * U[0, v] + u1 * U[1, v]
-        else:
-            for v in range(lo, hi):
-                cc[v] = 0.0
-            for k in range(d):
-                uu = U[k, u]
-                for v in range(lo, hi):
-                    cc[v] += uu * U[k, v]
+        dot_products(u, U, lo, hi, cc)  # cc = U_u . U_v
         # every v as another class: h(c) and dh = h'(c)
         for v in range(lo, hi):
             hv, dhv = cosine_other(cc[v], law)
@@ -107,18 +95,8 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
                 hs, dhs = cosine_same(cc[v], law)
                 energy += hs - h[v]
                 dh[v] = dhs
-        # A_u += dh U_v, A_v += dh U_u, B_u and B_v += dh c
-        for k in range(d):
-            uu = U[k, u]
-            for v in range(lo, hi):
-                t0[v] = dh[v] * U[k, v]
-                A[k, v] += dh[v] * uu
-            A[k, u] += lane_sum(t0, lo, hi)
-        for v in range(lo, hi):
-            wv = dh[v] * cc[v]
-            t0[v] = wv
-            B[v] += wv
-        B[u] += lane_sum(t0, lo, hi)
+        scatter_products(u, U, dh, lo, hi, A, t0)  # A_u += dh U_v, A_v += dh U_u
+        scatter_scalars(u, dh, cc, lo, hi, B, t0)  # B_u and B_v += dh c
     return energy
 
 

@@ -11,6 +11,7 @@ import numpy as np
 from numba import njit
 
 from .fastmath import FAST, exp_nonpositive, lane_sum
+from .pair_loops import scatter_differences, squared_distances
 
 __all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other"]
 
@@ -60,7 +61,6 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
     vectorise. Every v is first taken as another class (a branch-free loop),
     then the few same-class partners are corrected.
     """
-    d = S.shape[0]
     n = F.shape[1]
     law = distance_params(prm)
     r2 = scratch[0]
@@ -72,24 +72,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        # r2 = |s_u - s_v|^2; d = 2 as one expression, which LLVM contracts
-        # into another FMA than the loop over k: it keeps the trajectories of
-        # earlier versions bit for bit
-        if d == 2:
-            s0 = S[0, u]
-            s1 = S[1, u]
-            for v in range(lo, hi):
-                d0 = s0 - S[0, v]
-                d1 = s1 - S[1, v]
-                r2[v] = d0 * d0 + d1 * d1
-        else:
-            for v in range(lo, hi):
-                r2[v] = 0.0
-            for k in range(d):
-                su = S[k, u]
-                for v in range(lo, hi):
-                    dk = su - S[k, v]
-                    r2[v] += dk * dk
+        squared_distances(u, S, lo, hi, r2)  # r2 = |s_u - s_v|^2
         # every v as another class: w = phi(r^2), force coefficient
         # coef = -2 phi'(r^2), so that f_u = coef (s_u - s_v)
         for v in range(lo, hi):
@@ -115,14 +98,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
                 ea, dea = distance_same(r2[v], law)
                 energy += ea - w[v]
                 coef[v] = -2.0 * dea
-        # f_u += coef (s_u - s_v), f_v -= the same
-        for k in range(d):
-            su = S[k, u]
-            for v in range(lo, hi):
-                fk = coef[v] * (su - S[k, v])
-                t0[v] = fk
-                F[k, v] -= fk
-            F[k, u] += lane_sum(t0, lo, hi)
+        scatter_differences(u, S, coef, lo, hi, F, t0)  # f_u += coef (s_u - s_v), f_v -= the same
     return energy
 
 

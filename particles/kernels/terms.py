@@ -19,7 +19,8 @@ from numba import njit, prange
 
 from .alignment import cosine_other, cosine_params, cosine_same
 from .clustering import distance_other, distance_params, distance_same
-from .fastmath import FAST, lane_sum
+from .fastmath import FAST
+from .pair_loops import dot_products, scatter_differences, scatter_products, scatter_scalars, squared_distances
 from .pair_sums import pair_sums, scatter_to_particles
 
 __all__ = ["PAIR_TERMS", "pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
@@ -61,56 +62,28 @@ def same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, w_ds, w_cs, out,
 @njit(cache=True, fastmath=FAST)
 def other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0):
     """Row u against every v > u of another class: the distance term into out[1]."""
-    d = S.shape[0]
     lo = np.uint64(u + 1)
     hi = np.uint64(S.shape[1])
-    for v in range(lo, hi):
-        q[v] = 0.0
-    for k in range(d):
-        su = S[k, u]
-        for v in range(lo, hi):
-            dk = su - S[k, v]
-            q[v] += dk * dk
+    squared_distances(u, S, lo, hi, q)
     for v in range(lo, hi):
         coef[v] = -2.0 * distance_other(q[v], law_d)[1]
     for p in range(same_ptr[u], same_ptr[u + 1]):
         coef[same_idx[p]] = 0.0
-    for k in range(d):
-        su = S[k, u]
-        for v in range(lo, hi):
-            fo = coef[v] * (su - S[k, v])
-            out[1, k, v] -= fo
-            t0[v] = fo
-        out[1, k, u] += lane_sum(t0, lo, hi)
+    scatter_differences(u, S, coef, lo, hi, out[1], t0)
 
 
 @njit(cache=True, fastmath=FAST)
 def other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0):
     """Row u against every v > u of another class: the cosine term's sums into A[1], B[1]."""
-    d = U.shape[0]
     lo = np.uint64(u + 1)
     hi = np.uint64(U.shape[1])
-    for v in range(lo, hi):
-        q[v] = 0.0
-    for k in range(d):
-        uu = U[k, u]
-        for v in range(lo, hi):
-            q[v] += uu * U[k, v]
+    dot_products(u, U, lo, hi, q)
     for v in range(lo, hi):
         coef[v] = cosine_other(q[v], law_c)[1]
     for p in range(same_ptr[u], same_ptr[u + 1]):
         coef[same_idx[p]] = 0.0
-    for k in range(d):
-        uu = U[k, u]
-        for v in range(lo, hi):
-            A[1, k, v] += coef[v] * uu
-            t0[v] = coef[v] * U[k, v]
-        A[1, k, u] += lane_sum(t0, lo, hi)
-    for v in range(lo, hi):
-        bo = coef[v] * q[v]
-        B[1, v] += bo
-        t0[v] = bo
-    B[1, u] += lane_sum(t0, lo, hi)
+    scatter_products(u, U, coef, lo, hi, A[1], t0)
+    scatter_scalars(u, coef, q, lo, hi, B[1], t0)
 
 
 @njit(cache=True)

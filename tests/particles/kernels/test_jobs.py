@@ -235,3 +235,43 @@ def test_the_slot_contract_is_explicit_and_a_wrong_name_is_an_error():
         assert len(re.findall(rf"\b{name}\b", source)) >= 2, name  # defined and used
     with pytest.raises(ValueError, match="distance_sme"):
         rebind(forces.forces_serial, {"distance_sme": lambda r2, prm: (0.0, 0.0)})
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 8])
+def test_the_shared_pair_loops_match_their_numpy_references(d):
+    """The sweep-and-scatter loops of particles.kernels.pair_loops against
+    NumPy on random inputs (called through a compiled wrapper, as the
+    kernels inline them)."""
+    from numba import njit
+
+    from particles.kernels import pair_loops as pl
+
+    @njit
+    def run(u, S, coef, lo, hi, F, A, B):
+        n = S.shape[1]
+        r2, cc, t0 = np.zeros(n), np.zeros(n), np.zeros(n)
+        pl.squared_distances(u, S, np.uint64(lo), np.uint64(hi), r2)
+        pl.dot_products(u, S, np.uint64(lo), np.uint64(hi), cc)
+        pl.scatter_differences(u, S, coef, np.uint64(lo), np.uint64(hi), F, t0)
+        pl.scatter_products(u, S, coef, np.uint64(lo), np.uint64(hi), A, t0)
+        pl.scatter_scalars(u, coef, cc, np.uint64(lo), np.uint64(hi), B, t0)
+        return r2, cc
+
+    rng = np.random.default_rng(d)
+    n, u = 23, 4
+    S, coef = rng.normal(size=(d, n)), rng.normal(size=n)
+    F, A, B = rng.normal(size=(d, n)), rng.normal(size=(d, n)), rng.normal(size=n)
+    F0, A0, B0 = F.copy(), A.copy(), B.copy()
+    r2, cc = run(u, S, coef, u + 1, n, F, A, B)
+    np.testing.assert_allclose(r2[u + 1:], pl.squared_distances_reference(u, S, u + 1, n), rtol=1e-12)
+    np.testing.assert_allclose(cc[u + 1:], pl.dot_products_reference(u, S, u + 1, n), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(F, pl.scatter_differences_reference(u, S, coef, u + 1, n, F0), rtol=1e-12, atol=1e-14)
+    w = coef[u + 1:]
+    A_ref = A0.copy()
+    A_ref[:, u + 1:] += w * S[:, u:u + 1]
+    A_ref[:, u] += S[:, u + 1:] @ w
+    np.testing.assert_allclose(A, A_ref, rtol=1e-12, atol=1e-14)
+    B_ref = B0.copy()
+    B_ref[u + 1:] += w * cc[u + 1:]
+    B_ref[u] += np.sum(w * cc[u + 1:])
+    np.testing.assert_allclose(B, B_ref, rtol=1e-12, atol=1e-14)
