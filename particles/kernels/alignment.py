@@ -15,8 +15,8 @@ from numba import njit
 from .fastmath import FAST, exp_nonpositive, lane_sum
 from .pair_loops import dot_products, scatter_products, scatter_scalars
 
-__all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_params", "cosine_same",
-           "cosine_other"]
+__all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_reference_parts",
+           "cosine_forces_reference", "cosine_params", "cosine_same", "cosine_other"]
 
 
 # The alignment law as two scalar functions of c = U_u . U_v, each returning
@@ -124,22 +124,38 @@ def alignment_forces(S, U, rho, A, B, prm, F):
                 F[k, u] += scale * (A[k, u] - B[u] * U[k, u])
 
 
-def alignment_reference(S: np.ndarray, labels: np.ndarray, prm) -> tuple[np.ndarray, float]:
-    """NumPy reference: alignment forces on the pair sums (d, n) and
-    lam U_ali, for a :class:`~particles.kernels.record.KernelParams`."""
+def cosine_reference_parts(S: np.ndarray, labels: np.ndarray, prm) -> dict:
+    """What the NumPy references of the cosine terms share: the pair sums
+    ``s`` (n, d), their softened norms ``rho``, unit vectors ``unit``, cosines
+    ``c``, the same-label and off-diagonal masks, and g(c), g'(c) and the
+    other-label repulsion ``rep`` (n, n)."""
     s = S.T
     n = s.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    same = labels[:, None] == labels[None, :]
     rho = np.sqrt(np.sum(s * s, axis=1) + prm.eps ** 2)
     unit = s / rho[:, None]
     c = unit @ unit.T
     g, dg = (c * c, 2.0 * c) if prm.axial else (c, np.ones_like(c))
     rep = np.exp(-(1.0 - g) / prm.sig_t ** 2)
-    h = np.where(same, -g, rep) * off
-    dh = np.where(same, -dg, rep * dg / prm.sig_t ** 2) * off
+    return {"s": s, "rho": rho, "unit": unit, "c": c, "same": labels[:, None] == labels[None, :],
+            "off": ~np.eye(n, dtype=bool), "g": g, "dg": dg, "rep": rep}
+
+
+def cosine_forces_reference(dh: np.ndarray, parts: dict, prm) -> np.ndarray:
+    """Forces (d, n) on the pair sums of the cosine energy whose derivative
+    in c is ``dh`` (n, n): -lam grad, or its polar transform."""
+    s, rho, unit, c = parts["s"], parts["rho"], parts["unit"], parts["c"]
     grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
     f = -prm.lam * grad
     if prm.polar:
         f = np.sum(s ** 2, axis=1)[:, None] * f - np.sum(s * f, axis=1)[:, None] * s
-    return f.T.copy(), float(prm.lam * 0.5 * np.sum(h))
+    return f.T.copy()
+
+
+def alignment_reference(S: np.ndarray, labels: np.ndarray, prm) -> tuple[np.ndarray, float]:
+    """NumPy reference: alignment forces on the pair sums (d, n) and
+    lam U_ali, for a :class:`~particles.kernels.record.KernelParams`."""
+    parts = cosine_reference_parts(S, labels, prm)
+    same, off, g, dg, rep = parts["same"], parts["off"], parts["g"], parts["dg"], parts["rep"]
+    h = np.where(same, -g, rep) * off
+    dh = np.where(same, -dg, rep * dg / prm.sig_t ** 2) * off
+    return cosine_forces_reference(dh, parts, prm), float(prm.lam * 0.5 * np.sum(h))

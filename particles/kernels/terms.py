@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .alignment import cosine_other, cosine_params, cosine_same
+from .alignment import (cosine_forces_reference, cosine_other, cosine_params, cosine_reference_parts,
+                        cosine_same)
 from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST
 from .pair_loops import dot_products, scatter_differences, scatter_products, scatter_scalars, squared_distances
@@ -204,20 +205,8 @@ def pair_term_reference(S: np.ndarray, labels: np.ndarray, prm) -> np.ndarray:
     out = []
     for k_a, k_r in ((prm.k_a, 0.0), (0.0, prm.k_r)):
         out.append(clustering_reference(S, labels, prm._replace(k_a=k_a, k_r=k_r))[0])
-    s = S.T
-    n = s.shape[0]
-    same = labels[:, None] == labels[None, :]
-    rho = np.sqrt(np.sum(s * s, axis=1) + prm.eps ** 2)
-    unit = s / rho[:, None]
-    c = unit @ unit.T
-    g, dg = (c * c, 2.0 * c) if prm.axial else (c, np.ones_like(c))
-    rep = np.exp(-(1.0 - g) / prm.sig_t ** 2)
-    off = ~np.eye(n, dtype=bool)
+    parts = cosine_reference_parts(S, labels, prm)
+    same, off, dg, rep = parts["same"], parts["off"], parts["dg"], parts["rep"]
     for mask, dh in ((same & off, -dg), (~same & off, rep * dg / prm.sig_t ** 2)):
-        dh = np.where(mask, dh, 0.0)
-        grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
-        f = -prm.lam * grad
-        if prm.polar:
-            f = np.sum(s ** 2, axis=1)[:, None] * f - np.sum(s * f, axis=1)[:, None] * s
-        out.append(f.T.copy())
+        out.append(cosine_forces_reference(np.where(mask, dh, 0.0), parts, prm))
     return np.stack(out)
