@@ -43,7 +43,8 @@ from timing import best_time, busy_neighbour, write_json
 
 from particles import (ForceParams, cosine_alignment, energy_and_forces, forces, forces_reference,
                        gaussian_clustering, modular_addition, preset, simulate, warmup)
-from particles.energy import BUILTIN_KERNELS, pair_system
+from particles.energy import pair_system
+from particles.kernels.bundle import BUILTIN_KERNELS
 from particles.kernels import forces as kernels
 from particles.kernels.records import ExactLaw
 from particles.threads import dynamic_schedule, kernel_choice

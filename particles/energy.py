@@ -13,10 +13,9 @@ from .kernels import cells as _cells
 from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .kernels import euler as _euler
-from .kernels import minimize as _minimize
-from .kernels import terms as _terms
 from .kernels.records import CellLaw, ExactLaw, Recording, Span, Threaded
-from .pair_energy import Kernels, PairEnergy
+from .kernels.bundle import BUILTIN_KERNELS
+from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .core.validation import check_array, check_magnitude
@@ -49,9 +48,6 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
     return check_magnitude(x, name)
 
 
-#: the built-in law's compiled functions
-BUILTIN_KERNELS = Kernels(_forces.forces_serial, _forces.forces_parallel, _euler.run_euler, _euler.run_euler,
-                          _minimize.minimize_serial, _terms.term_forces_many, _terms.term_forces_serial)
 
 
 def check_law(params) -> ForceParams | PairEnergy:

@@ -385,7 +385,7 @@ def with_strengths(law: Any, strengths: Mapping[str, float]) -> Any:
             raise ValueError("the alignment halves have different strengths, which a ForceParams cannot hold, and "
                              "the polar alignment has no PairEnergy form; fit with the halves tied "
                              "(ForceLawFit(..., tie_alignment=True))")
-        from .pair_energy import cosine_alignment, gaussian_clustering
+        from .pair_laws import cosine_alignment, gaussian_clustering
 
         clustering = gaussian_clustering(s["attraction"], law.sig_a, s["repulsion"], law.sig_r, s["decay"])
         alignment = cosine_alignment(1.0, law.sig_t, law.effective_eps, axial=law.alignment_form == "axial")

@@ -31,7 +31,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       ) from exc
 
 from ..datasets import PairDataset, addition, modular_addition
-from ..pair_energy import PairEnergy, PairTerm, cosine_alignment, gaussian_clustering
+from ..pair_energy import PairEnergy, PairTerm
+from ..pair_laws import cosine_alignment, gaussian_clustering
 from ..params import ForceParams
 from ..trajectory import Trajectory
 
