@@ -100,6 +100,62 @@ class EffectiveLoss:
     def p(self) -> int:
         return int(self.A.shape[1])
 
+    # ------------------------------------------- the force-law protocol (particles.law_protocol)
+    # (the class-level answers are static: the string law "effective" is answered by the class)
+    pair_terms = ()
+    tied_terms = {}
+    simulates = False
+    cell_lists = False
+
+    @staticmethod
+    def term_names() -> tuple[str, ...]:
+        return ("effective", "decay")
+
+    @staticmethod
+    def strengths() -> dict[str, float]:
+        return {"effective": 1.0, "decay": 0.0}
+
+    @staticmethod
+    def active_terms(d: int) -> tuple[str, ...]:
+        return ("effective", "decay")
+
+    @staticmethod
+    def check_dimension(d: int) -> None:
+        """Any d."""
+
+    @staticmethod
+    def range_names(terms) -> tuple[str, ...]:
+        return ()
+
+    @staticmethod
+    def range_fields(terms) -> tuple[str, ...]:
+        return ()
+
+    @staticmethod
+    def range_dependencies(term) -> tuple[str, ...]:
+        return ()
+
+    @staticmethod
+    def range_values(names) -> list[float]:
+        return []
+
+    def with_ranges(self, names, values) -> "EffectiveLoss":
+        return self
+
+    def with_strengths(self, s) -> "EffectiveLoss":
+        return self
+
+    def unit_term_forces(self, X: np.ndarray, train: PairDataset, terms) -> np.ndarray:
+        """(T, K, p, d): -grad l_eff for ``effective``, -x for ``decay``."""
+        T, p, d = X.shape
+        if self.p != p:
+            raise ValueError(f"law is an effective loss on p = {self.p} tokens, but X has p = {p}")
+        out = np.empty((T, len(terms), p, d))
+        for t in range(T):
+            for k, name in enumerate(terms):
+                out[t, k] = -effective_loss_gradient(X[t], self)[1] if name == "effective" else -X[t]
+        return out
+
     @property
     def n_constraints(self) -> int:
         return int(self.A.shape[0])

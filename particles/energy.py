@@ -51,8 +51,9 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
 
 
 def check_law(params) -> ForceParams | PairEnergy:
-    """``params`` if it is a force law (ForceParams or PairEnergy), else a TypeError."""
-    if not isinstance(params, (ForceParams, PairEnergy)):
+    """``params`` if it is a force law the engine runs (a ForceParams, a
+    PairEnergy: ``simulates`` in :mod:`particles.law_protocol`), else a TypeError."""
+    if not getattr(params, "simulates", False) or isinstance(params, type):
         raise TypeError(f"params must be a ForceParams or a PairEnergy, got {type(params).__name__}")
     return params
 
@@ -63,9 +64,7 @@ def check_inputs(x: np.ndarray, train: PairDataset, params: ForceParams | PairEn
         raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
     check_law(params)
     x = check_embedding(x, train.p, name)
-    if params.effective_lam > 0 and x.shape[1] < 2:
-        what = "a cosine term" if isinstance(params, PairEnergy) else f"alignment (lam = {params.lam} > 0)"
-        raise ValueError(f"{what} needs dimension d >= 2, got d = {x.shape[1]}")
+    params.active_terms(x.shape[1])  # the law's own refusal of a dimension too low for its terms
     if len(train) == 0:
         raise ValueError("train holds no pairs")
     return x
@@ -99,7 +98,7 @@ def check_repulsion_tol(repulsion_tol, d: int, params=None) -> float | None:
     which needs d = 2 and the built-in law."""
     if repulsion_tol is None:
         return None
-    if isinstance(params, PairEnergy):
+    if params is not None and not params.cell_lists:
         raise ValueError("repulsion_tol (the cell-list cut-off of the built-in repulsion) needs a ForceParams; "
                          "a PairEnergy runs the exact sums (repulsion_tol=None)")
     if isinstance(repulsion_tol, bool) or not isinstance(repulsion_tol, (int, float, np.floating)):
@@ -147,7 +146,7 @@ class Engine:
     def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams | PairEnergy,
                  repulsion_tol: float | None):
         prm = params.kernel_params()
-        kernels = params.kernels() if isinstance(params, PairEnergy) else BUILTIN_KERNELS
+        kernels = params.kernels()
         ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
         self.system = system
         n_blocks = len(system.block_ptr) - 1

@@ -23,7 +23,6 @@ regression (:class:`fitting.ForceLawFit`).
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numba
@@ -33,11 +32,11 @@ from .core.validation import check_array, describe
 from .datasets import PairDataset
 from .energy import check_embedding, pair_system
 from .kernels import terms as _terms
-from .pair_energy import PairEnergy, PairTerm, compiled_function, python_function
-from .params import ForceParams
+from .law_protocol import FORCE_LAW_ATTRIBUTES
 
 __all__ = ["BUILTIN_TERMS", "CUSTOM_TERMS", "EFFECTIVE_TERMS", "force_terms", "unit_term_forces", "term_names",
-           "check_term_names", "range_names", "range_fields", "range_values", "range_dependencies", "law_strengths", "with_ranges", "with_strengths", "check_force_law"]
+           "check_term_names", "range_names", "range_fields", "range_values", "range_dependencies", "law_strengths",
+           "with_ranges", "with_strengths", "check_force_law", "answering", "PARALLEL_WORK"]
 
 #: terms of the built-in law, in order
 BUILTIN_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "decay")
@@ -48,36 +47,33 @@ EFFECTIVE_TERMS = ("effective", "decay")
 
 
 def check_force_law(law: Any) -> Any:
-    """``law`` as a force law: a ForceParams, a PairEnergy, an EffectiveLoss,
-    or the string ``"effective"`` (the effective loss of the training
-    set); else a TypeError naming ``law``."""
-    from .effective import EffectiveLoss
-
-    if isinstance(law, (ForceParams, PairEnergy, EffectiveLoss)) or (isinstance(law, str) and law == "effective"):
+    """``law`` as a force law: an object answering the force-law protocol
+    (:mod:`particles.law_protocol`: a ForceParams, a PairEnergy, an
+    EffectiveLoss, or a new kind), or the string ``"effective"`` (the
+    effective loss of the training set); else a TypeError naming ``law``."""
+    if isinstance(law, str) and law == "effective":
         return law
-    raise TypeError("law must be a ForceParams, a PairEnergy, an EffectiveLoss or 'effective', got "
-                    f"{describe(law)}")
+    if isinstance(law, str) or not all(hasattr(law, name) for name in FORCE_LAW_ATTRIBUTES):
+        raise TypeError("law must be a ForceParams, a PairEnergy, an EffectiveLoss or 'effective' (or an object "
+                        f"answering particles.law_protocol), got {describe(law)}")
+    return law
 
 
-def _is_effective(law: Any) -> bool:
-    from .effective import EffectiveLoss  # not at import time: particles.effective is the heavier module
+def answering(law: Any) -> Any:
+    """What answers the protocol for ``law``: the law itself, or for the
+    string ``"effective"`` the EffectiveLoss class (whose class-level
+    answers need no training set)."""
+    law = check_force_law(law)
+    if isinstance(law, str):
+        from .effective import EffectiveLoss
 
-    return isinstance(law, (str, EffectiveLoss))
+        return EffectiveLoss
+    return law
 
 
 def term_names(law: Any) -> tuple[str, ...]:
     """The terms of ``law`` (see the module's table)."""
-    law = check_force_law(law)
-    if _is_effective(law):
-        return EFFECTIVE_TERMS
-    if isinstance(law, ForceParams):
-        return BUILTIN_TERMS
-    names = []
-    if law.distance is not None:
-        names += [n for n, fn in zip(CUSTOM_TERMS[:2], (law.distance.same, law.distance.other)) if fn is not None]
-    if law.cosine is not None:
-        names += [n for n, fn in zip(CUSTOM_TERMS[2:4], (law.cosine.same, law.cosine.other)) if fn is not None]
-    return tuple(names) + ("decay",)
+    return tuple(answering(law).term_names())
 
 
 def _check_terms(law: Any, terms: Sequence[str] | None) -> tuple[str, ...]:
@@ -101,32 +97,16 @@ def check_term_names(terms: Any, names: Sequence[str]) -> tuple[str, ...]:
     return tuple(terms)
 
 
-def _unit_record(law: ForceParams | PairEnergy):
-    """The kernel record with every strength 1 (the built-in law's k_a, k_r
-    and lam; a custom law's terms are as written)."""
-    prm = law.kernel_params()
-    if isinstance(law, ForceParams):
-        return prm._replace(k_a=1.0, k_r=1.0, lam=1.0, decay=0.0)
-    return prm._replace(decay=0.0)
-
-
 #: pair interactions x snapshots of one call above which it spreads the snapshots over threads (about
 #: 10 ms of work); below, threads wait on each other more than they compute, and beside a busy
 #: neighbour far more (a p = 17 fit ran 5x slower on 2 threads next to another process)
 PARALLEL_WORK = 20_000_000
 
 
-def _pair_kernel(law: ForceParams | PairEnergy, work: int) -> Callable:
+def _pair_kernel(law: Any, work: int) -> Callable:
     parallel = work >= PARALLEL_WORK and numba.config.NUMBA_NUM_THREADS > 1
-    if isinstance(law, PairEnergy):
-        kernels = law.kernels()
-        return kernels.term_forces if parallel else kernels.term_forces_serial
-    return _terms.term_forces_many if parallel else _terms.term_forces_serial
-
-
-def _pair_index(law: Any, name: str) -> int:
-    names = _terms.PAIR_TERMS if isinstance(law, PairEnergy) else BUILTIN_TERMS[:4]
-    return names.index(name)
+    kernels = law.kernels()
+    return kernels.term_forces if parallel else kernels.term_forces_serial
 
 
 def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequence[str] | None = None) -> np.ndarray:
@@ -151,28 +131,25 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
     law = check_force_law(law)
     names = _check_terms(law, terms)
     X, train = _check_snapshots(X, train, law)
+    if isinstance(law, str):  # the shortcut: the effective loss of this training set
+        from .effective import EffectiveLoss
+
+        law = EffectiveLoss.from_pairs(train)
+    own = getattr(law, "unit_term_forces", None)  # a law whose forces are not the pair kernels' computes its own
+    if own is not None:
+        return own(X, train, names)
     T, p, d = X.shape
     out = np.empty((T, len(names), p, d))
-    if _is_effective(law):
-        from .effective import EffectiveLoss, effective_loss_gradient
-
-        system = EffectiveLoss.from_pairs(train) if isinstance(law, str) else law
-        if system.p != p:
-            raise ValueError(f"law is an effective loss on p = {system.p} tokens, but X has p = {p}")
-        for t in range(T):
-            for k, name in enumerate(names):
-                out[t, k] = -effective_loss_gradient(X[t], system)[1] if name == "effective" else -X[t]
-        return out
     pair_names = [n for n in names if n != "decay"]
     if pair_names:
         which = np.zeros(4, dtype=np.bool_)
         for n in pair_names:
-            which[_pair_index(law, n)] = True
+            which[law.pair_terms.index(n)] = True
         full = np.empty((T, 4, p, d))
         n = len(train)
-        _pair_kernel(law, T * n * n // 2)(X, pair_system(train), _unit_record(law), which, full)
+        _pair_kernel(law, T * n * n // 2)(X, pair_system(train), law.unit_record(), which, full)
     for k, name in enumerate(names):
-        out[:, k] = -X if name == "decay" else full[:, _pair_index(law, name)]
+        out[:, k] = -X if name == "decay" else full[:, law.pair_terms.index(name)]
     return out
 
 
@@ -186,10 +163,7 @@ def _check_snapshots(X: Any, train: Any, law: Any) -> tuple[np.ndarray, PairData
         raise ValueError(f"X must have p = {train.p} tokens (the training set's) on axis 1, got shape {X.shape}")
     if X.shape[0] < 1 or X.shape[2] < 1:
         raise ValueError(f"X must hold at least one snapshot of dimension d >= 1, got shape {X.shape}")
-    if not _is_effective(law) and isinstance(law, (ForceParams, PairEnergy)) and X.shape[2] < 2:
-        cosine = isinstance(law, ForceParams) or law.cosine is not None
-        if cosine and isinstance(law, PairEnergy):
-            raise ValueError(f"a cosine term needs dimension d >= 2, got d = {X.shape[2]}")
+    answering(law).check_dimension(X.shape[2])
     return np.ascontiguousarray(X, dtype=np.float64), train
 
 
@@ -216,11 +190,7 @@ def force_terms(law: Any, x: np.ndarray, train: PairDataset) -> dict[str, np.nda
     if not isinstance(train, PairDataset):
         raise TypeError(f"train must be a PairDataset, got {describe(train)}")
     x = check_embedding(x, train.p, "x")
-    names = term_names(law)
-    if isinstance(law, ForceParams) and law.effective_lam > 0 and x.shape[1] < 2:
-        raise ValueError(f"alignment (lam = {law.lam} > 0) needs dimension d >= 2, got d = {x.shape[1]}")
-    if isinstance(law, ForceParams) and x.shape[1] < 2:
-        names = names[:2] + names[4:]
+    names = answering(law).active_terms(x.shape[1])
     unit = unit_term_forces(law, x[None], train, names)[0]
     strengths = law_strengths(law)
     return {name: strengths[name] * unit[k] for k, name in enumerate(names)}
@@ -228,130 +198,43 @@ def force_terms(law: Any, x: np.ndarray, train: PairDataset) -> dict[str, np.nda
 
 def law_strengths(law: Any) -> dict[str, float]:
     """Each term's strength in ``law`` (the factor on its unit force)."""
-    if _is_effective(law):
-        return {"effective": 1.0, "decay": 0.0}
-    if isinstance(law, ForceParams):
-        lam = law.effective_lam
-        return {"attraction": law.k_a, "repulsion": law.k_r, "alignment_same": lam, "alignment_other": lam,
-                "decay": law.particle_wd}
-    return {**{n: 1.0 for n in term_names(law)}, "decay": law.wd}
+    return dict(answering(law).strengths())
 
 
 # ---------------------------------------------------------------- ranges
 def range_names(law: Any, terms: Sequence[str] | None = None) -> tuple[str, ...]:
     """The range parameters the named terms depend on (see the module's table)."""
-    law = check_force_law(law)
-    names = _check_terms(law, terms)
-    if _is_effective(law):
-        return ()
-    if isinstance(law, ForceParams):
-        out = []
-        if "attraction" in names:
-            out.append("sig_a")
-        if "repulsion" in names:
-            out.append("sig_r")
-        if "alignment_other" in names:
-            out.append("sig_t")
-        if "alignment_same" in names or "alignment_other" in names:
-            out.append("bias_scale" if law.wd_target == "classifier" and law.wd > 0 else "eps")
-        return tuple(out)
-    # a custom law's parameters may be strengths (degenerate with the fitted
-    # factor) or ranges: only eps is searched unless the fit names fields
-    # (ranges=("distance.width", ...), see range_fields)
-    return ("eps",) if any(n.startswith("cosine") for n in names) else ()
+    return tuple(answering(law).range_names(_check_terms(law, terms)))
 
 
-def range_fields(law: PairEnergy, terms: Sequence[str] | None = None) -> tuple[str, ...]:
-    """Every range parameter a custom law's named terms could search: eps
-    and the fields of their params as ``distance.<field>`` /
-    ``cosine.<field>`` (index numbers for plain tuples)."""
-    names = _check_terms(law, terms)
-    out = []
-    for prefix, term in (("distance", law.distance), ("cosine", law.cosine)):
-        if term is not None and any(n.startswith(prefix) for n in names):
-            fields = getattr(term.params, "_fields", None) or [str(i) for i in range(len(term.params))]
-            out += [f"{prefix}.{f}" for f in fields]
-    if any(n.startswith("cosine") for n in names):
-        out.append("eps")
-    return tuple(out)
+def range_fields(law: Any, terms: Sequence[str] | None = None) -> tuple[str, ...]:
+    """Every range parameter the named terms could search: for a custom law
+    eps and the fields of their params as ``distance.<field>`` /
+    ``cosine.<field>`` (index numbers for plain tuples); for the built-in
+    law its range names."""
+    return tuple(answering(law).range_fields(_check_terms(law, terms)))
 
 
 def range_dependencies(law: Any, term: str) -> tuple[str, ...]:
     """The range parameters one term's force depends on (for a custom law
     every field of its term's params, and eps for a cosine term)."""
-    if isinstance(law, PairEnergy):
-        return range_fields(law, [term])
-    return range_names(law, [term])
+    return tuple(answering(law).range_dependencies(term))
 
 
 def range_values(law: Any, names: Sequence[str]) -> np.ndarray:
     """The current values of the named range parameters."""
-    values = []
-    for name in names:
-        if isinstance(law, ForceParams):
-            values.append(getattr(law, name))
-        elif name == "eps":
-            values.append(law.eps)
-        else:
-            prefix, field = name.split(".", 1)
-            params = getattr(law, prefix).params
-            values.append(params[int(field)] if field.isdigit() else getattr(params, field))
-    return np.array(values, dtype=float)
+    return np.array(answering(law).range_values(list(names)), dtype=float)
 
 
 def with_ranges(law: Any, names: Sequence[str], values: Sequence[float]) -> Any:
     """``law`` with the named range parameters set to ``values``."""
-    changes = {n: float(v) for n, v in zip(names, values)}
-    if isinstance(law, ForceParams):
-        return law.replace(**changes) if changes else law
-    if _is_effective(law) or not changes:
+    law = check_force_law(law)
+    if isinstance(law, str):
         return law
-    new = {}
-    if "eps" in changes:
-        new["eps"] = changes.pop("eps")
-    for prefix in ("distance", "cosine"):
-        mine = {k.split(".", 1)[1]: v for k, v in changes.items() if k.startswith(prefix + ".")}
-        if mine:
-            term = getattr(law, prefix)
-            params = list(term.params)
-            fields = getattr(term.params, "_fields", None)
-            for field, value in mine.items():
-                params[int(field) if field.isdigit() else fields.index(field)] = value
-            params = type(term.params)(*params) if fields else tuple(params)
-            new[prefix] = term.with_params(params)
-    return law.replace(**new)
+    return law.with_ranges(list(names), list(values))
 
 
 # ------------------------------------------------------------- strengths
-def _scaled(fn: Callable | None, factor: float) -> Callable | None:
-    """fn times a constant, compiled (a new function per factor); None (no
-    interaction) for factor 0, so a law infinite somewhere adds no NaN."""
-    if fn is None or factor == 0.0:
-        return None
-    inner = compiled_function(fn)
-    py = python_function(fn)
-
-    def scaled(q, prm):
-        return factor * inner(q, prm)
-
-    dispatcher = numba.njit(error_model="numpy")(scaled)
-
-    def scaled_python(q, prm):  # the NumPy path calls the Python form
-        return factor * py(q, prm)
-
-    dispatcher.py_func.__dict__["numpy_form"] = scaled_python
-    return dispatcher
-
-
-def _scaled_term(term: PairTerm, same: float, other: float) -> PairTerm | None:
-    """The term with its parts scaled; None when both parts vanish."""
-    if (term.same is None or same == 0.0) and (term.other is None or other == 0.0):
-        return None
-    return PairTerm(_scaled(term.same, same), _scaled(term.other, other), variable=term.variable,
-                    params=term.params, same_derivative=_scaled(term.same_derivative, same),
-                    other_derivative=_scaled(term.other_derivative, other))
-
-
 def with_strengths(law: Any, strengths: Mapping[str, float]) -> Any:
     """``law`` with each named term scaled to the given strength.
 
@@ -364,38 +247,20 @@ def with_strengths(law: Any, strengths: Mapping[str, float]) -> Any:
     unknown = set(strengths) - set(term_names(law))
     if unknown:
         raise ValueError(f"strengths names terms {sorted(unknown)} the law does not have {term_names(law)}")
-    if _is_effective(law):
+    if isinstance(law, str):
         return law
     s = {**law_strengths(law), **{k: float(v) for k, v in strengths.items()}}
-    if isinstance(law, ForceParams):
-        same, other = s["alignment_same"], s["alignment_other"]
-        decay = {"particle_decay" if law.wd_target == "classifier" else "wd": s["decay"]}
-        if math.isclose(same, other, rel_tol=1e-12, abs_tol=0.0) or (same == 0.0 and other == 0.0):
-            lam = 0.5 * (same + other)
-            if law.wd_target == "classifier" and law.wd == 0.0 and lam > 0.0:
-                # the classifier variant has no alignment at wd = 0: a fitted alignment needs the baseline
-                # form, with the softening the forces used and the particles' decay as wd
-                return ForceParams(k_a=s["attraction"], sig_a=law.sig_a, k_r=s["repulsion"], sig_r=law.sig_r,
-                                   lam=lam, sig_t=law.sig_t, eps=law.effective_eps, wd=s["decay"],
-                                   alignment=law.alignment, alignment_form=law.alignment_form)
-            if law.wd_target == "classifier" and law.wd == 0.0:
-                lam = law.lam
-            return law.replace(k_a=s["attraction"], k_r=s["repulsion"], lam=lam, **decay)
-        if law.alignment != "gradient":
-            raise ValueError("the alignment halves have different strengths, which a ForceParams cannot hold, and "
-                             "the polar alignment has no PairEnergy form; fit with the halves tied "
-                             "(ForceLawFit(..., tie_alignment=True))")
-        from .pair_laws import cosine_alignment, gaussian_clustering
+    new = law.with_strengths(s)
+    return _halves_apart(law, s) if new is None else new
 
-        clustering = gaussian_clustering(s["attraction"], law.sig_a, s["repulsion"], law.sig_r, s["decay"])
-        alignment = cosine_alignment(1.0, law.sig_t, law.effective_eps, axial=law.alignment_form == "axial")
-        cosine = _scaled_term(alignment.cosine, same, other)
-        return clustering.replace(cosine=cosine, eps=law.effective_eps, name="fitted")
-    new = {"wd": s["decay"]}
-    for prefix in ("distance", "cosine"):
-        term = getattr(law, prefix)
-        if term is not None:
-            new[prefix] = _scaled_term(term, s.get(f"{prefix}_same", 1.0), s.get(f"{prefix}_other", 1.0))
-    if new.get("distance", law.distance) is None and new.get("cosine", law.cosine) is None:
-        raise ValueError("every pair term of the law has strength 0: there is no PairEnergy left to build")
-    return law.replace(**new)
+
+def _halves_apart(law: Any, s: dict[str, float]) -> Any:
+    """The built-in law with its two alignment halves at different strengths,
+    which one lam cannot hold: its clustering and gradient alignment as a
+    PairEnergy with the halves scaled apart."""
+    from .pair_laws import cosine_alignment, gaussian_clustering
+
+    clustering = gaussian_clustering(s["attraction"], law.sig_a, s["repulsion"], law.sig_r, s["decay"])
+    alignment = cosine_alignment(1.0, law.sig_t, law.effective_eps, axial=law.alignment_form == "axial")
+    cosine = alignment.cosine.scaled(s["alignment_same"], s["alignment_other"])
+    return clustering.replace(cosine=cosine, eps=law.effective_eps, name="fitted")

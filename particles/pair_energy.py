@@ -38,11 +38,12 @@ from numba.core.registry import CPUDispatcher
 from numba.extending import overload
 
 from .kernels.bundle import Kernels
+from .kernels.terms import PAIR_TERMS
 from .kernels.fastmath import FAST, exp_nonpositive, exp_nonpositive_reference
 from .core.validation import check_array, check_nonnegative, check_replace
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES", "COMPLEX_STEP", "FAST_EXP_CEILING", "fast_exp",
-           "compiled_function", "python_function"]
+           "compiled_function", "python_function", "scaled_function"]
 
 #: what a term's functions take as q
 VARIABLES = ("distance", "cosine")
@@ -170,6 +171,26 @@ class _Immutable:
         object.__setattr__(self, name, value)
 
 
+def scaled_function(fn: Callable | None, factor: float) -> Callable | None:
+    """fn times a constant, compiled (a new function per factor); None (no
+    interaction) for factor 0 or no fn."""
+    if fn is None or factor == 0.0:
+        return None
+    inner = compiled_function(fn)
+    py = python_function(fn)
+
+    def scaled(q, prm):
+        return factor * inner(q, prm)
+
+    dispatcher = numba.njit(error_model="numpy")(scaled)
+
+    def scaled_python(q, prm):  # the NumPy path calls the Python form
+        return factor * py(q, prm)
+
+    dispatcher.py_func.__dict__["numpy_form"] = scaled_python
+    return dispatcher
+
+
 class PairTerm(_Immutable):
     """One term of a :class:`PairEnergy`: phi_same(q) for pairs of one class,
     phi_other(q) for different classes.
@@ -246,6 +267,16 @@ class PairTerm(_Immutable):
                     deriv = np.asarray(_python(dfn)(qm, self.params), dtype=float)
             dphi[mask] = np.broadcast_to(deriv, qm.shape)
         return phi, dphi
+
+    def scaled(self, same: float, other: float) -> "PairTerm | None":
+        """The term with its parts multiplied by ``same`` and ``other``; None
+        when both parts vanish (a part at factor 0 is left out, so a law
+        infinite somewhere adds no NaN)."""
+        if (self.same is None or same == 0.0) and (self.other is None or other == 0.0):
+            return None
+        return PairTerm(scaled_function(self.same, same), scaled_function(self.other, other), variable=self.variable,
+                        params=self.params, same_derivative=scaled_function(self.same_derivative, same),
+                        other_derivative=scaled_function(self.other_derivative, other))
 
     def describe(self) -> dict[str, Any]:
         names = {k: getattr(_python(f), "__qualname__", repr(f)) if f is not None else None
@@ -407,6 +438,97 @@ class PairEnergy(_Immutable):
     def __repr__(self) -> str:
         terms = [t for t in ("distance", "cosine") if getattr(self, t) is not None]
         return f"PairEnergy(name={self.name!r}, terms={terms}, eps={self.eps}, wd={self.wd})"
+
+    # ------------------------------------------- the force-law protocol (particles.law_protocol)
+    pair_terms = PAIR_TERMS
+    tied_terms = {}
+    simulates = True
+    cell_lists = False
+
+    def unit_record(self):
+        """The kernel record as written (a custom term's strength is its own factor), no decay."""
+        return self.kernel_params()._replace(decay=0.0)
+
+    def term_names(self) -> tuple[str, ...]:
+        names = []
+        for prefix, term in (("distance", self.distance), ("cosine", self.cosine)):
+            if term is not None:
+                names += [f"{prefix}_{part}" for part, fn in (("same", term.same), ("other", term.other))
+                          if fn is not None]
+        return tuple(names) + ("decay",)
+
+    def strengths(self) -> dict[str, float]:
+        return {**{n: 1.0 for n in self.term_names()}, "decay": self.wd}
+
+    def active_terms(self, d: int) -> tuple[str, ...]:
+        self.check_dimension(d)
+        return self.term_names()
+
+    def check_dimension(self, d: int) -> None:
+        if self.cosine is not None and d < 2:
+            raise ValueError(f"a cosine term needs dimension d >= 2, got d = {d}")
+
+    def range_names(self, terms: tuple[str, ...]) -> tuple[str, ...]:
+        """``eps`` when a cosine term is named: a custom law's other
+        parameters may be strengths (degenerate with the fitted factor) or
+        ranges, so they are searched only when named (:meth:`range_fields`)."""
+        return ("eps",) if any(n.startswith("cosine") for n in terms) else ()
+
+    def range_fields(self, terms: tuple[str, ...]) -> tuple[str, ...]:
+        """eps and the fields of the named terms' params, as
+        ``distance.<field>`` / ``cosine.<field>`` (index numbers for plain tuples)."""
+        out = []
+        for prefix, term in (("distance", self.distance), ("cosine", self.cosine)):
+            if term is not None and any(n.startswith(prefix) for n in terms):
+                fields = getattr(term.params, "_fields", None) or [str(i) for i in range(len(term.params))]
+                out += [f"{prefix}.{f}" for f in fields]
+        if any(n.startswith("cosine") for n in terms):
+            out.append("eps")
+        return tuple(out)
+
+    def range_dependencies(self, term: str) -> tuple[str, ...]:
+        return self.range_fields((term,))
+
+    def range_values(self, names) -> list[float]:
+        values = []
+        for name in names:
+            if name == "eps":
+                values.append(self.eps)
+            else:
+                prefix, field = name.split(".", 1)
+                params = getattr(self, prefix).params
+                values.append(params[int(field)] if field.isdigit() else getattr(params, field))
+        return values
+
+    def with_ranges(self, names, values) -> "PairEnergy":
+        changes = {n: float(v) for n, v in zip(names, values)}
+        if not changes:
+            return self
+        new = {}
+        if "eps" in changes:
+            new["eps"] = changes.pop("eps")
+        for prefix in ("distance", "cosine"):
+            mine = {k.split(".", 1)[1]: v for k, v in changes.items() if k.startswith(prefix + ".")}
+            if mine:
+                term = getattr(self, prefix)
+                params = list(term.params)
+                fields = getattr(term.params, "_fields", None)
+                for field, value in mine.items():
+                    params[int(field) if field.isdigit() else fields.index(field)] = value
+                params = type(term.params)(*params) if fields else tuple(params)
+                new[prefix] = term.with_params(params)
+        return self.replace(**new)
+
+    def with_strengths(self, s: dict[str, float]) -> "PairEnergy":
+        """Each term's functions multiplied by its strength in ``s``, the decay set."""
+        new = {"wd": s["decay"]}
+        for prefix in ("distance", "cosine"):
+            term = getattr(self, prefix)
+            if term is not None:
+                new[prefix] = term.scaled(s.get(f"{prefix}_same", 1.0), s.get(f"{prefix}_other", 1.0))
+        if new.get("distance", self.distance) is None and new.get("cosine", self.cosine) is None:
+            raise ValueError("every pair term of the law has strength 0: there is no PairEnergy left to build")
+        return self.replace(**new)
 
     def kernel_params(self):
         """The record the kernels take: switches for the terms, eps, the decay and

@@ -155,3 +155,87 @@ class ForceParams:
         return KernelParams(self.k_a, self.sig_a, self.k_r, self.sig_r, self.effective_lam, self.sig_t,
                             self.effective_eps, self.particle_wd, self.alignment == "polar",
                             self.alignment_form == "axial")
+
+    # ------------------------------------------- the force-law protocol (particles.law_protocol)
+    pair_terms = ("attraction", "repulsion", "alignment_same", "alignment_other")
+    tied_terms = {"alignment": ("alignment_same", "alignment_other")}
+    simulates = True
+    cell_lists = True
+
+    def kernels(self):
+        """The built-in law's compiled functions."""
+        from .kernels.bundle import BUILTIN_KERNELS
+
+        return BUILTIN_KERNELS
+
+    def unit_record(self):
+        """The kernel record with k_a, k_r and lam at 1 and no decay."""
+        return self.kernel_params()._replace(k_a=1.0, k_r=1.0, lam=1.0, decay=0.0)
+
+    def term_names(self) -> tuple[str, ...]:
+        return self.pair_terms + ("decay",)
+
+    def strengths(self) -> dict[str, float]:
+        lam = self.effective_lam
+        return {"attraction": self.k_a, "repulsion": self.k_r, "alignment_same": lam, "alignment_other": lam,
+                "decay": self.particle_wd}
+
+    def active_terms(self, d: int) -> tuple[str, ...]:
+        """Every term in d >= 2; in d = 1 the alignment is dropped (a
+        ValueError when it is on)."""
+        if d >= 2:
+            return self.term_names()
+        if self.effective_lam > 0:
+            raise ValueError(f"alignment (lam = {self.lam} > 0) needs dimension d >= 2, got d = {d}")
+        return ("attraction", "repulsion", "decay")
+
+    def check_dimension(self, d: int) -> None:
+        """Any d: the kernels compute the alignment as 0 where it is off."""
+
+    def range_names(self, terms: tuple[str, ...]) -> tuple[str, ...]:
+        out = []
+        if "attraction" in terms:
+            out.append("sig_a")
+        if "repulsion" in terms:
+            out.append("sig_r")
+        if "alignment_other" in terms:
+            out.append("sig_t")
+        if "alignment_same" in terms or "alignment_other" in terms:
+            out.append("bias_scale" if self.wd_target == "classifier" and self.wd > 0 else "eps")
+        return tuple(out)
+
+    def range_fields(self, terms: tuple[str, ...]) -> tuple[str, ...]:
+        return self.range_names(terms)
+
+    def range_dependencies(self, term: str) -> tuple[str, ...]:
+        return self.range_names((term,))
+
+    def range_values(self, names) -> list[float]:
+        return [getattr(self, name) for name in names]
+
+    def with_ranges(self, names, values) -> "ForceParams":
+        changes = {n: float(v) for n, v in zip(names, values)}
+        return self.replace(**changes) if changes else self
+
+    def with_strengths(self, s: dict[str, float]) -> "ForceParams | None":
+        """The law with every term's strength from ``s`` (all terms named);
+        None when the two alignment halves differ, which one lam cannot hold
+        (the gradient alignment then becomes a PairEnergy)."""
+        same, other = s["alignment_same"], s["alignment_other"]
+        decay = {"particle_decay" if self.wd_target == "classifier" else "wd": s["decay"]}
+        if math.isclose(same, other, rel_tol=1e-12, abs_tol=0.0) or (same == 0.0 and other == 0.0):
+            lam = 0.5 * (same + other)
+            if self.wd_target == "classifier" and self.wd == 0.0 and lam > 0.0:
+                # the classifier variant has no alignment at wd = 0: a fitted alignment needs the baseline
+                # form, with the softening the forces used and the particles' decay as wd
+                return ForceParams(k_a=s["attraction"], sig_a=self.sig_a, k_r=s["repulsion"], sig_r=self.sig_r,
+                                   lam=lam, sig_t=self.sig_t, eps=self.effective_eps, wd=s["decay"],
+                                   alignment=self.alignment, alignment_form=self.alignment_form)
+            if self.wd_target == "classifier" and self.wd == 0.0:
+                lam = self.lam
+            return self.replace(k_a=s["attraction"], k_r=s["repulsion"], lam=lam, **decay)
+        if self.alignment != "gradient":
+            raise ValueError("the alignment halves have different strengths, which a ForceParams cannot hold, and "
+                             "the polar alignment has no PairEnergy form; fit with the halves tied "
+                             "(ForceLawFit(..., tie_alignment=True))")
+        return None

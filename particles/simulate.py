@@ -18,7 +18,7 @@ from .datasets import PairDataset, make_rng
 from .energy import check_inputs, Engine, check_repulsion_tol, compile_for, evaluate, pair_system
 from .kernels import euler, status
 from .kernels.forces import make_workspace
-from .kernels.minimize import Descent, minimize_serial
+from .kernels.minimize import Descent
 from .kernels.records import ExactLaw, Recording, Span
 from .core.limits import MAX_STEPS, check_memory
 from .pair_energy import PairEnergy
@@ -342,7 +342,7 @@ def minimize(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnerg
     force = np.empty_like(x)
     system = pair_system(train)
     ws = make_workspace(x.shape[1], system, 1)
-    kernel = params.kernels().minimize if isinstance(params, PairEnergy) else minimize_serial
+    kernel = params.kernels().minimize
     try:
         code, n, energy, fmax = kernel(x, ExactLaw(system, params.kernel_params(), ws),
                                        Descent(max_steps, step, gtol, bound), force)

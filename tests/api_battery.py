@@ -125,6 +125,14 @@ SKIP: dict[str, str] = {
     "fitting.training.NetworkSweep.save": "result-container file I/O; tests/fitting/training/test_trainer.py",
     "fitting.training.toy_phase_setting": "returns a ToyConfig from a named table; config_for is in the battery",
 }
+# the force-law protocol (particles.law_protocol): particles.law_terms calls these with names and arrays it has
+# checked; the checked public entries are the law_terms functions of the same names, in the battery
+SKIP.update({f"particles.{kind}.{method}": "force-law protocol: particles.law_terms calls it on checked input"
+             for kind in ("ForceParams", "PairEnergy", "EffectiveLoss")
+             for method in ("active_terms", "check_dimension", "range_dependencies", "range_fields", "range_names",
+                            "range_values", "with_ranges", "with_strengths")})
+SKIP["particles.EffectiveLoss.unit_term_forces"] = "force-law protocol: particles.law_terms calls it on checked input"
+SKIP["particles.PairTerm.scaled"] = "force-law protocol: PairEnergy.with_strengths calls it with checked strengths"
 
 #: (entries, parameter) of every seeded entry: any non-negative int is a seed
 SEEDED: list[tuple[tuple[str, ...], str]] = [

@@ -14,11 +14,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_choice, check_int, describe
 from particles.datasets import PairDataset
-from particles.effective import EffectiveLoss
-from particles.law_terms import (check_term_names, range_fields, range_names, range_values, term_names,
+from particles.law_terms import (answering, check_term_names, range_fields, range_names, range_values, term_names,
                                  unit_term_forces, with_ranges, with_strengths)
-from particles.pair_energy import PairEnergy
-from particles.params import ForceParams
 from particles.trajectory import Trajectory
 
 from ..ode.quality import warn_quality
@@ -144,18 +141,18 @@ class ForceLawFit(BaseEstimator):
         law = resolve_law(self.law)
         if not isinstance(self.tie_alignment, bool):
             raise TypeError(f"tie_alignment must be a bool, got {describe(self.tie_alignment)}")
-        tied = self.tie_alignment and isinstance(law, ForceParams)
+        tied = answering(law).tied_terms if self.tie_alignment else {}
         names = term_names(law)
-        if tied:
-            names = ("attraction", "repulsion", "alignment", "decay")
-        if self.tie_alignment and not isinstance(law, ForceParams):
-            raise ValueError("tie_alignment=True ties the built-in law's two alignment halves; the law is not a "
-                             "ForceParams")
+        if self.tie_alignment and not tied:
+            raise ValueError("tie_alignment=True ties terms fitted with one strength (the built-in law's two "
+                             "alignment halves); this law has none")
+        for group, members in tied.items():  # each tied group in place of its first member, the rest left out
+            names = tuple(group if n == members[0] else n for n in names if n not in members[1:])
         terms = names if self.terms is None else check_term_names(self.terms, names)
-        self._groups = {t: (("alignment_same", "alignment_other") if t == "alignment" else (t,)) for t in terms}
+        self._groups = {t: tuple(tied.get(t, (t,))) for t in terms}
         terms = tuple(t for members in self._groups.values() for t in members)
         default = range_names(law, terms)
-        allowed = range_fields(law, terms) if isinstance(law, PairEnergy) else default
+        allowed = range_fields(law, terms)
         if self.ranges is not None and (isinstance(self.ranges, str) or not isinstance(self.ranges, (tuple, list))):
             raise TypeError(f"ranges must be a list or tuple of range names, got {describe(self.ranges)}")
         ranges = default if self.ranges is None else tuple(self.ranges)
@@ -169,7 +166,7 @@ class ForceLawFit(BaseEstimator):
         bounds = {} if self.bounds is None else self.bounds
         if not isinstance(bounds, dict):
             raise TypeError(f"bounds must be a dict of range name to (low, high), got {describe(bounds)}")
-        every = range_fields(law) if isinstance(law, PairEnergy) else range_names(law)
+        every = range_fields(law)
         for name, pair in bounds.items():
             if name not in every:
                 raise ValueError(f"bounds names {name!r}, which is not a range parameter of the law {every}")
@@ -224,7 +221,7 @@ class ForceLawFit(BaseEstimator):
         """
         law, terms, ranges, low, high = self.check_params()
         runs = check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
-        if isinstance(law, EffectiveLoss):
+        if getattr(law, "p", None) is not None and not isinstance(law, str):  # a law on a fixed set of tokens
             if any(r.train.p != law.p for r in runs):
                 raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
         scales = []
@@ -377,7 +374,7 @@ class ForceLawFit(BaseEstimator):
         With ``normalize="rms"`` its strengths are per unit RMS force: the
         same flow as the data's, on another time scale."""
         check_is_fitted(self, "coef_")
-        if not isinstance(self.law_, (ForceParams, PairEnergy)):
+        if not answering(self.law_).simulates:
             raise ValueError("the effective loss has no law object with strengths: its fitted strengths are coef_ "
                              "(run it with particles.simulate_effective)")
         law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
@@ -394,7 +391,7 @@ class ForceLawFit(BaseEstimator):
         from particles.simulate import simulate
 
         check_is_fitted(self, "coef_")
-        if not isinstance(self.law_, (ForceParams, PairEnergy)):
+        if not answering(self.law_).simulates:
             raise ValueError("simulate needs a pair law; the effective loss runs with particles.simulate_effective")
         law = self.to_law()
         return simulate(x0, self.train_ if train is None else train, law, steps=steps, dt=dt, **options)

@@ -146,3 +146,44 @@ def test_bad_input_names_the_parameter():
         unit_term_forces(ForceParams(), x[None], train, [])
     with pytest.raises(ValueError, match="X"):
         unit_term_forces(ForceParams(), x, train)
+
+
+def test_a_new_kind_of_law_plugs_in_through_the_protocol():
+    """A law kind the package does not know (here the built-in law at half
+    strength, written as its own class) answers particles.law_protocol and
+    works in force_terms, unit_term_forces and the force-law fit with no
+    other change: nothing dispatches on the type of a law."""
+    import particles as P
+    from fitting import ForceLawFit
+    from particles.law_protocol import FORCE_LAW_ATTRIBUTES
+
+    class Halved:
+        pair_terms, tied_terms, simulates, cell_lists = P.ForceParams.pair_terms, {}, False, False
+
+        def __init__(self, base):
+            self.base = base
+
+        def __getattr__(self, name):  # term names, ranges, kernels, record: the base law's
+            return getattr(self.base, name)
+
+        def strengths(self):
+            return {k: 0.5 * v for k, v in self.base.strengths().items()}
+
+        def with_ranges(self, names, values):
+            return Halved(self.base.with_ranges(names, values))
+
+        def with_strengths(self, strengths):
+            return Halved(self.base.with_strengths({k: 2.0 * v for k, v in strengths.items()}))
+
+    assert all(hasattr(Halved(P.ForceParams()), name) for name in FORCE_LAW_ATTRIBUTES)
+    law = P.ForceParams(k_a=2.0, k_r=1.3, lam=1.7, wd=0.2)
+    train = P.modular_addition(11).split(0.8, seed=0)[0]
+    x = np.random.default_rng(0).normal(size=(11, 2))
+    half, full = force_terms(Halved(law), x, train), force_terms(law, x, train)
+    assert list(half) == list(full)
+    for name in full:
+        np.testing.assert_allclose(half[name], 0.5 * full[name], rtol=1e-12, atol=1e-15)
+    X = P.simulate(x, train, law, steps=300, dt=0.01, record_every=20).embeddings
+    G = np.stack([P.forces(s, train, law) for s in X])
+    fit = ForceLawFit(Halved(law), ranges=(), n_bootstrap=0).fit(X, G, train=train)
+    np.testing.assert_allclose(fit.coef_, [2.0, 1.3, 1.7, 1.7, 0.2], rtol=1e-6)  # the base law's strengths
