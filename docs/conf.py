@@ -58,7 +58,7 @@ napoleon_type_aliases = {
 API = {
     "particles": {
         "particles.datasets": None, "particles.params": None, "particles.energy": None,
-        "particles.pair_energy": "PairEnergy, PairTerm, fast_exp", "particles.pair_laws": "gaussian_clustering, cosine_alignment",
+        "particles.pair_energy": "PairEnergy, PairTerm", "particles.pair_functions": "fast_exp", "particles.pair_laws": "gaussian_clustering, cosine_alignment",
         "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
         "particles.effective": None, "particles.law_terms": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
         "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,

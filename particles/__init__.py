@@ -59,7 +59,7 @@ _EXPORTS = {
     'PairEnergy': ('.pair_energy', 'PairEnergy'),
     'PairTerm': ('.pair_energy', 'PairTerm'),
     'cosine_alignment': ('.pair_laws', 'cosine_alignment'),
-    'fast_exp': ('.pair_energy', 'fast_exp'),
+    'fast_exp': ('.pair_functions', 'fast_exp'),
     'gaussian_clustering': ('.pair_laws', 'gaussian_clustering'),
     'ALIGNMENT_FORMS': ('.params', 'ALIGNMENT_FORMS'),
     'ALIGNMENTS': ('.params', 'ALIGNMENTS'),

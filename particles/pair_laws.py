@@ -9,7 +9,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .pair_energy import PairEnergy, PairTerm, fast_exp
+from .pair_energy import PairEnergy, PairTerm
+from .pair_functions import fast_exp
 from .params import ForceParams
 
 __all__ = ["gaussian_clustering", "cosine_alignment", "GaussianParams", "AlignmentParams"]
