@@ -2,14 +2,20 @@
 
 - :mod:`.fastmath` -- the vectorisable exp and the fixed-order sum
 - :mod:`.record` -- :class:`KernelParams`, the typed parameter record
+- :mod:`.records` -- the records every entry point takes (laws, spans, recordings)
 - :mod:`.status` -- status codes shared by every integrator
 - :mod:`.pair_sums` -- particles to pair sums (and distances, cosines) and back
+- :mod:`.pair_loops` -- the sweep-and-scatter loops every pair kernel shares
 - :mod:`.clustering` -- attraction within a class, repulsion between classes
 - :mod:`.alignment` -- alignment within a class, angular repulsion between
 - :mod:`.cells` -- the repulsion cut off over a cell list (d = 2)
 - :mod:`.forces` -- blocks of rows, reduction, serial and parallel kernels
+- :mod:`.terms` -- the law split into its four pair terms, over snapshots
 - :mod:`.euler` -- Euler / Langevin step loops
 - :mod:`.minimize` -- gradient descent with backtracking
+- :mod:`.bundle` -- the compiled functions one law runs on (:class:`Kernels`)
+- :mod:`.slots` -- the slot contract between a law and the kernels
+- :mod:`.rebind` -- copies of the kernels with a custom law in the slots
 
 Each job's file holds a NumPy reference (``*_reference``) that the tests
 compare the kernel with on random inputs.
