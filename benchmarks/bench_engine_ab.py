@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-SIZES = {17: 20_000, 59: 2_000, 113: 400}  # p: steps (about 0.1-0.5 s a run)
+SIZES = {17: 20_000, 59: 2_000, 113: 400}  # p: steps (0.1-0.5 s a run on the machine it was written on)
+#: --quick: fewer steps (on 2026-11-27 the full sizes took about 8 min a process on a shared 2-core machine)
+QUICK_SIZES = {17: 4_000, 59: 400, 113: 60}
 
 CHILD = r"""
 import json, sys, time
@@ -46,9 +48,9 @@ print(json.dumps(out))
 """
 
 
-def run(tree: Path) -> dict[str, float]:
+def run(tree: Path, sizes: dict[int, int] = SIZES) -> dict[str, float]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
-    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(SIZES)], capture_output=True, text=True,
+    proc = subprocess.run([sys.executable, "-c", CHILD, json.dumps(sizes)], capture_output=True, text=True,
                           env=env, cwd=tree, check=True)
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -58,13 +60,20 @@ def main(argv=None) -> None:
     parser.add_argument("--other", required=True, help="another checkout of the project (the baseline)")
     parser.add_argument("--pairs", type=int, default=5)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--quick", action="store_true", help=f"fewer steps per size: {QUICK_SIZES}")
     args = parser.parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else SIZES
     here = Path(__file__).resolve().parents[1]
     other = Path(args.other).resolve()
-    run(here), run(other)  # warm both caches
+    run(here, sizes), run(other, sizes)  # warm both caches
     rows = []
     for k in range(args.pairs):
-        a, b = run(here), run(other)
+        if k % 2 == 0:  # A B, then B A: a drift of the machine's speed hits both trees
+            a = run(here, sizes)
+            b = run(other, sizes)
+        else:
+            b = run(other, sizes)
+            a = run(here, sizes)
         rows.append({"this": a, "other": b})
         print(f"pair {k}: " + ", ".join(f"{key} {b[key] / a[key]:.3f}" for key in a), flush=True)
     keys = list(rows[0]["this"])
@@ -77,7 +86,7 @@ def main(argv=None) -> None:
         print(f"{key:12s} other/this median {summary[key]['median_ratio']:.3f} [{ratios.min():.3f}, {ratios.max():.3f}]"
               f"  this {summary[key]['this_us_per_step']:.1f} us/step, other {summary[key]['other_us_per_step']:.1f}")
     if args.json:
-        Path(args.json).write_text(json.dumps({"sizes": SIZES, "pairs": rows, "summary": summary}, indent=1))
+        Path(args.json).write_text(json.dumps({"sizes": sizes, "pairs": rows, "summary": summary}, indent=1))
 
 
 if __name__ == "__main__":
