@@ -17,17 +17,29 @@ from numba import njit
 
 from .fastmath import FAST, lane_sum
 
-__all__ = ["squared_distances", "dot_products", "scatter_differences", "scatter_products", "scatter_scalars",
+__all__ = ["squared_distances", "squared_distances_loop", "dot_products", "dot_products_loop", "scatter_differences", "scatter_products", "scatter_scalars",
            "squared_distances_reference", "dot_products_reference", "scatter_differences_reference"]
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
+def squared_distances_loop(u, S, lo, hi, r2):
+    """r2[v] = |S[:, u] - S[:, v]|^2 for v in [lo, hi), summed over k in a
+    loop (any d; the per-term kernels' arithmetic at every d)."""
+    for v in range(lo, hi):
+        r2[v] = 0.0
+    for k in range(S.shape[0]):
+        su = S[k, u]
+        for v in range(lo, hi):
+            dk = su - S[k, v]
+            r2[v] += dk * dk
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
 def squared_distances(u, S, lo, hi, r2):
-    """r2[v] = |S[:, u] - S[:, v]|^2 for v in [lo, hi). At d = 2 one
-    expression, which LLVM contracts into another FMA than the loop over k:
-    it keeps the trajectories of earlier versions bit for bit."""
-    d = S.shape[0]
-    if d == 2:
+    """As :func:`squared_distances_loop`, but at d = 2 one expression, which
+    LLVM contracts into another FMA than the loop over k: it keeps the
+    engine's trajectories of earlier versions bit for bit."""
+    if S.shape[0] == 2:
         s0 = S[0, u]
         s1 = S[1, u]
         for v in range(lo, hi):
@@ -35,31 +47,30 @@ def squared_distances(u, S, lo, hi, r2):
             d1 = s1 - S[1, v]
             r2[v] = d0 * d0 + d1 * d1
     else:
+        squared_distances_loop(u, S, lo, hi, r2)
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def dot_products_loop(u, U, lo, hi, cc):
+    """cc[v] = U[:, u] . U[:, v] for v in [lo, hi), summed over k in a loop."""
+    for v in range(lo, hi):
+        cc[v] = 0.0
+    for k in range(U.shape[0]):
+        uu = U[k, u]
         for v in range(lo, hi):
-            r2[v] = 0.0
-        for k in range(d):
-            su = S[k, u]
-            for v in range(lo, hi):
-                dk = su - S[k, v]
-                r2[v] += dk * dk
+            cc[v] += uu * U[k, v]
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
 def dot_products(u, U, lo, hi, cc):
-    """cc[v] = U[:, u] . U[:, v] for v in [lo, hi) (d = 2 as one expression)."""
-    d = U.shape[0]
-    if d == 2:
+    """As :func:`dot_products_loop`, at d = 2 as one expression (the engine's)."""
+    if U.shape[0] == 2:
         u0 = U[0, u]
         u1 = U[1, u]
         for v in range(lo, hi):
             cc[v] = u0 * U[0, v] + u1 * U[1, v]
     else:
-        for v in range(lo, hi):
-            cc[v] = 0.0
-        for k in range(d):
-            uu = U[k, u]
-            for v in range(lo, hi):
-                cc[v] += uu * U[k, v]
+        dot_products_loop(u, U, lo, hi, cc)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")

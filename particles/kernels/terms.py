@@ -21,7 +21,7 @@ from .alignment import (cosine_forces_reference, cosine_other, cosine_params, co
                         cosine_same)
 from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST
-from .pair_loops import dot_products, scatter_differences, scatter_products, scatter_scalars, squared_distances
+from .pair_loops import dot_products_loop, scatter_differences, scatter_products, scatter_scalars, squared_distances_loop
 from .pair_sums import pair_sums, scatter_to_particles
 
 __all__ = ["PAIR_TERMS", "pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
@@ -65,7 +65,7 @@ def other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0):
     """Row u against every v > u of another class: the distance term into out[1]."""
     lo = np.uint64(u + 1)
     hi = np.uint64(S.shape[1])
-    squared_distances(u, S, lo, hi, q)
+    squared_distances_loop(u, S, lo, hi, q)  # the loop at every d: the term forces of earlier versions, bit for bit
     for v in range(lo, hi):
         coef[v] = -2.0 * distance_other(q[v], law_d)[1]
     for p in range(same_ptr[u], same_ptr[u + 1]):
@@ -78,7 +78,7 @@ def other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0):
     """Row u against every v > u of another class: the cosine term's sums into A[1], B[1]."""
     lo = np.uint64(u + 1)
     hi = np.uint64(U.shape[1])
-    dot_products(u, U, lo, hi, q)
+    dot_products_loop(u, U, lo, hi, q)
     for v in range(lo, hi):
         coef[v] = cosine_other(q[v], law_c)[1]
     for p in range(same_ptr[u], same_ptr[u + 1]):
