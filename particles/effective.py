@@ -33,8 +33,9 @@ from .kernels.euler import EulerSchedule
 from .kernels.records import Recording, Span
 from .kernels.status import NONFINITE, OK, check_state
 from .core.validation import check_nonnegative
+from .core.version import package_version
 from .simulate import (MAX_GROWTH, MAX_STEPS, NonFiniteStateError, check_record_memory, chunk_bounds, growth_bound,
-                       package_version, progress_reporter, stopped)
+                       progress_reporter, stopped)
 from .trajectory import Trajectory
 from .core.validation import check_array, check_int, describe
 

@@ -266,3 +266,28 @@ def test_no_dispatch_on_a_type_name():
                             and isinstance(side.value.func, ast.Name) and side.value.func.id == "type"):
                         found.append(f"{module_of(path)}:{node.lineno}")
     assert not found, "type-name dispatch: " + ", ".join(found)
+
+
+def test_no_module_imports_an_old_name():
+    """Every module of the packages imports without a DeprecationWarning (an
+    old name used inside the package warns every user at import), checked in
+    a fresh process; the old-name modules themselves are left out, and
+    modules that need a missing optional extra (torch, the web stack) too."""
+    import subprocess
+    import sys
+
+    old = {f"fitting.{n}" for n in FITTING_OLD_NAMES} | {"particles.validation", "fitting.ode.models"}
+    names = [module_of(p)[:-9] if p.name == "__init__.py" else module_of(p) for p in sources(*PACKAGES)]
+    names = [n for n in names if n not in old and not any(n.startswith(o + ".") for o in old)
+             and "__main__" not in n]
+    code = ("import importlib, sys, warnings\nwarnings.simplefilter('error', DeprecationWarning)\nbad = []\n"
+            f"for name in {names!r}:\n"
+            "    try:\n        importlib.import_module(name)\n"
+            "    except ImportError as exc:\n"
+            "        if (exc.name or '').split('.')[0] not in ('torch', 'starlette', 'uvicorn', 'websockets', 'selenium'):\n"
+            "            bad.append(f'{name}: {exc!r}')\n"
+            "    except DeprecationWarning as exc:\n        bad.append(f'{name}: {exc}')\n"
+            "print('\\n'.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert not out.stdout.strip(), "modules that import an old name:\n" + out.stdout
