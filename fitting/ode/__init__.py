@@ -1,30 +1,30 @@
 """ODE regression onto trajectories (docs/fitting.md, ODE fits), one job a file.
 
-======================  ===================================================
-``library``             candidate terms: PolynomialLibrary, FourierLibrary,
-                        CustomLibrary (combine with ``+``)
-``derivatives``         derivative estimators on samples: differentiate
-``differentiation``     pointwise rows: FiniteDifference, SavitzkyGolay
-``weak``                the weak (integral) formulation: WeakForm
-``noise``               noise level and time scale of the samples
-``weighted``, ``gls``   the covariance-weighted refit of weak-form rows
-``flowmap``             linear systems from their H-step map: FlowMap
-``regression``          STLSQ, OLS, Lasso, LassoCV (standardised)
-``stable``              least squares over stable linear systems
-``integrate``           linear_solution, solve_ivp / rollout, BlowUpError
-``inputs``              trajectories, formulation shortcuts, RegressionRows
-``base``                ODEModel, the general library ODE
-``linear``              LinearODE
-``lotka_volterra``      LotkaVolterra
-``equations``           the fitted system as text (part of ODEModel)
-``simulation_scores``   forecast and trajectory scores (part of ODEModel)
-``ensemble``            BootstrapEnsemble
-``relations``           linear relations among the states (conserved totals)
-``quality``             FitQualityWarning: results that may be wrong
-``forecast``            Forecast: a simulation from the fitted window's end vs persistence
-``data``                runs, sample times and windows
-``report``, ``figures`` what ``embdyn fit`` prints and draws; ``cli`` the command
-======================  ===================================================
+=========================  ===================================================
+``library``                candidate terms: PolynomialLibrary, FourierLibrary,
+                           CustomLibrary (combine with ``+``)
+``derivatives``            derivative estimators on samples: differentiate
+``differentiation``        pointwise rows: FiniteDifference, SavitzkyGolay
+``weak``                   the weak (integral) formulation: WeakForm
+``noise``                  noise level and time scale of the samples
+``weighted``, ``gls``      the covariance-weighted refit of weak-form rows
+``flowmap``                linear systems from their H-step map: FlowMap
+``regression``             STLSQ, OLS, Lasso, LassoCV (standardised)
+``stable``                 least squares over stable linear systems
+``integrate``              linear_solution, solve_ivp / rollout, BlowUpError
+``inputs``                 trajectories, formulation shortcuts, RegressionRows
+``base``                   ODEModel, the general library ODE
+``linear``                 LinearODE
+``lotka_volterra``         LotkaVolterra
+``equations``              the fitted system as text (part of ODEModel)
+``simulation_scores``      forecast and trajectory scores (part of ODEModel)
+``ensemble``               BootstrapEnsemble
+``relations``              linear relations among the states (conserved totals)
+``quality``                FitQualityWarning: results that may be wrong
+``forecast``               Forecast: a simulation from the fitted window's end vs persistence
+``data``                   runs, sample times and windows
+``report``, ``figures``    what ``embdyn fit`` prints and draws; ``cli`` the command
+=========================  ===================================================
 """
 
 # public names and the submodules that define them; a submodule is imported
