@@ -15,7 +15,7 @@ from particles.trajectory import Trajectory
 
 from ..ode.quality import warn_quality
 
-__all__ = ["ForceRun", "TARGETS", "as_force_runs", "check_window", "gradient_help"]
+__all__ = ["ForceRun", "TARGETS", "TRAINING_SET_READERS", "as_force_runs", "check_window", "gradient_help", "rebuilt_training_set"]
 
 #: what the observed force is: minus the loss gradient, or the optimiser's update
 TARGETS = ("gradient", "update")
@@ -37,6 +37,25 @@ def gradient_help() -> str:
             "or EmbeddingRecorder(..., gradients=True)")
 
 
+#: the entry-point group of readers that rebuild the training set of an older run file from its meta
+TRAINING_SET_READERS = "embdyn.training_sets"
+
+
+def rebuilt_training_set(meta: dict) -> PairDataset | None:
+    """The training set of a run file that does not store one, rebuilt from
+    its ``meta`` by the first reader registered under
+    :data:`TRAINING_SET_READERS` that knows the file (the package's trainers
+    register one for the files they wrote before they stored the set), or
+    None. A reader returns None for a meta it does not know."""
+    from importlib.metadata import entry_points
+
+    for entry in sorted(entry_points(group=TRAINING_SET_READERS), key=lambda e: e.name):
+        train = entry.load()(meta)
+        if train is not None:
+            return train
+    return None
+
+
 def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None, name: str) -> ForceRun:
     field = "gradients" if target == "gradient" else "updates"
     values = getattr(traj, field)
@@ -49,13 +68,11 @@ def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None
                          f"{sorted(TASK_LABELS)}): wrong labels would fit a wrong force law without a word; record "
                          "the run with meta={'task': 'modular_addition'} (or 'addition') to have them checked")
     if train is None:
-        if not all(k in traj.meta for k in ("model", "config", "train_indices")):
-            raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "
-                             "record it with EmbeddingRecorder(..., train=(pairs, labels))), or on the command line "
-                             "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
-        from ..training.configs import training_set  # runs the package trained before it stored the set
-
-        train = training_set(traj.meta)
+        train = rebuilt_training_set(traj.meta)
+    if train is None:
+        raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "
+                         "record it with EmbeddingRecorder(..., train=(pairs, labels))), or on the command line "
+                         "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
     G = -values if target == "gradient" else values
     n = len(G)  # the last snapshot has no gradient when no step followed it
     return ForceRun(traj.embeddings[:n], G, train, traj.snapshot_steps[:n])

@@ -151,10 +151,12 @@ def _checkpoint(cfg: SurvivalMLPConfig, seeds: list[int], out_dir, compile: str,
     return Checkpoint(path, identity, kind="batched run")
 
 
-def _completed(recorders: list, metas: list, paths: list, cfg: SurvivalMLPConfig) -> list[Trajectory]:
-    """Every seed's trajectory of the completed run, saved where a path is given."""
-    trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps})
-                    for rec, meta in zip(recorders, metas)]
+def _completed(recorders: list, metas: list, paths: list, cfg: SurvivalMLPConfig, splits: list) -> list[Trajectory]:
+    """Every seed's trajectory of the completed run (with its training set),
+    saved where a path is given."""
+    trajectories = [rec.trajectory(cfg.steps, cfg.p, cfg.d, {**meta, "completed": True, "steps_done": cfg.steps},
+                                   train_set)
+                    for rec, meta, (train_set, _) in zip(recorders, metas, splits)]
     for traj, path in zip(trajectories, paths):
         if path is not None:
             traj.save(path)
@@ -295,12 +297,12 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
 
     def on_stop(done: int, exc: BaseException) -> None:
         if out_dir is not None:
-            for rec, meta, path in zip(recorders, metas, paths):
+            for rec, meta, path, (train_set, _) in zip(recorders, metas, paths, splits):
                 rec.trajectory(done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": done,
-                                                    "stopped_by": type(exc).__name__}).save(path)
+                                                    "stopped_by": type(exc).__name__}, train_set).save(path)
 
     run_steps(start, cfg.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
               on_stop=on_stop, finish=lambda done: _final_snapshots(recorders, E, cfg.steps, probe=probe))
-    trajectories = _completed(recorders, metas, paths, cfg)  # saved before the checkpoint goes
+    trajectories = _completed(recorders, metas, paths, cfg, splits)  # saved before the checkpoint goes
     checkpoint.remove()
     return trajectories

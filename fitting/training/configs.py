@@ -347,3 +347,15 @@ def training_set(meta: dict[str, Any]):
         raise ValueError(f"meta['train_indices'] must hold rows of the {len(data)}-pair dataset, got "
                          f"{indices.size} indices")
     return data.subset(indices)
+
+
+def rebuilt_training_set(meta: dict[str, Any]):
+    """The training set of a run this package's trainers wrote before they
+    stored it in the file (a PairDataset), or None when ``meta`` is not such
+    a run's. Registered under the entry-point group
+    ``embdyn.training_sets`` (pyproject.toml), where :mod:`fitting.forcefit`
+    looks it up without importing the trainers."""
+    if not isinstance(meta, dict) or not all(k in meta for k in ("model", "config", "train_indices")):
+        return None
+    return training_set(meta)
+

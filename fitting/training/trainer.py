@@ -96,7 +96,10 @@ class SeriesRecorder:
         self.updates = [g.numpy() for g in state.get("updates", [])]
         return n
 
-    def trajectory(self, n_done: int, p: int, d: int, meta: dict[str, Any]) -> Trajectory:
+    def trajectory(self, n_done: int, p: int, d: int, meta: dict[str, Any], train: Any = None) -> Trajectory:
+        """The recorded steps up to ``n_done`` as a Trajectory; ``train`` (a
+        PairDataset of a pair model, or None) travels in the file as its
+        training set, so a force fit needs nothing else."""
         keep = [i for i, s in enumerate(self.snapshot_steps) if s <= n_done]
         forces = bool(self.gradients)
         if forces:  # recorded with gradients: the snapshots that have theirs (an interrupted run may lack the last)
@@ -112,6 +115,8 @@ class SeriesRecorder:
             meta=meta,
             gradients=np.stack([self.gradients[i] for i in keep]) if forces and keep else None,
             updates=np.stack([self.updates[i] for i in keep]) if forces and keep else None,
+            train_pairs=None if train is None else train.pairs,
+            train_labels=None if train is None else train.labels,
         )
 
 
@@ -185,6 +190,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     meta = {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}
+    train_set = getattr(task, "train_set", None)  # a pair model's training pairs (sequence models have none)
 
     def step(t: int, progress: Progress) -> None:
         values = task.step()
@@ -217,12 +223,12 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     def on_stop(done: int, exc: BaseException) -> None:
         if out is not None:
             rec.trajectory(done, p, d, {**meta, "completed": False, "steps_done": done,
-                                        "stopped_by": type(exc).__name__}).save(out)
+                                        "stopped_by": type(exc).__name__}, train_set).save(out)
 
     with torch_threads(threads_for_work(task.step_work())):
         run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
                   on_stop=on_stop, finish=finish)
-    traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps})
+    traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps}, train_set)
     if out is not None:
         traj.save(out)
         checkpoint.remove()

@@ -282,6 +282,32 @@ def test_gradients_are_recorded_without_changing_the_run(tmp_path):
     assert len(data) == len(loaded.meta["train_indices"])
 
 
+def test_trained_files_carry_their_training_set_and_older_files_are_rebuilt(tmp_path):
+    """The trainers store the training set in the file; a file written before
+    they did (the set stripped) gets it back through the reader the trainers
+    register for the force fit, which never imports them."""
+    from fitting.forcefit import ForceLawFit
+    from fitting.forcefit.data import rebuilt_training_set
+    from fitting.training.configs import training_set
+
+    cfg = small("constant-attention", steps=30, snapshot_every=5)
+    traj = train(cfg, seed=4, out=tmp_path / "r.npz", gradients=True)
+    loaded = Trajectory.load(tmp_path / "r.npz")
+    expected = training_set(loaded.meta)
+    for t in (traj, loaded):
+        assert np.array_equal(t.train.pairs, expected.pairs) and np.array_equal(t.train.labels, expected.labels)
+    old = Trajectory(loaded.embeddings, loaded.snapshot_steps, meta=loaded.meta, gradients=loaded.gradients)
+    assert old.train is None
+    rebuilt = rebuilt_training_set(old.meta)
+    assert np.array_equal(rebuilt.pairs, expected.pairs) and np.array_equal(rebuilt.labels, expected.labels)
+    assert rebuilt_training_set({"task": "modular_addition"}) is None  # a meta no reader knows
+    fit_new = ForceLawFit("builtin", n_bootstrap=0, windows=1).fit(loaded)
+    fit_old = ForceLawFit("builtin", n_bootstrap=0, windows=1).fit(old)
+    assert np.array_equal(fit_new.coef_, fit_old.coef_)
+    for stacked in train_batched(small("survival-mlp", steps=6, snapshot_every=3), [1, 2]):
+        assert np.array_equal(stacked.train.pairs, training_set(stacked.meta).pairs)
+
+
 def test_batched_trainer_records_the_same_gradients_as_one_run():
     cfg = small("survival-mlp", steps=12, snapshot_every=4)
     stacked = train_batched(cfg, [3, 4], gradients=True)
