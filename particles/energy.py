@@ -13,7 +13,9 @@ from .kernels import cells as _cells
 from .kernels import forces as _forces
 from .parallelograms import same_label_pairs
 from .kernels import euler as _euler
-from .kernels.records import CellLaw, ExactLaw, Recording, Span, Threaded
+from .kernels import gram as _gram
+from .kernels.records import CellLaw, ExactLaw, GramLaw, Recording, Span, Threaded
+from .pair_path import use_gram
 from .kernels.bundle import BUILTIN_KERNELS
 from .pair_energy import PairEnergy
 from .params import ForceParams
@@ -144,15 +146,27 @@ class Engine:
     """
 
     def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams | PairEnergy,
-                 repulsion_tol: float | None):
+                 repulsion_tol: float | None, path: str = "auto", p: int | None = None):
         prm = params.kernel_params()
         kernels = params.kernels()
-        ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
         self.system = system
         n_blocks = len(system.block_ptr) - 1
-        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, prm)
         cells = None
-        if repulsion_tol is not None and params.k_r > 0:
+        cell_lists = repulsion_tol is not None and params.k_r > 0
+        self.gram = use_gram(path, d, cell_lists=repulsion_tol is not None)
+        if self.gram:
+            p = int(system.pairs.max()) + 1 if p is None else p  # the tokens (those in no pair too)
+            ws = _gram.make_gram_workspace(p, system.pairs, n_blocks, numba.config.NUMBA_NUM_THREADS)
+            self.splittable = n_blocks > 1
+            self.law = GramLaw(system, prm, ws)
+            self._forces = (kernels.gram_forces_serial, kernels.gram_forces_parallel)
+            self._loops = (kernels.gram_euler_serial, kernels.gram_euler_parallel)
+            self._laws = (self.law, Threaded(self.law) if kernels is BUILTIN_KERNELS else self.law)
+            self.key = (len(system.pairs), d, "gram", id(kernels))
+            return
+        ws = _forces.make_workspace(d, system, numba.config.NUMBA_NUM_THREADS)
+        self.splittable = n_blocks > 1 or _forces.splits_by_term(n_blocks, prm)
+        if cell_lists:
             cells = _cells.make_cells(len(system.pairs), _cells.cutoff_radius(params.sig_r, repulsion_tol), n_blocks)
             self.splittable = n_blocks > 1  # the cell path splits by blocks only
             self.law = CellLaw(system, prm, prm._replace(k_a=0.0, k_r=0.0), ws, cells)
@@ -193,7 +207,8 @@ def _call(kernel, args: tuple, parallel: bool):
 
 
 def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *,
-                      parallel: bool | None = None, repulsion_tol: float | None = None) -> tuple[float, np.ndarray]:
+                      parallel: bool | None = None, repulsion_tol: float | None = None,
+                      path: str = "auto") -> tuple[float, np.ndarray]:
     """U(x) and the forces on every particle.
 
     Parameters
@@ -214,6 +229,12 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
         and sum it over a cell list: near-linear cost for spread-out pair
         sums in d = 2, error bounded as in :mod:`particles.kernels.cells`.
         None (default): the exact sums.
+    path : {"auto", "direct", "gram"}
+        The direct pair loop, whose cost grows with d, or the Gram path
+        (:mod:`particles.kernels.gram`), whose pair loop does not: the same
+        forces to rounding. ``"auto"`` (default) takes the Gram path from
+        d = :data:`particles.pair_path.GRAM_MIN_DIMENSION` on (and never
+        with ``repulsion_tol``; ``"gram"`` with it is refused).
 
     Returns
     -------
@@ -224,7 +245,8 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
     """
     x = check_inputs(x, train, params)
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    return evaluate(x, Engine(x.shape[1], pair_system(train), params, tol), parallel)
+    use_gram(path, x.shape[1], cell_lists=tol is not None)  # checked before any work
+    return evaluate(x, Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0]), parallel)
 
 
 def evaluate(x: np.ndarray, engine: Engine, parallel: bool | None) -> tuple[float, np.ndarray]:
@@ -245,13 +267,13 @@ def evaluate(x: np.ndarray, engine: Engine, parallel: bool | None) -> tuple[floa
 
 
 def energy(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *, parallel: bool | None = None,
-           repulsion_tol: float | None = None) -> float:
+           repulsion_tol: float | None = None, path: str = "auto") -> float:
     """U(x) = U_clu + lam U_ali + (wd/2) sum_a |x_a|^2 (docs/particles.md, the energy); see
     :func:`energy_and_forces`."""
-    return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[0]
+    return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol, path=path)[0]
 
 
 def forces(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, *, parallel: bool | None = None,
-           repulsion_tol: float | None = None) -> np.ndarray:
+           repulsion_tol: float | None = None, path: str = "auto") -> np.ndarray:
     """Force on every particle, shape (p, d); see :func:`energy_and_forces`."""
-    return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol)[1]
+    return energy_and_forces(x, train, params, parallel=parallel, repulsion_tol=repulsion_tol, path=path)[1]

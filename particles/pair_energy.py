@@ -427,7 +427,7 @@ class PairEnergy(_Immutable):
         key = (tuple(t.functions() if t else None for t in (self.distance, self.cosine)), tuple(layout))
         cached = _COMPILED.get(key)
         if cached is None:
-            from .kernels import euler, forces, minimize, terms
+            from .kernels import euler, forces, gram, minimize, terms
             from .kernels.rebind import rebind
 
             slots: dict[str, Any] = {"EXACT_SAME": True}
@@ -450,8 +450,13 @@ class PairEnergy(_Immutable):
             serial, parallel = rebind(forces.forces_serial, slots, memo), rebind(forces.forces_parallel, slots, memo)
             # the step loop with this law's force kernel in its law_forces slot, once per kernel
             loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in (serial, parallel)]
+            # the Gram path (particles.kernels.gram): its force kernels, their step loops and term forces
+            gram_kernels = (rebind(gram.gram_forces_serial, slots, memo), rebind(gram.gram_forces_parallel, slots, memo))
+            gram_loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in gram_kernels]
             cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo),
-                             rebind(terms.term_forces_many, slots, memo), rebind(terms.term_forces_serial, slots, memo))
+                             rebind(terms.term_forces_many, slots, memo), rebind(terms.term_forces_serial, slots, memo),
+                             *gram_kernels, *gram_loops, rebind(gram.gram_term_forces_many, slots, memo),
+                             rebind(gram.gram_term_forces_serial, slots, memo))
             _COMPILED[key] = cached
         object.__setattr__(self, "_kernels", cached)
         return cached

@@ -16,6 +16,7 @@ import numpy as np
 
 from .datasets import PairDataset, make_rng
 from .energy import check_inputs, Engine, check_repulsion_tol, compile_for, evaluate, pair_system
+from .pair_path import use_gram
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import Descent
@@ -220,6 +221,7 @@ def simulate(
     seed: int | np.random.Generator | None = None,
     parallel: bool | None = None,
     repulsion_tol: float | None = None,
+    path: str = "auto",
     max_growth: float = MAX_GROWTH,
     callback: Callable[[int, int], None] | None = None,
     meta: dict[str, Any] | None = None,
@@ -258,6 +260,9 @@ def simulate(
     repulsion_tol : float in (0, 0.5], optional
         Repulsion cut-off with a cell list (d = 2), see
         :func:`particles.energy_and_forces`; None (default) sums exactly.
+    path : {"auto", "direct", "gram"}
+        The direct pair loop or the Gram path, whose cost does not grow with
+        d (see :func:`particles.energy_and_forces`); the same run to rounding.
     max_growth : float > 1
         Stop with :class:`RunawayError` once max |x| exceeds
         max_growth * max(1, max |x0|) (default :data:`MAX_GROWTH` = 1e6).
@@ -288,12 +293,13 @@ def simulate(
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
+    use_gram(path, x.shape[1], cell_lists=tol is not None)
     rng = make_rng(seed)
     n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
     check_record_memory(n_records, x.shape[0], x.shape[1])
     traj, energies = np.empty((n_records, x.shape[0], x.shape[1])), np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]
-    engine = Engine(x.shape[1], pair_system(train), params, tol)
+    engine = Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0])
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
     slot = _run_segments(x, engine, sched, rng, Recording(traj, energies), record_steps, parallel, callback)
     final_energy, _ = evaluate(x, engine, False)

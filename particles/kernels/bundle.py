@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from . import euler, forces, minimize, terms
+from . import euler, forces, gram, minimize, terms
 
 __all__ = ["Kernels", "BUILTIN_KERNELS"]
 
@@ -22,8 +22,16 @@ class Kernels(NamedTuple):
     minimize: Any
     term_forces: Any
     term_forces_serial: Any
+    gram_forces_serial: Any
+    gram_forces_parallel: Any
+    gram_euler_serial: Any
+    gram_euler_parallel: Any
+    gram_term_forces: Any
+    gram_term_forces_serial: Any
 
 
 #: the built-in law's compiled functions
 BUILTIN_KERNELS = Kernels(forces.forces_serial, forces.forces_parallel, euler.run_euler, euler.run_euler,
-                          minimize.minimize_serial, terms.term_forces_many, terms.term_forces_serial)
+                          minimize.minimize_serial, terms.term_forces_many, terms.term_forces_serial,
+                          gram.gram_forces_serial, gram.gram_forces_parallel, euler.run_euler, euler.run_euler,
+                          gram.gram_term_forces_many, gram.gram_term_forces_serial)

@@ -23,7 +23,8 @@ from .cells import build_cells, cell_block, same_class_corrections, unsort_force
 from .clustering import clustering_block
 from .fastmath import FAST
 from .pair_sums import pair_sums, scatter_to_particles, weight_decay_energy
-from .records import CellLaw, ExactLaw, Threaded
+from .gram import gram_forces_parallel, gram_forces_serial
+from .records import CellLaw, ExactLaw, GramLaw, Threaded
 
 __all__ = ["PairSystem", "Workspace", "make_system", "make_workspace", "blocks_for", "block_rows", "run_block",
            "sum_blocks", "run_term", "splits_by_term", "combine_energies", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "law_forces", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
@@ -295,12 +296,17 @@ def _forces_parallel_cells(x, system, prm, prm_align, ws, cells, force):
 def law_forces(x, law, force):
     """The forces of ``law`` into ``force`` and U(x), by the record's type:
     ExactLaw -> :func:`forces_serial`, CellLaw -> :func:`forces_serial_cells`,
-    ``Threaded(...)`` -> their parallel kernels. Compiled code selects the
+    GramLaw -> :func:`.gram.gram_forces_serial`, ``Threaded(...)`` -> their
+    parallel kernels. Compiled code selects the
     kernel at compile time (an overload on the record's type); this Python
     body is what the loops run as plain Python."""
     if isinstance(law, Threaded):
         inner = law.law
+        if isinstance(inner, GramLaw):
+            return gram_forces_parallel(x, inner, force)
         return (forces_parallel_cells if isinstance(inner, CellLaw) else forces_parallel)(x, inner, force)
+    if isinstance(law, GramLaw):
+        return gram_forces_serial(x, law, force)
     return (forces_serial_cells if isinstance(law, CellLaw) else forces_serial)(x, law, force)
 
 
@@ -317,8 +323,12 @@ def _law_forces_compiled(x, law, force):
             return lambda x, law, force: forces_parallel_cells(x, law.law, force)
         if inner is ExactLaw:
             return lambda x, law, force: forces_parallel(x, law.law, force)
+        if inner is GramLaw:
+            return lambda x, law, force: gram_forces_parallel(x, law.law, force)
+    if outer is GramLaw:
+        return lambda x, law, force: gram_forces_serial(x, law, force)
     if outer is CellLaw:
         return lambda x, law, force: forces_serial_cells(x, law, force)
     if outer is ExactLaw:
         return lambda x, law, force: forces_serial(x, law, force)
-    raise TypeError(f"law_forces takes an ExactLaw, a CellLaw or a Threaded one, got {law}")
+    raise TypeError(f"law_forces takes an ExactLaw, a CellLaw, a GramLaw or a Threaded one, got {law}")

@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-__all__ = ["ExactLaw", "CellLaw", "Threaded", "Span", "Recording"]
+__all__ = ["ExactLaw", "CellLaw", "GramLaw", "Threaded", "Span", "Recording"]
 
 
 class ExactLaw(NamedTuple):
@@ -33,8 +33,18 @@ class CellLaw(NamedTuple):
     cells: Any  # cells.CellList
 
 
+class GramLaw(NamedTuple):
+    """The force law on a system, every pair-pair interaction summed through
+    the token Gram matrix (:mod:`.gram`: the pair loop's cost does not grow
+    with d)."""
+
+    system: Any  # forces.PairSystem
+    prm: Any  # record.KernelParams
+    ws: Any  # gram.GramWorkspace
+
+
 class Threaded(NamedTuple):
-    """``law`` (an ExactLaw or a CellLaw) with its blocks spread over
+    """``law`` (an ExactLaw, a CellLaw or a GramLaw) with its blocks spread over
     threads: the step loop compiled for this type calls the parallel force
     kernel (the type, not a value, selects it, so each specialisation
     compiles only the kernel it calls)."""

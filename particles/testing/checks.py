@@ -263,7 +263,7 @@ def check_same_seed_same_trajectory(law, x: np.ndarray, train: PairDataset, *, s
     diff = float(np.abs(runs[1].embeddings - runs[0].embeddings).max())
     if diff != 0.0:
         raise _fail(f"two runs with seed {seed} differ (max |x - x'|)", diff, 0.0)
-    engine = Engine(x.shape[1], pair_system(train), law, None)
+    engine = Engine(x.shape[1], pair_system(train), law, None, "auto", x.shape[0])
     for state in runs[0].embeddings:
         state = np.ascontiguousarray(state)
         f_serial, f_parallel = np.empty_like(state), np.empty_like(state)

@@ -1,0 +1,570 @@
+"""The pair forces through the token Gram matrix: a pair loop whose cost does
+not grow with the dimension d.
+
+Every law of the package depends on the embedding x (p, d) only through the
+inner products of pair sums s_u = x_a + x_b: squared distances
+|s_u - s_v|^2 = N_u + N_v - 2 G_uv and cosines G_uv / (rho_u rho_v), with
+G_uv = s_u . s_v and N_u = G_uu. G comes from the token Gram matrix
+g = x x^T (p, p): G_uv = g[a_u, a_v] + g[a_u, b_v] + g[b_u, a_v] + g[b_u, b_v].
+Every pair force is a combination of pair sums,
+
+    f_u = dw_u s_u - sum_v Q_uv s_v,
+
+(clustering: Q_uv = -2 phi'(r^2) and dw_u = sum_v Q_uv; alignment:
+Q_uv = lam h'(c) / (rho_u rho_v), dw_u = lam sum_v h'(c) c / rho_u^2; the
+polar variant: Q_uv = lam N_u h'(c) / (rho_u rho_v),
+dw_u = lam sum_v h'(c) G_uv / (rho_u rho_v)), so the force on the tokens is
+F = M x - decay x with the (p, p) matrix M = P^T diag(dw) P - P^T Q P (P the
+n x p pair-token incidence, 2 for a pair (a, a)). The pair loop fills M in
+O(n^2) work whatever d; g and M x cost O(p^2 d).
+
+The arithmetic differs from the direct kernels (:mod:`.forces`,
+:mod:`.terms`) by rounding: a squared distance taken from the Gram matrix
+has an absolute error of about 1e-16 (N_u + N_v), so where two pair sums
+nearly coincide on a law that is steep there (a custom law singular at
+r = 0) the direct path is the exact one (``path="direct"``). Squared
+distances below 0 by rounding are set to 0.
+
+Loops as in :mod:`.pair_loops`: a row u meets every v > u in loops with
+unsigned bounds; the law is called through the same global slots
+(``distance_same``, ..., :mod:`.slots`), so a custom law's copies come from
+:func:`.rebind.rebind` as for the direct kernels.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numba import njit, prange
+
+from .alignment import cosine_other, cosine_params, cosine_same
+from .clustering import EXACT_SAME, distance_other, distance_params, distance_same
+from .fastmath import FAST, lane_sum
+
+__all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
+           "gram_forces_serial", "gram_forces_parallel", "gram_snapshot_term_forces", "gram_term_forces_serial",
+           "gram_term_forces_many", "apply_token_matrix", "token_gram_reference", "pair_gram_reference",
+           "GRAM_SCRATCH_ROWS"]
+
+#: scratch vectors of length n one block of the Gram path needs
+GRAM_SCRATCH_ROWS = 7
+
+
+class GramWorkspace(NamedTuple):
+    """Buffers of one run on the Gram path, allocated once (:func:`make_gram_workspace`)."""
+
+    first: np.ndarray  # (n,) int64 first token of each pair
+    second: np.ndarray  # (n,) int64 second token
+    g: np.ndarray  # (p, p) token Gram matrix
+    N: np.ndarray  # (n,) squared norms of the pair sums
+    rho: np.ndarray  # (n,) softened norms sqrt(N + eps^2)
+    Up: np.ndarray  # (n_blocks, p, p) P^T Q P from the rows' own side (u < v)
+    Lo: np.ndarray  # (n_blocks, p, p) the other side, where Q is not symmetric (polar)
+    D: np.ndarray  # (n_blocks, n) the pair diagonal (clustering part)
+    B: np.ndarray  # (n_blocks, n) alignment sums h'(c) c
+    T: np.ndarray  # (n_blocks, n) polar sums h'(c) G / (rho rho)
+    block_energy: np.ndarray  # (n_blocks,)
+    M: np.ndarray  # (p, p) the token matrix
+    scratch: np.ndarray  # (n_threads, GRAM_SCRATCH_ROWS, n)
+    R: np.ndarray  # (n_threads, 3, p) row vectors over tokens
+
+
+def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int) -> GramWorkspace:
+    n = len(pairs)
+    t = max(1, n_threads)
+    return GramWorkspace(np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
+                         np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty(n),
+                         np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, p, p)), np.empty((n_blocks, n)),
+                         np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks), np.empty((p, p)),
+                         np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 3, p)))  # R: zero between rows
+
+
+@njit(cache=True, fastmath=FAST)
+def token_gram(x, g):
+    """g = x x^T (p, p), a fixed-order loop (no BLAS: the same bits on any
+    number of threads)."""
+    p = x.shape[0]
+    d = x.shape[1]
+    for a in range(p):
+        for c in range(a + 1):
+            s = 0.0
+            for k in range(d):
+                s += x[a, k] * x[c, k]
+            g[a, c] = s
+            g[c, a] = s
+
+
+@njit(cache=True)
+def pair_norms(g, first, second, eps, N, rho):
+    """N_u = |s_u|^2 and rho_u = sqrt(N_u + eps^2) from the token Gram matrix."""
+    for u in range(N.shape[0]):
+        a = first[u]
+        b = second[u]
+        nu = g[a, a] + 2.0 * g[a, b] + g[b, b]
+        if nu < 0.0:
+            nu = 0.0
+        N[u] = nu
+        rho[u] = np.sqrt(nu + eps * eps)
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def gram_row(u, g, first, second, lo, hi, hrow, G):
+    """G[v] = s_u . s_v for v in [lo, hi), through hrow = g[a_u] + g[b_u] (p,)."""
+    a = first[u]
+    b = second[u]
+    for c in range(g.shape[0]):
+        hrow[c] = g[a, c] + g[b, c]
+    for v in range(lo, hi):
+        G[v] = hrow[first[v]] + hrow[second[v]]
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def scatter_tokens(coef, lo, hi, first, second, R):
+    """R[a_v] += coef[v] and R[b_v] += coef[v] for v in [lo, hi)."""
+    for v in range(lo, hi):
+        cv = coef[v]
+        R[first[v]] += cv
+        R[second[v]] += cv
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def flush_tokens(u, first, second, R, Up):
+    """Rows a_u and b_u of Up += R (twice row a for u = (a, a)); R back to 0."""
+    a = first[u]
+    b = second[u]
+    for c in range(R.shape[0]):
+        Up[a, c] += R[c]
+        Up[b, c] += R[c]
+        R[c] = 0.0
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def add_column(coef, lo, hi, D, u):
+    """D[u] += sum_v coef[v] (a lane sum) and D[v] += coef[v]."""
+    for v in range(lo, hi):
+        D[v] += coef[v]
+    D[u] += lane_sum(coef, lo, hi)
+
+
+@njit(cache=True, fastmath=FAST)
+def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
+    """Rows ``rows`` (each u against every v > u) of both terms into block
+    t's buffers ws.Up[t], ws.Lo[t], ws.D[t], ws.B[t], ws.T[t]; returns
+    U_clu + lam U_ali of these rows."""
+    n = ws.N.shape[0]
+    first = ws.first
+    second = ws.second
+    N = ws.N
+    rho = ws.rho
+    Up = ws.Up[t]
+    Lo = ws.Lo[t]
+    D = ws.D[t]
+    B = ws.B[t]
+    T = ws.T[t]
+    law_d = distance_params(prm)
+    law_c = cosine_params(prm)
+    G = scratch[0]
+    r2 = scratch[1]
+    w = scratch[2]
+    coef = scratch[3]
+    cc = scratch[4]
+    dh = scratch[5]
+    t0 = scratch[6]
+    hrow = R[0]
+    R1 = R[1]
+    R2 = R[2]
+    clu = prm.k_a > 0.0 or prm.k_r > 0.0
+    ali = prm.lam > 0.0
+    lam = prm.lam
+    polar = prm.polar
+    e_clu = 0.0
+    e_ali = 0.0
+    for q in range(rows.shape[0]):
+        u = rows[q]
+        lo = np.uint64(u + 1)
+        hi = np.uint64(n)
+        gram_row(u, ws.g, first, second, lo, hi, hrow, G)
+        nu = N[u]
+        if clu:
+            for v in range(lo, hi):
+                r = nu + N[v] - 2.0 * G[v]
+                r2[v] = r if r > 0.0 else 0.0
+            for v in range(lo, hi):
+                ev, dev = distance_other(r2[v], law_d)
+                w[v] = ev
+                coef[v] = -2.0 * dev
+            if EXACT_SAME:
+                for p in range(same_ptr[u], same_ptr[u + 1]):
+                    v = same_idx[p]
+                    ea, dea = distance_same(r2[v], law_d)
+                    w[v] = ea
+                    coef[v] = -2.0 * dea
+                e_clu += lane_sum(w, lo, hi)
+            else:
+                e_clu += lane_sum(w, lo, hi)
+                for p in range(same_ptr[u], same_ptr[u + 1]):
+                    v = same_idx[p]
+                    ea, dea = distance_same(r2[v], law_d)
+                    e_clu += ea - w[v]
+                    coef[v] = -2.0 * dea
+            add_column(coef, lo, hi, D, u)
+        else:
+            for v in range(lo, hi):
+                coef[v] = 0.0
+        if ali:
+            ru = rho[u]
+            for v in range(lo, hi):
+                cc[v] = G[v] / (ru * rho[v])
+            for v in range(lo, hi):
+                hv, dhv = cosine_other(cc[v], law_c)
+                w[v] = hv
+                dh[v] = dhv
+            if EXACT_SAME:
+                for p in range(same_ptr[u], same_ptr[u + 1]):
+                    v = same_idx[p]
+                    hs, dhs = cosine_same(cc[v], law_c)
+                    w[v] = hs
+                    dh[v] = dhs
+                e_ali += lane_sum(w, lo, hi)
+            else:
+                e_ali += lane_sum(w, lo, hi)
+                for p in range(same_ptr[u], same_ptr[u + 1]):
+                    v = same_idx[p]
+                    hs, dhs = cosine_same(cc[v], law_c)
+                    e_ali += hs - w[v]
+                    dh[v] = dhs
+            for v in range(lo, hi):
+                t0[v] = dh[v] * cc[v]
+            add_column(t0, lo, hi, B, u)
+            for v in range(lo, hi):
+                dh[v] = lam * dh[v] / (ru * rho[v])  # lam Q of the gradient alignment
+            if polar:
+                for v in range(lo, hi):
+                    t0[v] = dh[v] * G[v]
+                add_column(t0, lo, hi, T, u)
+                for v in range(lo, hi):  # the other side: lam N_v K, with the clustering's symmetric part
+                    t0[v] = coef[v] + N[v] * dh[v]
+                scatter_tokens(t0, lo, hi, first, second, R2)
+                flush_tokens(u, first, second, R2, Lo)
+                for v in range(lo, hi):
+                    coef[v] += nu * dh[v]
+            else:
+                for v in range(lo, hi):
+                    coef[v] += dh[v]
+        scatter_tokens(coef, lo, hi, first, second, R1)
+        flush_tokens(u, first, second, R1, Up)
+    return e_clu + lam * e_ali
+
+
+@njit(cache=True)
+def clear_block(ws, t):
+    ws.Up[t][:] = 0.0
+    ws.Lo[t][:] = 0.0
+    ws.D[t][:] = 0.0
+    ws.B[t][:] = 0.0
+    ws.T[t][:] = 0.0
+
+
+@njit(cache=True)
+def run_gram_block(t, system, prm, ws, scratch, R):
+    """Block t of the rows (:func:`.forces.block_rows`) into its own buffers."""
+    rows = system.block_rows[system.block_ptr[t]:system.block_ptr[t + 1]]
+    clear_block(ws, t)
+    ws.block_energy[t] = gram_block(rows, ws, system.same_ptr, system.same_idx, prm, t, scratch, R)
+
+
+@njit(cache=True)
+def token_matrix(ws, prm, symmetric):
+    """ws.M = P^T diag(dw) P - P^T Q P from the blocks' buffers, summed in
+    block order."""
+    nb = ws.Up.shape[0]
+    p = ws.M.shape[0]
+    n = ws.N.shape[0]
+    M = ws.M
+    for a in range(p):
+        for c in range(p):
+            s = 0.0
+            for t in range(nb):
+                s += ws.Up[t, a, c]
+            M[a, c] = s
+    if symmetric:
+        for a in range(p):
+            for c in range(a + 1):
+                s = -(M[a, c] + M[c, a])
+                M[a, c] = s
+                M[c, a] = s
+    else:
+        for a in range(p):
+            for c in range(p):
+                lo_ca = 0.0
+                for t in range(nb):
+                    lo_ca += ws.Lo[t, c, a]
+                M[a, c] = -M[a, c] - lo_ca
+    lam = prm.lam
+    for u in range(n):
+        dw = 0.0
+        bb = 0.0
+        tt = 0.0
+        for t in range(nb):
+            dw += ws.D[t, u]
+            bb += ws.B[t, u]
+            tt += ws.T[t, u]
+        if lam > 0.0:
+            if prm.polar:
+                dw += tt  # lam is in T already
+            else:
+                dw += lam * bb / (ws.rho[u] * ws.rho[u])
+        a = ws.first[u]
+        b = ws.second[u]
+        M[a, a] += dw
+        M[a, b] += dw
+        M[b, a] += dw
+        M[b, b] += dw
+
+
+@njit(cache=True, fastmath=FAST)
+def apply_token_matrix(M, x, decay, force):
+    """force = M x - decay x."""
+    p = x.shape[0]
+    d = x.shape[1]
+    for a in range(p):
+        for k in range(d):
+            force[a, k] = -decay * x[a, k]
+        for c in range(p):
+            m = M[a, c]
+            if m != 0.0:
+                for k in range(d):
+                    force[a, k] += m * x[c, k]
+
+
+@njit(cache=True)
+def _gram_finish(x, prm, ws, force, energy):
+    token_matrix(ws, prm, not (prm.polar and prm.lam > 0.0))
+    apply_token_matrix(ws.M, x, prm.decay, force)
+    e = 0.0
+    for a in range(x.shape[0]):
+        for k in range(x.shape[1]):
+            e += x[a, k] * x[a, k]
+    return energy + 0.5 * prm.decay * e
+
+
+@njit(cache=True)
+def gram_forces_serial(x, law, force):
+    """Particle forces into ``force`` (p, d) and U(x) on the Gram path;
+    ``law`` a :class:`~particles.kernels.records.GramLaw`. One thread."""
+    system = law.system
+    prm = law.prm
+    ws = law.ws
+    token_gram(x, ws.g)
+    pair_norms(ws.g, ws.first, ws.second, prm.eps, ws.N, ws.rho)
+    nb = ws.block_energy.shape[0]
+    for t in range(nb):
+        run_gram_block(t, system, prm, ws, ws.scratch[0], ws.R[0])
+    energy = 0.0
+    for t in range(nb):
+        energy += ws.block_energy[t]
+    return _gram_finish(x, prm, ws, force, energy)
+
+
+@njit(cache=True)
+def gram_forces_parallel(x, law, force):
+    """As :func:`gram_forces_serial`, blocks spread over threads (the same
+    bits: each block has its own buffers, summed in block order)."""
+    return _gram_forces_parallel(x, law.system, law.prm, law.ws, force)
+
+
+@njit(cache=True, parallel=True)
+def _gram_forces_parallel(x, system, prm, ws, force):
+    token_gram(x, ws.g)
+    pair_norms(ws.g, ws.first, ws.second, prm.eps, ws.N, ws.rho)
+    nb = ws.block_energy.shape[0]
+    for t in prange(nb):
+        j = numba.get_thread_id() % ws.scratch.shape[0]
+        run_gram_block(t, system, prm, ws, ws.scratch[j], ws.R[j])
+    energy = 0.0
+    for t in range(nb):
+        energy += ws.block_energy[t]
+    return _gram_finish(x, prm, ws, force, energy)
+
+
+# ---------------------------------------------------------------- per term
+@njit(cache=True, fastmath=FAST)
+def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up, Lo, D, B, T, scratch, R):
+    """The four pair terms (:data:`.terms.PAIR_TERMS`) of every row into
+    their own buffers: Up, Lo (4, p, p), D (4, n) for the distance terms,
+    B, T (4, n) for the cosine terms (indices 2, 3)."""
+    n = N.shape[0]
+    law_d = distance_params(prm)
+    law_c = cosine_params(prm)
+    G = scratch[0]
+    q = scratch[1]
+    coef = scratch[2]
+    cc = scratch[3]
+    t0 = scratch[4]
+    hrow = R[0]
+    R1 = R[1]
+    R2 = R[2]
+    lam = prm.lam
+    polar = prm.polar
+    for u in range(n):
+        lo = np.uint64(u + 1)
+        hi = np.uint64(n)
+        gram_row(u, g, first, second, lo, hi, hrow, G)
+        nu = N[u]
+        ru = rho[u]
+        a = first[u]
+        b = second[u]
+        # the same-class partners, one by one
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            av = first[v]
+            bv = second[v]
+            if which[0]:
+                r = nu + N[v] - 2.0 * G[v]
+                c0 = -2.0 * distance_same(r if r > 0.0 else 0.0, law_d)[1]
+                D[0, u] += c0
+                D[0, v] += c0
+                Up[0, a, av] += c0
+                Up[0, a, bv] += c0
+                Up[0, b, av] += c0
+                Up[0, b, bv] += c0
+            if which[2]:
+                c = G[v] / (ru * rho[v])
+                dhs = cosine_same(c, law_c)[1]
+                B[2, u] += dhs * c
+                B[2, v] += dhs * c
+                k = lam * dhs / (ru * rho[v])
+                T[2, u] += k * G[v]
+                T[2, v] += k * G[v]
+                ku = k * nu if polar else k
+                Up[2, a, av] += ku
+                Up[2, a, bv] += ku
+                Up[2, b, av] += ku
+                Up[2, b, bv] += ku
+                if polar:
+                    kv = k * N[v]
+                    Lo[2, a, av] += kv
+                    Lo[2, a, bv] += kv
+                    Lo[2, b, av] += kv
+                    Lo[2, b, bv] += kv
+        if which[1]:
+            for v in range(lo, hi):
+                r = nu + N[v] - 2.0 * G[v]
+                q[v] = r if r > 0.0 else 0.0
+            for v in range(lo, hi):
+                coef[v] = -2.0 * distance_other(q[v], law_d)[1]
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                coef[same_idx[p]] = 0.0
+            add_column(coef, lo, hi, D[1], u)
+            scatter_tokens(coef, lo, hi, first, second, R1)
+            flush_tokens(u, first, second, R1, Up[1])
+        if which[3]:
+            for v in range(lo, hi):
+                cc[v] = G[v] / (ru * rho[v])
+            for v in range(lo, hi):
+                coef[v] = cosine_other(cc[v], law_c)[1]
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                coef[same_idx[p]] = 0.0
+            for v in range(lo, hi):
+                t0[v] = coef[v] * cc[v]
+            add_column(t0, lo, hi, B[3], u)
+            for v in range(lo, hi):
+                coef[v] = lam * coef[v] / (ru * rho[v])
+            if polar:
+                for v in range(lo, hi):
+                    t0[v] = coef[v] * G[v]
+                add_column(t0, lo, hi, T[3], u)
+                for v in range(lo, hi):
+                    t0[v] = coef[v] * N[v]
+                scatter_tokens(t0, lo, hi, first, second, R2)
+                flush_tokens(u, first, second, R2, Lo[3])
+                for v in range(lo, hi):
+                    coef[v] *= nu
+            scatter_tokens(coef, lo, hi, first, second, R1)
+            flush_tokens(u, first, second, R1, Up[3])
+
+
+@njit(cache=True)
+def term_token_matrix(t, Up, Lo, D, B, T, rho, first, second, prm, M):
+    """Term t's token matrix M (p, p) from its buffers."""
+    p = M.shape[0]
+    lo_side = Lo if (t >= 2 and prm.polar) else Up  # Q symmetric: the other side is Up itself
+    for a in range(p):
+        for c in range(p):
+            M[a, c] = -(Up[t, a, c] + lo_side[t, c, a])
+    lam = prm.lam
+    for u in range(rho.shape[0]):
+        if t < 2:
+            dw = D[t, u]
+        elif prm.polar:
+            dw = T[t, u]
+        else:
+            dw = lam * B[t, u] / (rho[u] * rho[u])
+        a = first[u]
+        b = second[u]
+        M[a, a] += dw
+        M[a, b] += dw
+        M[b, a] += dw
+        M[b, b] += dw
+
+
+@njit(cache=True)
+def gram_snapshot_term_forces(x, system, prm, which, force):
+    """The forces of the four pair terms on x (p, d) into ``force`` (4, p, d)
+    on the Gram path (terms not in ``which`` are 0); as
+    :func:`.terms.snapshot_term_forces`."""
+    pairs = system.pairs
+    p = x.shape[0]
+    n = pairs.shape[0]
+    first = np.ascontiguousarray(pairs[:, 0])
+    second = np.ascontiguousarray(pairs[:, 1])
+    g = np.empty((p, p))
+    N = np.empty(n)
+    rho = np.empty(n)
+    Up = np.zeros((4, p, p))
+    Lo = np.zeros((4, p, p))
+    D = np.zeros((4, n))
+    B = np.zeros((4, n))
+    T = np.zeros((4, n))
+    scratch = np.empty((5, n))
+    R = np.zeros((3, p))
+    M = np.empty((p, p))
+    token_gram(x, g)
+    pair_norms(g, first, second, prm.eps, N, rho)
+    gram_term_rows(g, first, second, N, rho, system.same_ptr, system.same_idx, prm, which, Up, Lo, D, B, T,
+                   scratch, R)
+    for t in range(4):
+        if which[t]:
+            term_token_matrix(t, Up, Lo, D, B, T, rho, first, second, prm, M)
+            apply_token_matrix(M, x, 0.0, force[t])
+        else:
+            force[t][:] = 0.0
+
+
+@njit(cache=True)
+def gram_term_forces_serial(X, system, prm, which, force):
+    """:func:`gram_term_forces_many` on one thread."""
+    for t in range(X.shape[0]):
+        gram_snapshot_term_forces(X[t], system, prm, which, force[t])
+
+
+@njit(cache=True, parallel=True)
+def gram_term_forces_many(X, system, prm, which, force):
+    """:func:`gram_snapshot_term_forces` for every snapshot of X (T, p, d)
+    into ``force`` (T, 4, p, d), snapshots spread over threads."""
+    for t in prange(X.shape[0]):
+        gram_snapshot_term_forces(X[t], system, prm, which, force[t])
+
+
+# ---------------------------------------------------------------- references
+def token_gram_reference(x: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`token_gram`."""
+    return x @ x.T
+
+
+def pair_gram_reference(x: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """NumPy reference of the pair Gram matrix G (n, n) that :func:`gram_row` reads row by row."""
+    s = x[pairs[:, 0]] + x[pairs[:, 1]]
+    return s @ s.T
