@@ -85,7 +85,14 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--terms-only", action="store_true", help="time the term forces only (writes nothing)")
     ap.add_argument("--out", type=Path, default=Path("docs/figures/force_fit/bench_force_fit.json"))
+    ap.add_argument("--dims", action="store_true",
+                    help="the dimension axis only: term forces at d = 2-256 and whole fits at d = 64 and 128, "
+                         "synthetic and recorded runs (benchmarks/dimension_axis.py)")
+    ap.add_argument("--run", action="append", default=[], metavar="RUN.npz",
+                    help="with --dims: also fit this recorded run (gradients and training set in the file)")
     args = ap.parse_args(argv)
+    if args.dims:
+        return dimension_axis_main(args)
     p, T, T_hand, repeats = (23, 40, 5, 1) if args.quick else (59, 200, 10, 3)
     X, G, train = data(p, T)
     out = {"p": p, "pairs": len(train), "snapshots": T, "command": "python benchmarks/bench_force_fit.py"
@@ -153,6 +160,26 @@ def main(argv=None) -> int:
     if not args.quick:
         write_json(args.out, out)
         print(f"wrote {args.out}")
+    return 0
+
+
+def dimension_axis_main(args) -> int:
+    import dimension_axis as axis
+
+    quick = args.quick
+    rows = axis.force_rows(sizes=(41,) if quick else axis.SIZES, dims=(2, 64) if quick else axis.DIMS,
+                           repeats=1 if quick else 3)
+    axis.print_force_rows(rows)
+    cases = [(23, 64, 20)] if quick else [(41, 64, 160), (59, 128, 200)]
+    fits = axis.fit_rows(cases, direct=not quick)
+    fits += [axis.run_fit_row(path, direct=not quick) for path in args.run]
+    axis.print_fit_rows(fits)
+    if not quick:
+        out = args.out.with_name("bench_force_fit_dims.json")
+        write_json(out, {"forces": rows, "fits": fits, "load_average": __import__("os").getloadavg()[0],
+                         "command": "python benchmarks/bench_force_fit.py --dims"
+                         + "".join(f" --run {r}" for r in args.run)})
+        print(f"wrote {out}")
     return 0
 
 

@@ -265,7 +265,27 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small sizes and few repeats (CI smoke run)")
     parser.add_argument("--json", help="also write the measurements to this JSON file")
     parser.add_argument("--figure", help="also draw the cost-versus-N curve into this PNG file")
+    parser.add_argument("--dims", action="store_true",
+                        help="the dimension axis only: forces and steps at d = 2-256, direct and Gram path, against "
+                             "NumPy (benchmarks/dimension_axis.py)")
     args = parser.parse_args()
+    if args.dims:
+        import dimension_axis as axis
+
+        warmup()
+        quick = args.quick
+        rows = axis.force_rows(sizes=(41,) if quick else axis.SIZES, dims=(2, 64) if quick else axis.DIMS,
+                               repeats=1 if quick else 3)
+        axis.print_force_rows(rows)
+        steps = axis.step_rows(dims=(2, 64) if quick else axis.DIMS, steps=50 if quick else 200,
+                               repeats=1 if quick else 3)
+        axis.print_step_rows(steps)
+        if args.json:
+            write_json(args.json, {"numba": numba.__version__, "threads": numba.get_num_threads(),
+                                   "load_average": os.getloadavg()[0], "forces": rows, "steps": steps,
+                                   "command": "python benchmarks/bench_particles.py --dims"
+                                   + (" --quick" if quick else "")})
+        return
     sizes = (17, 31) if args.quick else (17, 31, 59, 113, 211)
     repeats = 1 if args.quick else 3
     compile_s = warmup()

@@ -13,7 +13,7 @@ __all__ = ["warmup"]
 WARMUP_PARTS = ("simulate", "minimize", "effective", "terms")
 
 
-def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) -> float:
+def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS, d: int = 2) -> float:
     """Compile (or load from Numba's on-disk cache) every particle kernel
     for float64 inputs by running each once on a tiny problem.
 
@@ -49,11 +49,14 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) 
     unknown = {p for p in parts if p not in WARMUP_PARTS}
     if unknown:
         raise ValueError(f"parts must be a tuple of names from {WARMUP_PARTS}, got {parts!r}")
+    from .core.validation import check_int
+
+    d = check_int(d, "d", 1)
     start = time.perf_counter()
     params = ForceParams(lam=1.0)
     if parallel is not True:
         train = modular_addition(5)
-        x0 = np.random.default_rng(0).standard_normal((5, 2))
+        x0 = np.random.default_rng(0).standard_normal((5, max(d, 2)))
         if "simulate" in parts:
             simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=False)
         if "minimize" in parts:
@@ -66,6 +69,6 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = WARMUP_PARTS) 
             unit_term_forces(params, x0[None], train)
     if parallel is not False:
         train = modular_addition(23)  # 276 pairs: a blocked system, so the parallel kernel runs
-        x0 = np.random.default_rng(0).standard_normal((23, 2))
+        x0 = np.random.default_rng(0).standard_normal((23, max(d, 2)))
         simulate(x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=True)
     return time.perf_counter() - start

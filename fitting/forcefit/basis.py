@@ -31,10 +31,16 @@ def resolve_law(law: Any) -> Any:
 
 class Basis:
     """Unit term forces of the runs' snapshots, cached per term on the
-    values of the ranges that term depends on."""
+    values of the ranges that term depends on; ``path`` is the pair
+    kernels' (:mod:`particles.pair_path`), ``evaluations`` and
+    ``snapshot_evaluations`` count the calls of the term forces and the
+    snapshots they evaluated."""
 
-    def __init__(self, law: Any, groups: dict[str, tuple[str, ...]], ranges: tuple[str, ...], runs: list[ForceRun]):
+    def __init__(self, law: Any, groups: dict[str, tuple[str, ...]], ranges: tuple[str, ...], runs: list[ForceRun],
+                 *, path: str = "auto", progress: Any = None):
         self.law = law
+        self.path = path
+        self.progress = progress  # called with the snapshots evaluated by each call of the term forces
         self.groups = groups
         self.terms = tuple(t for members in groups.values() for t in members)
         self.ranges = ranges
@@ -42,6 +48,7 @@ class Basis:
         self.deps = {t: tuple(r for r in range_dependencies(law, t) if r in ranges) for t in self.terms}
         self.cache: dict[tuple, tuple[tuple, np.ndarray]] = {}
         self.evaluations = 0
+        self.snapshot_evaluations = 0
 
     def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
         """(T, K, N, d) unit forces of run ``run`` (its snapshots ``rows``) at ranges theta."""
@@ -59,8 +66,11 @@ class Basis:
         if missing:
             law = with_ranges(self.law, self.ranges, theta)
             X = self.runs[run].X if rows is None else self.runs[run].X[rows]
-            fresh = unit_term_forces(law, X, self.runs[run].train, missing)
+            fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path)
             self.evaluations += 1
+            self.snapshot_evaluations += len(X)
+            if self.progress is not None:
+                self.progress(len(X))
             for k, term in enumerate(missing):
                 key = tuple(values[r] for r in self.deps[term])
                 self.cache[(run, tag, term)] = (key, fresh[:, k])

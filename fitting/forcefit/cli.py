@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from particles.core.cli import add_quiet
+from particles.core.cli import ProgressBar, add_quiet
 from particles.core.figures import save_figure
 from particles.core.io import json_safe, write_json
 from particles.core.validation import check_output_folder
@@ -28,7 +28,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     normalize = None if args.normalize == "none" else args.normalize
     fit = ForceLawFit(args.law, terms=args.terms, target=args.target, normalize=normalize,
                       n_bootstrap=args.bootstrap, windows=args.windows, tie_alignment=args.tie_alignment,
-                      seed=args.seed)
+                      seed=args.seed, path=args.path)
     fit.check_params()  # every setting refused before any work (the law, the terms)
     window = None if args.window is None else tuple(args.window)
     if window is not None and window[1] <= window[0]:
@@ -52,7 +52,8 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         if run.gradients is None and run.updates is None:
             raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "
                              "gradients=True) or embdyn train ... --gradients)")
-    fit.fit(runs if len(runs) > 1 else runs[0], window=window)
+    bar = None if args.quiet else ProgressBar("force fit (snapshots evaluated)")
+    fit.fit(runs if len(runs) > 1 else runs[0], window=window, callback=bar)
     unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
             else "in the units of the recorded forces")
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
@@ -106,6 +107,9 @@ def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--windows", type=int, default=5, help="windows of training steps for the shares (default 5)")
     p.add_argument("--tie-alignment", action="store_true", help="one strength for both alignment halves")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    p.add_argument("--path", choices=("auto", "direct", "gram"), default="auto",
+                   help="the pair kernels: 'gram' reads inner products from the token Gram matrix (cost independent "
+                        "of d), 'direct' sweeps every coordinate; 'auto' (default) takes gram from d = 6 on")
     p.add_argument("--out", default="embdyn-force-fit", help="output folder (default ./embdyn-force-fit)")
     add_quiet(p)
     p.set_defaults(func=_cmd_force_fit)

@@ -6,7 +6,7 @@ wrong. See the package docstring and docs/force_fit.md."""
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -14,6 +14,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_choice, check_int, describe
 from particles.datasets import PairDataset
+from particles.pair_path import check_path
 from particles.law_terms import (answering, check_term_names, range_fields, range_names, range_values, term_names,
                                  unit_term_forces, with_ranges, with_strengths)
 from particles.trajectory import Trajectory
@@ -22,6 +23,7 @@ from ..ode.quality import warn_quality
 from .basis import Basis, resolve_law
 from .data import TARGETS, ForceRun, as_force_runs, check_window
 from .intervals import bootstrap_intervals
+from .progress import FitProgress, expected_evaluations
 from .search import design, range_differences, search_ranges
 from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares
 
@@ -85,6 +87,10 @@ class ForceLawFit(BaseEstimator):
         alignment halves, so that :meth:`to_law` is a ForceParams.
     seed : int
         Seeds the bootstrap.
+    path : {"auto", "direct", "gram"}
+        The pair kernels' path for the term forces (:mod:`particles.pair_path`):
+        the Gram path, whose cost does not grow with d, from d = 6 on by
+        default; both give the same forces to rounding.
 
     Attributes
     ----------
@@ -111,14 +117,17 @@ class ForceLawFit(BaseEstimator):
     scales_ : list of float
         The factor each run's G was divided by (1 without normalisation).
     fit_info_ : dict
-        The search's status, evaluations, snapshots used and bounds.
+        The search's status, evaluations, snapshots used and bounds;
+        ``term_evaluations`` (calls of the term forces) and
+        ``snapshot_evaluations`` (snapshots they evaluated), and the
+        kernels' ``path``.
     """
 
     def __init__(self, law: Any = "builtin", *, terms: Sequence[str] | None = None,
                  ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
                  normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
                  bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
-                 tie_alignment: bool = False, seed: int = 0) -> None:
+                 tie_alignment: bool = False, seed: int = 0, path: str = "auto") -> None:
         self.law = law
         self.terms = terms
         self.ranges = ranges
@@ -133,6 +142,7 @@ class ForceLawFit(BaseEstimator):
         self.windows = windows
         self.tie_alignment = tie_alignment
         self.seed = seed
+        self.path = path
 
     # ------------------------------------------------------------ checks
     def check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
@@ -181,6 +191,9 @@ class ForceLawFit(BaseEstimator):
             i = ranges.index(name)
             low[i], high[i] = lo, hi
         check_choice(self.target, "target", TARGETS)
+        if check_path(self.path) == "gram" and getattr(answering(law), "unit_term_forces", None) is not None:
+            raise ValueError("path='gram' runs the pair kernels, and this law computes its own forces (the effective "
+                             "loss, from p x p matrices already): give path='auto' or 'direct'")
         if self.normalize not in NORMALIZE:
             raise ValueError(f"normalize must be one of {NORMALIZE}, got {self.normalize!r}")
         check_int(self.n_bootstrap, "n_bootstrap", 0, MAX_BOOTSTRAP)
@@ -195,7 +208,8 @@ class ForceLawFit(BaseEstimator):
 
     # ------------------------------------------------------------- fit
     def fit(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None,
-            window: tuple[int, int] | None = None) -> "ForceLawFit":
+            window: tuple[int, int] | None = None, callback: Callable[[int, int], Any] | None = None
+            ) -> "ForceLawFit":
         """Fit the law to observed forces.
 
         Parameters
@@ -214,12 +228,19 @@ class ForceLawFit(BaseEstimator):
             Training step of each snapshot (arrays; default 0..T-1).
         window : (start, stop), optional
             Fit only the snapshots with start <= step < stop.
+        callback : callable(done, total), optional
+            Progress, in snapshots whose term forces were evaluated: called
+            after each evaluation with the count so far and an estimate of
+            the fit's total (raised when the search needs more; the last
+            call has done == total).
 
         Returns
         -------
         self
         """
         law, terms, ranges, low, high = self.check_params()
+        if callback is not None and not callable(callback):
+            raise TypeError(f"callback must be callable(done, total), got {describe(callback)}")
         runs = check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
         if getattr(law, "p", None) is not None and not isinstance(law, str):  # a law on a fixed set of tokens
             if any(r.train.p != law.p for r in runs):
@@ -233,7 +254,9 @@ class ForceLawFit(BaseEstimator):
         runs = [ForceRun(r.X, r.G / s, r.train, r.steps) for r, s in zip(runs, scales)]
         groups = self._groups
         per_run = self.bootstrap == "runs" or (self.bootstrap == "auto" and len(runs) > 1)
-        basis = Basis(law, groups, ranges, runs)
+        progress = None if callback is None else FitProgress(callback, expected_evaluations(
+            runs, len(ranges), self.search_snapshots))
+        basis = Basis(law, groups, ranges, runs, path=self.path, progress=progress)
         theta, info = search_ranges(basis, runs, ranges, np.log(range_values(law, ranges)), np.log(low),
                                     np.log(high), search_snapshots=self.search_snapshots,
                                     nonnegative=self.nonnegative, seed=self.seed,
@@ -276,7 +299,10 @@ class ForceLawFit(BaseEstimator):
             n_bootstrap=self.n_bootstrap, nonnegative=self.nonnegative, seed=self.seed)
         info.update({"full_data_step": info_step if J is not None else None, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
                      {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
-                     "term_evaluations": basis.evaluations, "normalize": self.normalize, "target": self.target})
+                     "term_evaluations": basis.evaluations, "snapshot_evaluations": basis.snapshot_evaluations,
+                     "path": self.path, "normalize": self.normalize, "target": self.target})
+        if progress is not None:
+            progress.finish()
         self.fit_info_ = info
         self._warn(info, ranges, theta, low, high)
         self._warn_unidentified(A, b, coef)
@@ -339,7 +365,7 @@ class ForceLawFit(BaseEstimator):
             raise TypeError(f"train must be a PairDataset, got {describe(train)}")
         law = with_ranges(self.law_, self.range_names_, [self.ranges_[n] for n in self.range_names_])
         members = [t for group in self.groups_.values() for t in group]
-        unit = unit_term_forces(law, X, train, members)
+        unit = unit_term_forces(law, X, train, members, path=self.path)
         cols, k = [], 0
         for group in self.groups_.values():
             cols.append(unit[:, k:k + len(group)].sum(axis=1))

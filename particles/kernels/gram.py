@@ -399,7 +399,6 @@ def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
     law_d = distance_params(prm)
     law_c = cosine_params(prm)
     G = scratch[0]
-    q = scratch[1]
     coef = scratch[2]
     cc = scratch[3]
     t0 = scratch[4]
@@ -408,6 +407,9 @@ def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
     R2 = R[2]
     lam = prm.lam
     polar = prm.polar
+    inv_rho = scratch[1]  # 1 / rho, so the loops multiply
+    for u in range(n):
+        inv_rho[u] = 1.0 / rho[u]
     for u in range(n):
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
@@ -452,26 +454,25 @@ def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
         if which[1]:
             for v in range(lo, hi):
                 r = nu + N[v] - 2.0 * G[v]
-                q[v] = r if r > 0.0 else 0.0
-            for v in range(lo, hi):
-                coef[v] = -2.0 * distance_other(q[v], law_d)[1]
+                coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 coef[same_idx[p]] = 0.0
             add_column(coef, lo, hi, D[1], u)
             scatter_tokens(coef, lo, hi, first, second, R1)
             flush_tokens(u, first, second, R1, Up[1])
         if which[3]:
+            lam_ru = lam / ru
             for v in range(lo, hi):
-                cc[v] = G[v] / (ru * rho[v])
-            for v in range(lo, hi):
-                coef[v] = cosine_other(cc[v], law_c)[1]
+                c = G[v] * (inv_rho[v] / ru)
+                cc[v] = c
+                coef[v] = cosine_other(c, law_c)[1]
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 coef[same_idx[p]] = 0.0
             for v in range(lo, hi):
                 t0[v] = coef[v] * cc[v]
             add_column(t0, lo, hi, B[3], u)
             for v in range(lo, hi):
-                coef[v] = lam * coef[v] / (ru * rho[v])
+                coef[v] *= lam_ru * inv_rho[v]
             if polar:
                 for v in range(lo, hi):
                     t0[v] = coef[v] * G[v]
