@@ -382,7 +382,7 @@ def _gram_forces_parallel(x, system, prm, ws, force):
     nb = ws.block_energy.shape[0]
     for t in prange(nb):
         j = numba.get_thread_id() % ws.scratch.shape[0]
-        run_gram_block(t, system, prm, ws, ws.scratch[j], ws.R[j])
+        run_gram_block(np.int64(t), system, prm, ws, ws.scratch[j], ws.R[j])  # the serial kernel's callee
     energy = 0.0
     for t in range(nb):
         energy += ws.block_energy[t]

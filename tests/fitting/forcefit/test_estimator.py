@@ -226,3 +226,32 @@ def test_column_rms_survives_underflow():
     tiny = A * np.array([1.0, 1e-250, 0.0])  # plain squares of the middle column underflow to 0
     assert np.sqrt(np.mean(tiny[:, 1] ** 2)) == 0.0
     np.testing.assert_allclose(column_rms(tiny), np.sqrt(np.mean(A ** 2, axis=0)) * [1.0, 1e-250, 0.0], rtol=1e-12)
+
+
+def test_the_gram_path_gives_the_direct_fit_and_reports_progress():
+    """At d = 8 the fit runs on the Gram path by default: the same fit as on
+    the direct path to rounding, its progress reported in snapshots up to
+    done == total, and the evaluations counted in fit_info_."""
+    truth = P.ForceParams(k_a=1.5, sig_a=2.0, k_r=0.9, sig_r=1.1, lam=1.2, sig_t=0.5, eps=0.8, wd=0.1)
+    X, G, train = particle_run(truth, d=8, steps=600, every=60, noise=0.02)
+    calls = []
+    fast = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=20).fit(X, G, train=train,
+                                                                  callback=lambda done, total: calls.append((done, total)))
+    slow = ForceLawFit(P.ForceParams(lam=1.0), n_bootstrap=20, path="direct").fit(X, G, train=train)
+    assert fast.fit_info_["path"] == "auto" and slow.fit_info_["path"] == "direct"
+    assert np.allclose(fast.coef_, slow.coef_, rtol=1e-6, atol=1e-9)
+    assert abs(fast.r2_ - slow.r2_) < 1e-9
+    done = [c[0] for c in calls]
+    assert done == sorted(done) and all(d <= t for d, t in calls) and calls[-1][0] == calls[-1][1]
+    assert calls[-1][0] == fast.fit_info_["snapshot_evaluations"] >= len(X)
+    assert fast.fit_info_["term_evaluations"] >= 1
+
+
+def test_path_and_callback_are_checked():
+    X, G, train = particle_run(P.ForceParams(lam=1.0), steps=60, every=30)
+    with pytest.raises(ValueError, match="path must be one of"):
+        ForceLawFit(path="fast").fit(X, G, train=train)
+    with pytest.raises(ValueError, match="path='gram' runs the pair kernels"):
+        ForceLawFit("effective", path="gram").fit(X, G, train=train)
+    with pytest.raises(TypeError, match="callback must be callable"):
+        ForceLawFit().fit(X, G, train=train, callback=3)
