@@ -90,6 +90,8 @@ def main(argv=None) -> int:
                          "synthetic and recorded runs (benchmarks/dimension_axis.py)")
     ap.add_argument("--run", action="append", default=[], metavar="RUN.npz",
                     help="with --dims: also fit this recorded run (gradients and training set in the file)")
+    ap.add_argument("--direct-run", action="append", default=[], metavar="RUN.npz",
+                    help="with --dims: as --run, and timed on the direct path too (minutes at d = 64)")
     args = ap.parse_args(argv)
     if args.dims:
         return dimension_axis_main(args)
@@ -172,12 +174,14 @@ def dimension_axis_main(args) -> int:
     axis.print_force_rows(rows)
     cases = [(23, 64, 20)] if quick else [(41, 64, 160), (59, 128, 200)]
     fits = axis.fit_rows(cases, direct=not quick)
-    fits += [axis.run_fit_row(path, direct=not quick) for path in args.run]
+    fits += [axis.run_fit_row(path, direct=True) for path in args.direct_run]
+    fits += [axis.run_fit_row(path, direct=False) for path in args.run]
     axis.print_fit_rows(fits)
     if not quick:
         out = args.out.with_name("bench_force_fit_dims.json")
         write_json(out, {"forces": rows, "fits": fits, "load_average": __import__("os").getloadavg()[0],
                          "command": "python benchmarks/bench_force_fit.py --dims"
+                         + "".join(f" --direct-run {r}" for r in args.direct_run)
                          + "".join(f" --run {r}" for r in args.run)})
         print(f"wrote {out}")
     return 0

@@ -48,6 +48,8 @@ from particles.kernels.bundle import BUILTIN_KERNELS
 from particles.kernels import forces as kernels
 from particles.kernels.records import ExactLaw
 from particles.threads import dynamic_schedule, kernel_choice
+from particles.energy import PARALLEL_MIN_PAIRS
+from particles.precompile import WARMUP_PARTS
 
 BENCH_PARAMS = ForceParams(lam=1.0)
 DENSE_MAX_PAIRS = 6000  # forces_reference holds a few n x n float64 matrices
@@ -272,7 +274,7 @@ def main() -> None:
     if args.dims:
         import dimension_axis as axis
 
-        warmup()
+        warmup(parts=WARMUP_PARTS, pairs=PARALLEL_MIN_PAIRS)
         quick = args.quick
         rows = axis.force_rows(sizes=(41,) if quick else axis.SIZES, dims=(2, 64) if quick else axis.DIMS,
                                repeats=1 if quick else 3)
@@ -288,7 +290,7 @@ def main() -> None:
         return
     sizes = (17, 31) if args.quick else (17, 31, 59, 113, 211)
     repeats = 1 if args.quick else 3
-    compile_s = warmup()
+    compile_s = warmup(parts=WARMUP_PARTS, pairs=PARALLEL_MIN_PAIRS)  # every kernel the benchmarks time
     load = os.getloadavg()[0]
     print(f"numba {numba.__version__}, {numba.get_num_threads()} threads, threading layer "
           f"{numba.threading_layer()}; warm-up {compile_s:.2f} s; load average {load:.2f}")

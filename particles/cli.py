@@ -128,9 +128,10 @@ def _compile_kernels(config, both: bool = False, quiet: bool = False) -> None:
     from .precompile import warmup
     from .energy import PARALLEL_MIN_PAIRS
 
-    blocked = both or round(config.fraction * len(config.dataset())) >= PARALLEL_MIN_PAIRS
-    with CompileNote(quiet=quiet):
-        warmup(parallel=None if blocked else False, parts=("simulate",))
+    pairs = round(config.fraction * len(config.dataset()))
+    with CompileNote(quiet=quiet):  # the parallel kernels too when the run (or with both, a sweep) may call them
+        warmup(parts=("simulate",), d=config.d, pairs=max(pairs, PARALLEL_MIN_PAIRS) if both else max(pairs, 1),
+               law=config.params)
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

@@ -105,6 +105,9 @@ class EffectiveLoss:
     # (the class-level answers are static: the string law "effective" is answered by the class)
     pair_terms = ()
     tied_terms = {}
+    #: l_eff is invariant under translation and scaling of E: its gradient has no drift and no
+    #: component along the centred embedding
+    term_invariances = {"effective": ("translation", "scale")}
     simulates = False
     cell_lists = False
 

@@ -39,6 +39,13 @@ Methods:
     record with every strength 1.
 ``unit_term_forces(X, train, terms)`` (optional)
     A law whose forces are not pair kernels' computes its own.
+``term_invariances`` (optional class-level dict)
+    Term name to the motions of the whole embedding its force can never
+    produce: ``"translation"`` (the common drift of all tokens: the term's
+    forces sum to zero) and ``"scale"`` (a change of overall size about the
+    centroid). The force fit's gauge projects off only what every fitted
+    term admits (:mod:`fitting.forcefit.gauge`); a term not listed admits
+    nothing.
 """
 
 from __future__ import annotations

@@ -308,6 +308,8 @@ class PairEnergy(_Immutable):
     # ------------------------------------------- the force-law protocol (particles.law_protocol)
     pair_terms = PAIR_TERMS
     tied_terms = {}
+    #: a distance term's forces are central (they sum to zero); a cosine term's and the decay are not
+    term_invariances = {"distance_same": ("translation",), "distance_other": ("translation",)}
     simulates = True
     cell_lists = False
 

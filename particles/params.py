@@ -159,6 +159,8 @@ class ForceParams:
     # ------------------------------------------- the force-law protocol (particles.law_protocol)
     pair_terms = ("attraction", "repulsion", "alignment_same", "alignment_other")
     tied_terms = {"alignment": ("alignment_same", "alignment_other")}
+    #: central pair forces between pair sums sum to zero (no common drift); alignment and decay move it
+    term_invariances = {"attraction": ("translation",), "repulsion": ("translation",)}
     simulates = True
     cell_lists = True
 

@@ -12,6 +12,7 @@ from particles.law_terms import check_force_law, range_dependencies, unit_term_f
 from particles.params import ForceParams
 
 from .data import ForceRun
+from .gauge import project
 
 __all__ = ["resolve_law", "Basis"]
 
@@ -37,9 +38,10 @@ class Basis:
     snapshots they evaluated."""
 
     def __init__(self, law: Any, groups: dict[str, tuple[str, ...]], ranges: tuple[str, ...], runs: list[ForceRun],
-                 *, path: str = "auto", progress: Any = None):
+                 *, path: str = "auto", progress: Any = None, gauge: str | None = None):
         self.law = law
         self.path = path
+        self.gauge = gauge  # the columns come out with the gauge's directions projected off
         self.progress = progress  # called with the snapshots evaluated by each call of the term forces
         self.groups = groups
         self.terms = tuple(t for members in groups.values() for t in members)
@@ -75,4 +77,7 @@ class Basis:
                 key = tuple(values[r] for r in self.deps[term])
                 self.cache[(run, tag, term)] = (key, fresh[:, k])
                 out[term] = fresh[:, k]
-        return np.stack([sum(out[t] for t in members) for members in self.groups.values()], axis=1)
+        cols = np.stack([sum(out[t] for t in members) for members in self.groups.values()], axis=1)
+        if self.gauge is None:
+            return cols
+        return project(cols, self.runs[run].X if rows is None else self.runs[run].X[rows], self.gauge)

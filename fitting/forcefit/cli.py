@@ -26,9 +26,10 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     from .figures import plot_force_shares
 
     normalize = None if args.normalize == "none" else args.normalize
+    gauge = {"auto": "auto", "none": None}.get(args.gauge, args.gauge)
     fit = ForceLawFit(args.law, terms=args.terms, target=args.target, normalize=normalize,
-                      n_bootstrap=args.bootstrap, windows=args.windows, tie_alignment=args.tie_alignment,
-                      seed=args.seed, path=args.path)
+                      n_bootstrap=args.bootstrap, windows=_windows(args.windows), tie_alignment=args.tie_alignment,
+                      seed=args.seed, path=args.path, gauge=gauge, null=args.null)
     fit.check_params()  # every setting refused before any work (the law, the terms)
     window = None if args.window is None else tuple(args.window)
     if window is not None and window[1] <= window[0]:
@@ -57,12 +58,16 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
             else "in the units of the recorded forces")
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
-              "normalize": normalize, "strength_units": unit, "window": window, "r2": fit.r2_,
-              "table": fit.table(), "windows": fit.windows_, "fit_info": fit.fit_info_}
+              "normalize": normalize, "strength_units": unit, "window": window, "gauge": fit.gauge_,
+              "r2": fit.r2_, "null_r2": fit.null_r2_, "null_r2_interval": fit.null_r2_interval_,
+              "whole_run": fit.whole_run_, "table": fit.table(), "windows": fit.windows_,
+              "summary": fit.summary(), "fit_info": fit.fit_info_}
     write_json(out / "force_fit.json", json_safe(report), indent=2, allow_nan=False)
     save_figure(plot_force_shares(fit), out / "force_shares.png")
-    print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}: "
-          f"R^2 of the force field {fit.r2_:.4f}")
+    null = "" if fit.null_r2_ is None else (f" (null on relabelled tokens {fit.null_r2_:.4f}, 95 % "
+                                            f"[{fit.null_r2_interval_[0]:.4f}, {fit.null_r2_interval_[1]:.4f}])")
+    print(f"force-law fit of {len(runs)} run(s), {fit.fit_info_['snapshots']} snapshots, target {args.target}, "
+          f"gauge {fit.gauge_}: R^2 of the force field {fit.r2_:.4f}{null}, one strength per term for the whole run")
     if args.bootstrap:
         print(f"strengths {unit}; intervals: 95 % bootstrap over {'runs' if fit.n_runs_ > 1 else 'snapshots'}")
     else:
@@ -74,13 +79,28 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         share = "" if row["share"] is None else f"{row['share']:.3f}"
         rms = "" if row["rms_force"] is None else f"{row['rms_force']:.3g}"
         print(f"  {row['name']:<16} {row['value']:>11.4g}  {interval:<25} {rms:>9}  {share}")
-    print("over training (window of steps: R^2; shares):")
+    print("over training, strengths fitted per window of steps (R^2 against the null; share of the force; "
+          "each term's share of the explained force):")
     for w in fit.windows_:
-        if w["snapshots"]:
-            shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
-            print(f"  [{w['start']:.0f}, {w['stop']:.0f}): R^2 {w['r2']:.3f}; {shares}")
+        if not w["defined"]:
+            print(f"  [{w['start']}, {w['stop']}): R^2 undefined ({w.get('why_undefined', '')})")
+            continue
+        against = "" if w["null_r2"] is None else f" (null {w['null_r2']:.3f})"
+        shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
+        print(f"  [{w['start']}, {w['stop']}): R^2 {w['r2']:.3f}{against}; {w['force_share']:.0%} of the force; "
+              f"{shares}")
+    print(fit.summary().splitlines()[-len(fit.windows_) - 2])  # the whole run's terms, in a sentence
     print(f"wrote {out / 'force_fit.json'}, {out / 'force_shares.png'}")
     return 0
+
+
+def _windows(text: str):
+    """--windows: a count or comma-separated step edges (checked by the fit, naming windows)."""
+    try:
+        values = [int(v) for v in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"--windows must be a count or comma-separated integer step edges, got {text!r}") from None
+    return values[0] if len(values) == 1 else values
 
 
 def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
@@ -104,7 +124,14 @@ def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--normalize", choices=("rms", "none"), default="rms",
                    help="divide each run's forces by their RMS (default), so strengths compare between runs")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the intervals (default 200)")
-    p.add_argument("--windows", type=int, default=5, help="windows of training steps for the shares (default 5)")
+    p.add_argument("--windows", default="5",
+                   help="windows of training steps, each with strengths of its own: a count of equal spans "
+                        "(default 5) or comma-separated step edges such as 0,100,1000,3000")
+    p.add_argument("--gauge", choices=("auto", "none", "translation", "similarity"), default="auto",
+                   help="project off motions the law cannot make: the common drift (translation), and the scale "
+                        "too (similarity); auto (default) takes what every fitted term admits")
+    p.add_argument("--null", type=int, default=10,
+                   help="relabellings of the tokens for the null R^2 beside every R^2 (default 10; 0: none)")
     p.add_argument("--tie-alignment", action="store_true", help="one strength for both alignment halves")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--path", choices=("auto", "direct", "gram"), default="auto",

@@ -23,11 +23,14 @@ from ..ode.quality import warn_quality
 from .basis import Basis, resolve_law
 from .data import TARGETS, ForceRun, as_force_runs, check_window
 from .intervals import bootstrap_intervals
+from .gauge import check_gauge, project
+from .null import MAX_NULL, null_designs
 from .progress import FitProgress, expected_evaluations
+from .windows import bounded_shares, window_edges, window_fits
 from .search import design, range_differences, search_ranges
 from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares
 
-__all__ = ["ForceLawFit", "NORMALIZE", "REUSE_JACOBIAN", "UNIDENTIFIED", "MAX_BOOTSTRAP", "MAX_WINDOWS"]
+__all__ = ["ForceLawFit", "NORMALIZE", "REUSE_JACOBIAN", "UNIDENTIFIED", "CLIP_COST", "MAX_BOOTSTRAP", "MAX_WINDOWS"]
 
 #: how G is scaled before the fit: None (as given) or "rms" (each run divided by its RMS force)
 NORMALIZE = (None, "rms")
@@ -37,6 +40,11 @@ REUSE_JACOBIAN = 0.01
 #: a term whose unit force (RMS over the data) is below this fraction of the observed force's RMS
 #: has a strength the data do not measure (it makes up a remainder at whatever size): a warning
 UNIDENTIFIED = 1e-6
+#: a strength clipped at 0 warns when the sign constraint costs more than this share of the target's
+#: squared norm (below it the unconstrained value is rounding about 0)
+CLIP_COST = 1e-6
+#: ... and the term's unconstrained force (RMS) is above this share of the target's RMS
+CLIP_FORCE = 1e-3
 #: most bootstrap replicates and windows of training steps (each keeps an array)
 MAX_BOOTSTRAP = 100_000
 MAX_WINDOWS = 10_000
@@ -80,13 +88,28 @@ class ForceLawFit(BaseEstimator):
         Snapshots (spread evenly over the data) the range search uses.
     max_evaluations : int >= 1
         Limit of the polish's function evaluations.
-    windows : int >= 1
-        Windows of training steps for ``windows_`` (equal spans of steps).
+    windows : int >= 1 or list of int
+        Windows of training steps for ``windows_``: that many equal spans of
+        the run's steps, or a strictly increasing list of step edges such as
+        ``[0, 100, 1000, 3000]``. Each window gets strengths of its own (the
+        ranges held at the whole run's).
     tie_alignment : bool
         Built-in law: fit one strength ``alignment`` (lam) for both
         alignment halves, so that :meth:`to_law` is a ForceParams.
     seed : int
         Seeds the bootstrap.
+    gauge : {"auto", None, "translation", "similarity"}
+        Motions of the whole embedding projected off the target and every
+        term before fitting and scoring (:mod:`fitting.forcefit.gauge`):
+        the common drift ("translation"), and the overall scale too
+        ("similarity"). Only a gauge every fitted term admits (its force can
+        never produce those motions) is accepted; "auto" (default) takes the
+        largest: "similarity" for the effective loss, "translation" for
+        distance terms alone, None when alignment or decay is fitted.
+    null : int >= 0
+        Relabellings of the tokens for the null (:mod:`fitting.forcefit.null`):
+        the law refitted where the tokens' places no longer match the task;
+        its R^2 is reported beside every R^2 (0: no null).
     path : {"auto", "direct", "gram"}
         The pair kernels' path for the term forces (:mod:`particles.pair_path`):
         the Gram path, whose cost does not grow with d, from d = 6 on by
@@ -102,7 +125,17 @@ class ForceLawFit(BaseEstimator):
     intervals_ : dict of str to (float, float)
         95 % bootstrap intervals of every strength and range.
     r2_ : float
-        R^2 of the force field on the data fitted (see :meth:`score`).
+        R^2 of the force field on the data fitted, with one strength per term
+        for the whole run (see :meth:`score`).
+    null_r2_, null_r2_interval_ : float and (float, float), or None
+        The mean and 2.5-97.5 percentiles of the null's R^2 (``null`` > 0).
+    coef_unconstrained_ : ndarray (K,)
+        The strengths without the sign constraint (equal to ``coef_`` with
+        ``nonnegative=False``); a strength clipped at 0 warns.
+    gauge_ : str or None
+        The gauge used.
+    whole_run_ : dict
+        The whole-run fit, labelled: ``label``, ``coef``, ``r2``, ``null_r2``.
     rms_forces_ : dict of str to float
         Each fitted term's root-mean-square force over the data, c_k
         RMS(F_k) (in the units of the fit): how much the term moves the
@@ -112,8 +145,11 @@ class ForceLawFit(BaseEstimator):
         P_k = c_k F_k and P their sum (the shares sum to 1; a term that
         opposes the others has a negative share).
     windows_ : list of dict
-        ``start``, ``stop``, ``snapshots``, ``r2`` and ``shares`` per window
-        of training steps.
+        Per window of training steps (:mod:`fitting.forcefit.windows`):
+        ``start``, ``stop``, ``snapshots``, its own strengths ``coef`` (and
+        ``coef_unconstrained``), ``r2`` (None where undefined), ``null_r2``,
+        ``force_share`` (its share of the target's squared norm) and bounded
+        ``shares``.
     scales_ : list of float
         The factor each run's G was divided by (1 without normalisation).
     fit_info_ : dict
@@ -127,7 +163,8 @@ class ForceLawFit(BaseEstimator):
                  ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
                  normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
                  bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
-                 tie_alignment: bool = False, seed: int = 0, path: str = "auto") -> None:
+                 tie_alignment: bool = False, seed: int = 0, path: str = "auto", gauge: Any = "auto",
+                 null: int = 0) -> None:
         self.law = law
         self.terms = terms
         self.ranges = ranges
@@ -143,6 +180,8 @@ class ForceLawFit(BaseEstimator):
         self.tie_alignment = tie_alignment
         self.seed = seed
         self.path = path
+        self.gauge = gauge
+        self.null = null
 
     # ------------------------------------------------------------ checks
     def check_params(self) -> tuple[Any, tuple[str, ...], tuple[str, ...], np.ndarray, np.ndarray]:
@@ -200,7 +239,12 @@ class ForceLawFit(BaseEstimator):
         check_choice(self.bootstrap, "bootstrap", ("auto", "snapshots", "runs"))
         check_int(self.search_snapshots, "search_snapshots", 2)
         check_int(self.max_evaluations, "max_evaluations", 1)
-        check_int(self.windows, "windows", 1, MAX_WINDOWS)
+        if not isinstance(self.windows, (int, np.integer, list, tuple)) or isinstance(self.windows, bool):
+            raise TypeError(f"windows must be an int or a list of step edges, got {describe(self.windows)}")
+        if isinstance(self.windows, (int, np.integer)):
+            check_int(self.windows, "windows", 1, MAX_WINDOWS)
+        check_int(self.null, "null", 0, MAX_NULL)
+        self._gauge = check_gauge(self.gauge, answering(law), terms)
         check_int(self.seed, "seed", 0)
         if not isinstance(self.nonnegative, bool):
             raise TypeError(f"nonnegative must be a bool, got {describe(self.nonnegative)}")
@@ -251,12 +295,14 @@ class ForceLawFit(BaseEstimator):
             if scale == 0.0:
                 raise ValueError("G is zero everywhere: there is no force to explain")
             scales.append(scale)
-        runs = [ForceRun(r.X, r.G / s, r.train, r.steps) for r, s in zip(runs, scales)]
+        gauge = self._gauge
+        edges = window_edges(self.windows, np.concatenate([r.steps for r in runs]))  # refused before any work
+        runs = [ForceRun(r.X, project(r.G / s, r.X, gauge), r.train, r.steps) for r, s in zip(runs, scales)]
         groups = self._groups
         per_run = self.bootstrap == "runs" or (self.bootstrap == "auto" and len(runs) > 1)
         progress = None if callback is None else FitProgress(callback, expected_evaluations(
-            runs, len(ranges), self.search_snapshots))
-        basis = Basis(law, groups, ranges, runs, path=self.path, progress=progress)
+            runs, len(ranges), self.search_snapshots) + self.null * sum(len(r.X) for r in runs))
+        basis = Basis(law, groups, ranges, runs, path=self.path, progress=progress, gauge=gauge)
         theta, info = search_ranges(basis, runs, ranges, np.log(range_values(law, ranges)), np.log(low),
                                     np.log(high), search_snapshots=self.search_snapshots,
                                     nonnegative=self.nonnegative, seed=self.seed,
@@ -293,45 +339,68 @@ class ForceLawFit(BaseEstimator):
         self.law_ = law
         self.train_ = runs[0].train
         self.n_runs_ = len(runs)
-        self._store_scores(A, b, coef, runs)
+        self.gauge_ = gauge
+        nulls = null_designs(law, groups, ranges, theta, runs, self.null, self.seed, path=self.path, gauge=gauge,
+                             per_run=per_run, progress=progress) if self.null else []
+        self._store_scores(A, b, coef, runs, edges, nulls)
         self.intervals_, self.bootstrap_ = bootstrap_intervals(
             theta, coef, A, b, units, J, np.log(low), np.log(high), list(self.terms_) + list(ranges),
             n_bootstrap=self.n_bootstrap, nonnegative=self.nonnegative, seed=self.seed)
         info.update({"full_data_step": info_step if J is not None else None, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
                      {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
                      "term_evaluations": basis.evaluations, "snapshot_evaluations": basis.snapshot_evaluations,
-                     "path": self.path, "normalize": self.normalize, "target": self.target})
+                     "path": self.path, "gauge": gauge, "null": self.null, "normalize": self.normalize,
+                     "target": self.target})
         if progress is not None:
             progress.finish()
         self.fit_info_ = info
         self._warn(info, ranges, theta, low, high)
         self._warn_unidentified(A, b, coef)
+        self._warn_clipped()
         return self
 
-    def _store_scores(self, A, b, coef, runs) -> None:
+    def _store_scores(self, A, b, coef, runs, edges, nulls) -> None:
         K = len(coef)
-        self.r2_ = r2(b, A @ coef, runs[0].X.shape[2])
+        d = runs[0].X.shape[2]
+        self.r2_ = r2(b, A @ coef, d)
+        self.coef_unconstrained_ = nnls(A, b, False)
+        # how much of the target the sign constraint costs (0 when nothing is clipped)
+        r_nn, r_free = b - A @ coef, b - A @ self.coef_unconstrained_
+        self._clip_cost = float((r_nn @ r_nn - r_free @ r_free) / max(float(b @ b), 1e-300))
+        # each term's unconstrained RMS force, as a share of the target's RMS
+        self._free_force = np.abs(self.coef_unconstrained_) * column_rms(A) / max(float(np.sqrt(np.mean(b ** 2))),
+                                                                               1e-300)
         # each fitted term's RMS force on the data: a strength's size that does not hinge on its range
         # (a term whose range makes it tiny can carry a huge strength and still move nothing)
         self.rms_forces_ = dict(zip(self.terms_, (float(v) for v in np.sqrt(np.mean((A * coef) ** 2, axis=0)))))
         self.shares_ = dict(zip(self.terms_, shares(A, coef)))
+        if nulls:
+            values = np.array([r2(b, N @ nnls(N, b, self.nonnegative), d) for N in nulls])
+            self.null_r2_ = float(values.mean())
+            self.null_r2_interval_ = tuple(float(v) for v in np.percentile(values, [2.5, 97.5]))
+        else:
+            self.null_r2_ = self.null_r2_interval_ = None
+        self.whole_run_ = {"label": "whole run: one strength per term for every step",
+                           "coef": dict(zip(self.terms_, (float(c) for c in coef))), "r2": self.r2_,
+                           "null_r2": self.null_r2_, "null_r2_interval": self.null_r2_interval_,
+                           "shares": dict(zip(self.terms_, bounded_shares(A, coef)))}
         steps = np.concatenate([r.steps for r in runs])
-        size = runs[0].X.shape[1] * runs[0].X.shape[2]
-        edges = np.unique(np.ceil(np.linspace(steps.min(), steps.max() + 1, self.windows + 1)).astype(np.int64))
-        row_steps = np.repeat(steps, size)
-        out = []
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            keep = (row_steps >= lo) & (row_steps < hi)
-            n = int(keep.sum() // size)
-            if n == 0:
-                out.append({"start": int(lo), "stop": int(hi), "snapshots": 0, "r2": None, "shares": None})
-                continue
-            Aw, bw = A[keep], b[keep]
-            out.append({"start": int(lo), "stop": int(hi), "snapshots": n,
-                        "r2": r2(bw, Aw @ coef, runs[0].X.shape[2]),
-                        "shares": dict(zip(self.terms_, shares(Aw, coef)))})
-        self.windows_ = out
+        size = runs[0].X.shape[1] * d
+        self.windows_ = window_fits(A, b, np.repeat(steps, size), edges, self.terms_, d, size, self.nonnegative,
+                                    nulls)
         self.n_terms_ = K
+
+    def _warn_clipped(self) -> None:
+        """A strength held at 0 by the sign constraint where the data push it
+        below: the fit reports 0, the data say 'the other way'."""
+        if not self.nonnegative or self._clip_cost <= CLIP_COST:
+            return
+        for name, c, free, force in zip(self.terms_, self.coef_, self.coef_unconstrained_, self._free_force):
+            if c == 0.0 and free < 0.0 and force > CLIP_FORCE:
+                warn_quality(f"the strength {name} is clipped at 0: without the sign constraint it is {free:.3g} "
+                             f"(the data push it the other way; the constraint leaves {self._clip_cost:.2g} of the "
+                             "target's squared norm unexplained); coef_unconstrained_ holds the signed fit, or fit "
+                             "with nonnegative=False")
 
     def _warn(self, info, ranges, theta, low, high) -> None:
         if ranges and not info.get("converged", True):
@@ -383,15 +452,16 @@ class ForceLawFit(BaseEstimator):
     def score(self, X: Any, G: Any = None, *, train: Any = None, steps: Any = None) -> float:
         """R^2 of the force field, 1 - SSE / sum |G - mean G|^2 (the mean
         force vector over snapshots and tokens), of :meth:`predict` against
-        G as given. Takes what :meth:`fit` takes. With ``normalize="rms"``
+        G, both projected in the fit's gauge (``gauge_``). Takes what :meth:`fit` takes. With ``normalize="rms"``
         the prediction is in the first fitted run's units, so score runs on
         that scale (held-out snapshots of the same run)."""
         check_is_fitted(self, "coef_")
         single = not isinstance(X, (Trajectory, list, tuple))
         runs = as_force_runs(X, G, train=self.train_ if (train is None and single) else train, steps=steps,
                              target=self.target)
-        obs = np.concatenate([run.G.ravel() for run in runs])
-        pred = np.concatenate([self.predict(run.X, train=run.train).ravel() for run in runs])
+        gauge = self.gauge_  # both sides in the fit's gauge: the motions the law cannot make left out
+        obs = np.concatenate([project(run.G, run.X, gauge).ravel() for run in runs])
+        pred = np.concatenate([project(self.predict(run.X, train=run.train), run.X, gauge).ravel() for run in runs])
         return r2(obs, pred, runs[0].X.shape[2])
 
     def to_law(self) -> Any:
@@ -421,6 +491,41 @@ class ForceLawFit(BaseEstimator):
             raise ValueError("simulate needs a pair law; the effective loss runs with particles.simulate_effective")
         law = self.to_law()
         return simulate(x0, self.train_ if train is None else train, law, steps=steps, dt=dt, **options)
+
+    def summary(self) -> str:
+        """The fit's verdict in plain sentences: how much of the force the law
+        explains against its null, in which gauge, which terms carry it, and
+        when (per window of steps)."""
+        check_is_fitted(self, "coef_")
+
+        def against_null(value, null, interval):
+            if value is None:
+                return "undefined"
+            if null is None:
+                return f"R^2 {value:.3f} (no null: fit with null=K to compare with chance)"
+            lo, hi = interval
+            verdict = "above" if value > hi else ("at" if value >= lo else "below")
+            return f"R^2 {value:.3f} against {null:.3f} [{lo:.3f}, {hi:.3f}] on relabelled tokens ({verdict} chance)"
+
+        gauge = {None: "no gauge (the forces as they are)",
+                 "translation": "the common drift of all tokens removed (translation gauge)",
+                 "similarity": "the common drift and the overall scale removed (similarity gauge)"}[self.gauge_]
+        lines = [f"Force-law fit of {self.fit_info_['snapshots']} snapshots ({self.n_runs_} run(s), target "
+                 f"{self.target}), {gauge}."]
+        lines.append("Whole run, one strength per term: " + against_null(self.r2_, self.null_r2_,
+                                                                           self.null_r2_interval_) + ".")
+        top = sorted(self.whole_run_["shares"].items(), key=lambda kv: -kv[1])
+        lines.append("Terms by their share of the explained force: "
+                     + ", ".join(f"{k} {v:.2f}" for k, v in top if v >= 0.005) + ".")
+        for w in self.windows_:
+            head = f"Steps [{w['start']}, {w['stop']}) ({w['snapshots']} snapshots, {w['force_share']:.0%} of the force): "
+            if not w["defined"]:
+                lines.append(head + f"R^2 undefined ({w.get('why_undefined', '')}).")
+                continue
+            lead = max(w["shares"].items(), key=lambda kv: kv[1])
+            lines.append(head + against_null(w["r2"], w["null_r2"], w["null_r2_interval"])
+                         + f"; mostly {lead[0]} ({lead[1]:.2f}).")
+        return "\n".join(lines)
 
     def table(self) -> list[dict[str, Any]]:
         """One row per fitted parameter: name, kind, value and 95 % interval."""

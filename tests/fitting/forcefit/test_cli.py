@@ -45,6 +45,7 @@ def test_force_fit_writes_table_json_and_figure(tmp_path, capsys):
     (["--terms", "gravity"], "terms"),
     (["--bootstrap", "-1"], "bootstrap"),
     (["--window", "5", "2"], "window"),
+    (["--law", "effective", "--path", "gram"], "path"),
 ])
 def test_force_fit_bad_input_is_one_line(tmp_path, capsys, args, message):
     path = _force_run(tmp_path)
@@ -137,3 +138,20 @@ def test_force_fit_says_when_the_training_labels_could_not_be_checked(tmp_path, 
     assert "were not checked against a task" in capsys.readouterr().err
     assert main(["force-fit", str(path), "--bootstrap", "0", "--out", str(tmp_path / "c")]) == 0
     assert "were not checked" not in capsys.readouterr().err  # meta names the task: checked, nothing to say
+
+
+def test_force_fit_path_gives_the_same_fit_and_shows_progress(tmp_path, capsys):
+    path = _force_run(tmp_path)
+    tables = {}
+    for kernels in ("direct", "gram"):
+        assert main(["force-fit", str(path), "--normalize", "none", "--bootstrap", "0", "--path", kernels,
+                     "--out", str(tmp_path / kernels)]) == 0
+        err = capsys.readouterr().err
+        assert "force fit (snapshots evaluated)" in err  # the progress bar, on stderr
+        report = json.loads((tmp_path / kernels / "force_fit.json").read_text())
+        assert report["fit_info"]["path"] == kernels and report["fit_info"]["snapshot_evaluations"] > 0
+        tables[kernels] = {row["name"]: row["value"] for row in report["table"]}
+    for name, value in tables["direct"].items():
+        assert abs(tables["gram"][name] - value) <= 1e-6 * max(1.0, abs(value)), name
+    assert main(["force-fit", str(path), "--quiet", "--bootstrap", "0", "--out", str(tmp_path / "q")]) == 0
+    assert "snapshots evaluated" not in capsys.readouterr().err
