@@ -16,7 +16,6 @@ import numpy as np
 
 from .datasets import PairDataset, make_rng
 from .energy import check_inputs, Engine, check_repulsion_tol, compile_for, evaluate, pair_system
-from .pair_path import use_gram
 from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import Descent
@@ -257,12 +256,9 @@ def simulate(
         both kernels in short segments and use the faster (re-checked as the
         run goes, since other work on the machine changes the answer). All
         choices give bit-identical results.
-    repulsion_tol : float in (0, 0.5], optional
-        Repulsion cut-off with a cell list (d = 2), see
-        :func:`particles.energy_and_forces`; None (default) sums exactly.
-    path : {"auto", "direct", "gram"}
-        The direct pair loop or the Gram path, whose cost does not grow with
-        d (see :func:`particles.energy_and_forces`); the same run to rounding.
+    repulsion_tol, path
+        The repulsion cut-off (None: exact sums) and the pair loop
+        (``"auto"``, ``"direct"``, ``"gram"``): see :func:`particles.energy_and_forces`.
     max_growth : float > 1
         Stop with :class:`RunawayError` once max |x| exceeds
         max_growth * max(1, max |x0|) (default :data:`MAX_GROWTH` = 1e6).
@@ -293,13 +289,12 @@ def simulate(
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    use_gram(path, x.shape[1], cell_lists=tol is not None)
+    engine = Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0])  # checks path
     rng = make_rng(seed)
     n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
     check_record_memory(n_records, x.shape[0], x.shape[1])
     traj, energies = np.empty((n_records, x.shape[0], x.shape[1])), np.empty(n_records)
     record_steps = list(range(0, steps, record_every)) + [steps]
-    engine = Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0])
     sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
     slot = _run_segments(x, engine, sched, rng, Recording(traj, energies), record_steps, parallel, callback)
     final_energy, _ = evaluate(x, engine, False)
@@ -307,12 +302,21 @@ def simulate(
         raise NonFiniteStateError(steps, None, "simulate")
     traj[slot] = x
     energies[slot] = final_energy
-    info = {"source": "particles.simulate", "p": int(x.shape[0]), "d": int(x.shape[1]), "params": params.to_dict(),
-            "steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
-            "final_temperature": final_temperature, "repulsion_tol": tol,
+    info = {"steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
+            "final_temperature": final_temperature, "repulsion_tol": tol, **(meta or {})}
+    return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies},
+                      meta=_run_meta(x, train, params, seed, info))
+
+
+def _run_meta(x: np.ndarray, train: PairDataset, params, seed, info: dict) -> dict:
+    """A simulate run's meta: the source, sizes, law, seed and dataset, then ``info``."""
+    return {"source": "particles.simulate", "p": int(x.shape[0]), "d": int(x.shape[1]), "params": params.to_dict(),
+            **{k: info[k] for k in ("steps", "dt", "record_every", "temperature", "final_temperature",
+                                    "repulsion_tol")},
             "seed": seed if isinstance(seed, (int, np.integer)) else None, "dataset": train.name,
-            "train_indices": train.indices.tolist(), "version": _core_version.package_version(), **(meta or {})}
-    return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies}, meta=info)
+            "train_indices": train.indices.tolist(), "version": _core_version.package_version(),
+            **{k: v for k, v in info.items() if k not in ("steps", "dt", "record_every", "temperature",
+                                                           "final_temperature", "repulsion_tol")}}
 
 
 @dataclass(frozen=True)

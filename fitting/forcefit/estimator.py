@@ -309,27 +309,7 @@ class ForceLawFit(BaseEstimator):
                                     max_evaluations=self.max_evaluations)
         A, b, units = design(basis, runs, theta, per_run)
         coef = nnls(A, b, self.nonnegative)
-        diffs = range_differences(basis, runs, theta, A, per_run)  # (rows, terms, ranges)
-        J = None if diffs is None else np.einsum("rkj,k->rj", diffs, coef)  # d(model)/d(log range)
-        if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
-            step = bounded_solve(*normal_equations(np.column_stack([A, J]), b - A @ coef),
-                                 lower_bounds(coef, len(ranges), self.nonnegative))
-            moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
-            A1, _, _ = design(basis, runs, moved, per_run)
-            coef1 = nnls(A1, b, self.nonnegative)
-            r0, r1 = b - A @ coef, b - A1 @ coef1
-            if r1 @ r1 < r0 @ r0:
-                # the intervals linearise at the final fit: a new Jacobian when the ranges moved by more
-                # than REUSE_JACOBIAN (relative), else the unit-force differences already taken, with
-                # the new strengths (the ranges' own move changes them at second order only)
-                shift = float(np.max(np.abs(np.log(moved / theta))))
-                theta, A, coef = moved, A1, coef1
-                if shift > REUSE_JACOBIAN:
-                    diffs = range_differences(basis, runs, theta, A, per_run)
-                J = np.einsum("rkj,k->rj", diffs, coef)
-                info_step = True
-            else:
-                info_step = False
+        theta, A, coef, J, info_step = self._full_data_step(basis, runs, theta, A, b, coef, low, high, per_run)
         self.terms_ = tuple(groups)
         self.groups_ = groups
         self.coef_ = coef
@@ -346,7 +326,7 @@ class ForceLawFit(BaseEstimator):
         self.intervals_, self.bootstrap_ = bootstrap_intervals(
             theta, coef, A, b, units, J, np.log(low), np.log(high), list(self.terms_) + list(ranges),
             n_bootstrap=self.n_bootstrap, nonnegative=self.nonnegative, seed=self.seed)
-        info.update({"full_data_step": info_step if J is not None else None, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
+        info.update({"full_data_step": info_step, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
                      {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
                      "term_evaluations": basis.evaluations, "snapshot_evaluations": basis.snapshot_evaluations,
                      "path": self.path, "gauge": gauge, "null": self.null, "normalize": self.normalize,
@@ -358,6 +338,35 @@ class ForceLawFit(BaseEstimator):
         self._warn_unidentified(A, b, coef)
         self._warn_clipped()
         return self
+
+    def _full_data_step(self, basis, runs, theta, A, b, coef, low, high, per_run):
+        """One Gauss-Newton step of strengths and log-ranges on every snapshot
+        (the search used a subset), kept when it lowers the residual; returns
+        the ranges, design, strengths, d(model)/d(log range) and whether the
+        step was taken (None without ranges)."""
+        info_step = None
+        diffs = range_differences(basis, runs, theta, A, per_run)  # (rows, terms, ranges)
+        J = None if diffs is None else np.einsum("rkj,k->rj", diffs, coef)  # d(model)/d(log range)
+        if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
+            step = bounded_solve(*normal_equations(np.column_stack([A, J]), b - A @ coef),
+                                 lower_bounds(coef, len(theta), self.nonnegative))
+            moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
+            A1, _, _ = design(basis, runs, moved, per_run)
+            coef1 = nnls(A1, b, self.nonnegative)
+            r0, r1 = b - A @ coef, b - A1 @ coef1
+            if r1 @ r1 < r0 @ r0:
+                # the intervals linearise at the final fit: a new Jacobian when the ranges moved by more
+                # than REUSE_JACOBIAN (relative), else the unit-force differences already taken, with
+                # the new strengths (the ranges' own move changes them at second order only)
+                shift = float(np.max(np.abs(np.log(moved / theta))))
+                theta, A, coef = moved, A1, coef1
+                if shift > REUSE_JACOBIAN:
+                    diffs = range_differences(basis, runs, theta, A, per_run)
+                J = np.einsum("rkj,k->rj", diffs, coef)
+                info_step = True
+            else:
+                info_step = False
+        return theta, A, coef, J, info_step
 
     def _store_scores(self, A, b, coef, runs, edges, nulls) -> None:
         K = len(coef)

@@ -148,6 +148,69 @@ def add_column(coef, lo, hi, D, u):
     D[u] += lane_sum(coef, lo, hi)
 
 
+@njit(cache=True, fastmath=FAST, inline="always")
+def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D):
+    """Row u's distance terms: coef[v] = -2 phi'(r^2) (the pair's Q), its
+    pair diagonal into D; returns their energy."""
+    for v in range(lo, hi):
+        r = nu + N[v] - 2.0 * G[v]
+        r2[v] = r if r > 0.0 else 0.0
+    for v in range(lo, hi):
+        ev, dev = distance_other(r2[v], law_d)
+        w[v] = ev
+        coef[v] = -2.0 * dev
+    energy = 0.0
+    if EXACT_SAME:
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            ea, dea = distance_same(r2[v], law_d)
+            w[v] = ea
+            coef[v] = -2.0 * dea
+        energy += lane_sum(w, lo, hi)
+    else:
+        energy += lane_sum(w, lo, hi)
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            ea, dea = distance_same(r2[v], law_d)
+            energy += ea - w[v]
+            coef[v] = -2.0 * dea
+    add_column(coef, lo, hi, D, u)
+    return energy
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def cosine_row(u, lo, hi, ru, rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh, t0, B):
+    """Row u's cosine terms: dh[v] = lam h'(c) / (rho_u rho_v) (the
+    gradient alignment's Q), the sums h'(c) c into B; returns their energy."""
+    for v in range(lo, hi):
+        cc[v] = G[v] / (ru * rho[v])
+    for v in range(lo, hi):
+        hv, dhv = cosine_other(cc[v], law_c)
+        w[v] = hv
+        dh[v] = dhv
+    energy = 0.0
+    if EXACT_SAME:
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            hs, dhs = cosine_same(cc[v], law_c)
+            w[v] = hs
+            dh[v] = dhs
+        energy += lane_sum(w, lo, hi)
+    else:
+        energy += lane_sum(w, lo, hi)
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            hs, dhs = cosine_same(cc[v], law_c)
+            energy += hs - w[v]
+            dh[v] = dhs
+    for v in range(lo, hi):
+        t0[v] = dh[v] * cc[v]
+    add_column(t0, lo, hi, B, u)
+    for v in range(lo, hi):
+        dh[v] = lam * dh[v] / (ru * rho[v])
+    return energy
+
+
 @njit(cache=True, fastmath=FAST)
 def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
     """Rows ``rows`` (each u against every v > u) of both terms into block
@@ -157,27 +220,14 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
     first = ws.first
     second = ws.second
     N = ws.N
-    rho = ws.rho
-    Up = ws.Up[t]
-    Lo = ws.Lo[t]
-    D = ws.D[t]
-    B = ws.B[t]
-    T = ws.T[t]
     law_d = distance_params(prm)
     law_c = cosine_params(prm)
     G = scratch[0]
-    r2 = scratch[1]
-    w = scratch[2]
     coef = scratch[3]
-    cc = scratch[4]
     dh = scratch[5]
     t0 = scratch[6]
-    hrow = R[0]
-    R1 = R[1]
-    R2 = R[2]
     clu = prm.k_a > 0.0 or prm.k_r > 0.0
     ali = prm.lam > 0.0
-    lam = prm.lam
     polar = prm.polar
     e_clu = 0.0
     e_ali = 0.0
@@ -185,77 +235,33 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        gram_row(u, ws.g, first, second, lo, hi, hrow, G)
+        gram_row(u, ws.g, first, second, lo, hi, R[0], G)
         nu = N[u]
         if clu:
-            for v in range(lo, hi):
-                r = nu + N[v] - 2.0 * G[v]
-                r2[v] = r if r > 0.0 else 0.0
-            for v in range(lo, hi):
-                ev, dev = distance_other(r2[v], law_d)
-                w[v] = ev
-                coef[v] = -2.0 * dev
-            if EXACT_SAME:
-                for p in range(same_ptr[u], same_ptr[u + 1]):
-                    v = same_idx[p]
-                    ea, dea = distance_same(r2[v], law_d)
-                    w[v] = ea
-                    coef[v] = -2.0 * dea
-                e_clu += lane_sum(w, lo, hi)
-            else:
-                e_clu += lane_sum(w, lo, hi)
-                for p in range(same_ptr[u], same_ptr[u + 1]):
-                    v = same_idx[p]
-                    ea, dea = distance_same(r2[v], law_d)
-                    e_clu += ea - w[v]
-                    coef[v] = -2.0 * dea
-            add_column(coef, lo, hi, D, u)
+            e_clu += distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, scratch[1], scratch[2], coef,
+                                  ws.D[t])
         else:
             for v in range(lo, hi):
                 coef[v] = 0.0
         if ali:
-            ru = rho[u]
-            for v in range(lo, hi):
-                cc[v] = G[v] / (ru * rho[v])
-            for v in range(lo, hi):
-                hv, dhv = cosine_other(cc[v], law_c)
-                w[v] = hv
-                dh[v] = dhv
-            if EXACT_SAME:
-                for p in range(same_ptr[u], same_ptr[u + 1]):
-                    v = same_idx[p]
-                    hs, dhs = cosine_same(cc[v], law_c)
-                    w[v] = hs
-                    dh[v] = dhs
-                e_ali += lane_sum(w, lo, hi)
-            else:
-                e_ali += lane_sum(w, lo, hi)
-                for p in range(same_ptr[u], same_ptr[u + 1]):
-                    v = same_idx[p]
-                    hs, dhs = cosine_same(cc[v], law_c)
-                    e_ali += hs - w[v]
-                    dh[v] = dhs
-            for v in range(lo, hi):
-                t0[v] = dh[v] * cc[v]
-            add_column(t0, lo, hi, B, u)
-            for v in range(lo, hi):
-                dh[v] = lam * dh[v] / (ru * rho[v])  # lam Q of the gradient alignment
+            e_ali += cosine_row(u, lo, hi, ws.rho[u], ws.rho, G, same_ptr, same_idx, law_c, prm.lam, scratch[4],
+                                scratch[2], dh, t0, ws.B[t])
             if polar:
                 for v in range(lo, hi):
                     t0[v] = dh[v] * G[v]
-                add_column(t0, lo, hi, T, u)
+                add_column(t0, lo, hi, ws.T[t], u)
                 for v in range(lo, hi):  # the other side: lam N_v K, with the clustering's symmetric part
                     t0[v] = coef[v] + N[v] * dh[v]
-                scatter_tokens(t0, lo, hi, first, second, R2)
-                flush_tokens(u, first, second, R2, Lo)
+                scatter_tokens(t0, lo, hi, first, second, R[2])
+                flush_tokens(u, first, second, R[2], ws.Lo[t])
                 for v in range(lo, hi):
                     coef[v] += nu * dh[v]
             else:
                 for v in range(lo, hi):
                     coef[v] += dh[v]
-        scatter_tokens(coef, lo, hi, first, second, R1)
-        flush_tokens(u, first, second, R1, Up)
-    return e_clu + lam * e_ali
+        scatter_tokens(coef, lo, hi, first, second, R[1])
+        flush_tokens(u, first, second, R[1], ws.Up[t])
+    return e_clu + prm.lam * e_ali
 
 
 @njit(cache=True)

@@ -155,3 +155,21 @@ def test_force_fit_path_gives_the_same_fit_and_shows_progress(tmp_path, capsys):
         assert abs(tables["gram"][name] - value) <= 1e-6 * max(1.0, abs(value)), name
     assert main(["force-fit", str(path), "--quiet", "--bootstrap", "0", "--out", str(tmp_path / "q")]) == 0
     assert "snapshots evaluated" not in capsys.readouterr().err
+
+
+def test_force_fit_windows_gauge_and_null_on_the_command_line(tmp_path, capsys):
+    path = _force_run(tmp_path)  # steps 0, 20, ..., 600
+    assert main(["force-fit", str(path), "--bootstrap", "0", "--windows", "0,100,300,601", "--null", "3",
+                 "--terms", "attraction", "repulsion", "--out", str(tmp_path / "o")]) == 0
+    text = capsys.readouterr().out
+    assert "gauge translation" in text and "null on relabelled tokens" in text
+    assert "[0, 100): R^2" in text and "[300, 601): R^2" in text
+    report = json.loads((tmp_path / "o" / "force_fit.json").read_text())
+    assert report["gauge"] == "translation" and report["null_r2"] is not None
+    assert [w["start"] for w in report["windows"]] == [0, 100, 300]
+    assert report["summary"].startswith("Force-law fit of")
+    for args, message in ((["--windows", "0,x"], "--windows"), (["--windows", "300,100"], "windows"),
+                          (["--null", "-2"], "null"), (["--gauge", "similarity"], "gauge")):
+        assert main(["force-fit", str(path), "--out", str(tmp_path / "bad"), *args]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and message in err[0], err
