@@ -146,17 +146,23 @@ class Engine:
     """
 
     def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams | PairEnergy,
-                 repulsion_tol: float | None, path: str = "auto", p: int | None = None):
+                 repulsion_tol: float | None, path: str = "auto", p: int | None = None, x: np.ndarray | None = None):
         prm = params.kernel_params()
         kernels = params.kernels()
         self.system = system
         n_blocks = len(system.block_ptr) - 1
         cells = None
         cell_lists = repulsion_tol is not None and params.k_r > 0
-        self.gram = use_gram(path, d, cell_lists=repulsion_tol is not None)
+        p = int(system.pairs.max()) + 1 if p is None else p  # the tokens (those in no pair too)
+        self.gram = use_gram(path, d, cell_lists=cell_lists, pairs=len(system.pairs), tokens=p, X=x)
+        if self.gram and getattr(kernels, "gram_forces_serial", None) is None:  # a law whose kernels have none
+            if path == "gram":
+                raise ValueError("path='gram': this law's kernels have no Gram path (Kernels.gram_forces_serial is "
+                                 "None); give path='direct' or 'auto'")
+            self.gram = False
         if self.gram:
-            p = int(system.pairs.max()) + 1 if p is None else p  # the tokens (those in no pair too)
-            ws = _gram.make_gram_workspace(p, system.pairs, n_blocks, numba.config.NUMBA_NUM_THREADS)
+            ws = _gram.make_gram_workspace(p, system.pairs, n_blocks, numba.config.NUMBA_NUM_THREADS,
+                                           polar=bool(prm.polar))
             self.splittable = n_blocks > 1
             self.law = GramLaw(system, prm, ws)
             self._forces = (kernels.gram_forces_serial, kernels.gram_forces_parallel)
@@ -245,8 +251,7 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
     """
     x = check_inputs(x, train, params)
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    use_gram(path, x.shape[1], cell_lists=tol is not None)  # checked before any work
-    return evaluate(x, Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0]), parallel)
+    return evaluate(x, Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0], x), parallel)
 
 
 def evaluate(x: np.ndarray, engine: Engine, parallel: bool | None) -> tuple[float, np.ndarray]:

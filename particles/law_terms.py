@@ -37,7 +37,7 @@ from .pair_path import check_path, use_gram
 
 __all__ = ["BUILTIN_TERMS", "CUSTOM_TERMS", "EFFECTIVE_TERMS", "force_terms", "unit_term_forces", "term_names",
            "check_term_names", "range_names", "range_fields", "range_values", "range_dependencies", "law_strengths",
-           "with_ranges", "with_strengths", "check_force_law", "answering", "PARALLEL_WORK", "pair_work"]
+           "with_ranges", "with_strengths", "check_force_law", "answering", "PARALLEL_WORK", "pair_work", "taken_path"]
 
 #: terms of the built-in law, in order
 BUILTIN_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "decay")
@@ -120,6 +120,27 @@ def pair_work(n_pairs: int, d: int, gram: bool) -> int:
     return n_pairs * n_pairs // 2 * (2 if gram else max(1, d // 2))
 
 
+def pair_path_taken(law: Any, path: str, X: np.ndarray, train: PairDataset) -> bool:
+    """Whether the pair kernels run on the Gram path for these snapshots
+    (:func:`particles.pair_path.use_gram`; a law whose kernels have no Gram
+    path runs the direct one, and refuses ``path="gram"`` by name)."""
+    gram = use_gram(path, X.shape[-1], pairs=len(train), tokens=train.p, X=X)
+    if gram and getattr(law.kernels(), "gram_term_forces", None) is None:
+        if path == "gram":
+            raise ValueError("path='gram': this law's kernels have no Gram path; give path='direct' or 'auto'")
+        return False
+    return gram
+
+
+def taken_path(law: Any, path: str, X: np.ndarray, train: PairDataset) -> str:
+    """``"gram"``, ``"direct"`` or ``"own"`` (a law computing its own
+    forces): the path :func:`unit_term_forces` takes for these snapshots."""
+    law = check_force_law(law)
+    if getattr(answering(law), "unit_term_forces", None) is not None:
+        return "own"
+    return "gram" if pair_path_taken(law, path, np.asarray(X), train) else "direct"
+
+
 def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequence[str] | None = None, *,
                      path: str = "auto") -> np.ndarray:
     """The forces of the named terms at strength 1 on every snapshot.
@@ -149,15 +170,15 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
     names = _check_terms(law, terms)
     path = check_path(path)
     X, train = _check_snapshots(X, train, law)
+    if path == "gram" and getattr(answering(law), "unit_term_forces", None) is not None:
+        raise ValueError("path='gram' runs the pair kernels, and this law computes its own forces (the effective "
+                         "loss, from p x p matrices already): give path='auto' or 'direct'")
     if isinstance(law, str):  # the shortcut: the effective loss of this training set
         from .effective import EffectiveLoss
 
         law = EffectiveLoss.from_pairs(train)
     own = getattr(law, "unit_term_forces", None)  # a law whose forces are not the pair kernels' computes its own
     if own is not None:
-        if path == "gram":
-            raise ValueError(f"path='gram' runs the pair kernels, and {type(law).__name__} computes its own forces "
-                             "(already from p x p matrices): give path='auto' or 'direct'")
         return own(X, train, names)
     T, p, d = X.shape
     out = np.empty((T, len(names), p, d))
@@ -167,7 +188,7 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
         for n in pair_names:
             which[law.pair_terms.index(n)] = True
         full = np.empty((T, 4, p, d))
-        gram = use_gram(path, d)
+        gram = pair_path_taken(law, path, X, train)
         _pair_kernel(law, T * pair_work(len(train), d, gram), gram)(X, pair_system(train), law.unit_record(), which,
                                                                     full)
     for k, name in enumerate(names):

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from .core.validation import describe
 
-__all__ = ["PATHS", "GRAM_MIN_DIMENSION", "check_path", "use_gram"]
+__all__ = ["PATHS", "GRAM_MIN_DIMENSION", "GRAM_MAX_OFFSET", "check_path", "use_gram", "offset_ratio"]
 
 #: the accepted values of every ``path`` parameter
 PATHS = ("auto", "direct", "gram")
@@ -34,15 +36,47 @@ def check_path(path: Any) -> str:
     return path
 
 
-def use_gram(path: str, d: int, *, cell_lists: bool = False) -> bool:
-    """Whether a call at dimension ``d`` runs on the Gram path: ``"gram"``
-    always (refused with the cell-list cut-off, which is the direct path's,
-    by name), ``"direct"`` never, ``"auto"`` for d >= GRAM_MIN_DIMENSION
-    without cell lists."""
+#: ``path="auto"`` stays on the direct path when the embedding's centroid lies further than this many
+#: times its spread from the origin: the Gram path's squared distances then cancel against |x|^2
+#: (a relative force error of about 1e-16 times the square of the ratio: 1e-12 at 100, 5e-8 at 1e4)
+GRAM_MAX_OFFSET = 100.0
+
+
+def offset_ratio(X: np.ndarray) -> float:
+    """The largest |centroid| / RMS spread about it over the snapshots of X
+    (..., p, d): how far from the origin the embedding sits, in its own size."""
+    X = np.asarray(X, dtype=float).reshape((-1,) + np.shape(X)[-2:])
+    centre = X.mean(axis=1, keepdims=True)
+    spread = np.sqrt(np.mean(np.sum((X - centre) ** 2, axis=2), axis=1))
+    shift = np.linalg.norm(centre[:, 0], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(spread > 0, shift / np.where(spread > 0, spread, 1.0), np.where(shift > 0, np.inf, 0.0))
+    return float(ratio.max()) if ratio.size else 0.0
+
+
+def use_gram(path: str, d: int, *, cell_lists: bool = False, pairs: int | None = None, tokens: int | None = None,
+             X: np.ndarray | None = None) -> bool:
+    """Whether a call at dimension ``d`` runs on the Gram path.
+
+    ``"gram"``: always (refused by name with the cell-list cut-off, which sums
+    on the direct path). ``"direct"``: never. ``"auto"``: from d =
+    GRAM_MIN_DIMENSION on, unless the Gram path's p x p work per row block
+    would exceed its pair loop (``tokens`` squared times the row blocks above
+    half of ``pairs`` squared: many tokens, few pairs) or the states ``X``
+    sit further from the origin than GRAM_MAX_OFFSET times their spread."""
     path = check_path(path)
     if cell_lists:
         if path == "gram":
             raise ValueError("path='gram' cannot run the cell-list cut-off (repulsion_tol, d = 2), which sums on the "
                              "direct path: give path='direct' or 'auto', or repulsion_tol=None")
         return False
-    return path == "gram" or (path == "auto" and d >= GRAM_MIN_DIMENSION)
+    if path != "auto":
+        return path == "gram"
+    if d < GRAM_MIN_DIMENSION:
+        return False
+    if pairs is not None and tokens is not None:
+        from .kernels.forces import blocks_for
+
+        if blocks_for(pairs) * tokens * tokens > pairs * pairs // 2:
+            return False
+    return X is None or offset_ratio(X) <= GRAM_MAX_OFFSET

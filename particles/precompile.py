@@ -82,7 +82,7 @@ def warmup(parallel: bool | None = None, parts: tuple[str, ...] = ("simulate",),
         x0 = np.random.default_rng(0).standard_normal((5, max(d, 2)))
         if "simulate" in parts:
             _quietly(simulate, x0, train, params, steps=2, dt=1e-3, temperature=1e-3, seed=0, parallel=False)
-        if "minimize" in parts:
+        if "minimize" in parts and getattr(params, "alignment", "gradient") == "gradient":  # gradient forces only
             _quietly(minimize, x0, train, params, max_steps=2)
         if "effective" in parts:
             simulate_effective(x0, addition(5), steps=2, dt=1e-3, project=True)

@@ -289,7 +289,7 @@ def simulate(
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    engine = Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0])  # checks path
+    engine = Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0], x)  # checks path
     rng = make_rng(seed)
     n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
     check_record_memory(n_records, x.shape[0], x.shape[1])

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from particles.law_terms import check_force_law, range_dependencies, unit_term_forces, with_ranges
+from particles.law_terms import check_force_law, range_dependencies, taken_path, unit_term_forces, with_ranges
 from particles.params import ForceParams
 
 from .data import ForceRun
@@ -51,6 +51,7 @@ class Basis:
         self.cache: dict[tuple, tuple[tuple, np.ndarray]] = {}
         self.evaluations = 0
         self.snapshot_evaluations = 0
+        self.path_taken = None  # "gram" or "direct", as the term forces reported it
 
     def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
         """(T, K, N, d) unit forces of run ``run`` (its snapshots ``rows``) at ranges theta."""
@@ -69,6 +70,7 @@ class Basis:
             law = with_ranges(self.law, self.ranges, theta)
             X = self.runs[run].X if rows is None else self.runs[run].X[rows]
             fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path)
+            self.path_taken = taken_path(law, self.path, X, self.runs[run].train)
             self.evaluations += 1
             self.snapshot_evaluations += len(X)
             if self.progress is not None:

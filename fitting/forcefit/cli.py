@@ -89,7 +89,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
         print(f"  [{w['start']}, {w['stop']}): R^2 {w['r2']:.3f}{against}; {w['force_share']:.0%} of the force; "
               f"{shares}")
-    print(fit.summary().splitlines()[-len(fit.windows_) - 2])  # the whole run's terms, in a sentence
+    print(fit.summary().splitlines()[2])  # the whole run's terms by their share, in a sentence
     print(f"wrote {out / 'force_fit.json'}, {out / 'force_shares.png'}")
     return 0
 

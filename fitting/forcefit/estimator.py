@@ -26,7 +26,7 @@ from .intervals import bootstrap_intervals
 from .gauge import check_gauge, project
 from .null import MAX_NULL, null_designs
 from .progress import FitProgress, expected_evaluations
-from .windows import bounded_shares, window_edges, window_fits
+from .windows import bounded_shares, check_windows, window_edges, window_fits
 from .search import design, range_differences, search_ranges
 from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares
 
@@ -239,11 +239,12 @@ class ForceLawFit(BaseEstimator):
         check_choice(self.bootstrap, "bootstrap", ("auto", "snapshots", "runs"))
         check_int(self.search_snapshots, "search_snapshots", 2)
         check_int(self.max_evaluations, "max_evaluations", 1)
-        if not isinstance(self.windows, (int, np.integer, list, tuple)) or isinstance(self.windows, bool):
-            raise TypeError(f"windows must be an int or a list of step edges, got {describe(self.windows)}")
-        if isinstance(self.windows, (int, np.integer)):
-            check_int(self.windows, "windows", 1, MAX_WINDOWS)
+        check_windows(self.windows)
         check_int(self.null, "null", 0, MAX_NULL)
+        if self.null and not isinstance(law, str) and getattr(law, "p", None) is not None:
+            raise ValueError("null relabels the tokens of each run's training pairs, and this law is built on fixed "
+                             "pairs of its own (an EffectiveLoss object): give law='effective', which takes the run's "
+                             "pairs, or null=0")
         self._gauge = check_gauge(self.gauge, answering(law), terms)
         check_int(self.seed, "seed", 0)
         if not isinstance(self.nonnegative, bool):
@@ -329,7 +330,8 @@ class ForceLawFit(BaseEstimator):
         info.update({"full_data_step": info_step, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
                      {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
                      "term_evaluations": basis.evaluations, "snapshot_evaluations": basis.snapshot_evaluations,
-                     "path": self.path, "gauge": gauge, "null": self.null, "normalize": self.normalize,
+                     "path": basis.path_taken or self.path, "gauge": gauge, "null": self.null,
+                     "normalize": self.normalize,
                      "target": self.target})
         if progress is not None:
             progress.finish()

@@ -26,22 +26,20 @@ import numpy as np
 
 from .solve import nnls, r2
 
-__all__ = ["window_edges", "window_fits", "bounded_shares", "fit_r2", "MAX_WINDOWS"]
+__all__ = ["check_windows", "window_edges", "window_fits", "bounded_shares", "fit_r2", "MAX_WINDOWS"]
 
 #: most windows of training steps
 MAX_WINDOWS = 10_000
 
 
-def window_edges(windows: Any, steps: np.ndarray) -> np.ndarray:
-    """The step edges of ``windows``: an int (that many equal spans of the
-    run's steps) or a strictly increasing list of step edges, each window
-    inside the run and holding at least one snapshot; else a
-    TypeError/ValueError naming ``windows``."""
-    first, last = int(steps.min()), int(steps.max())
+def check_windows(windows: Any) -> int | np.ndarray:
+    """``windows`` in its form: an int in [1, MAX_WINDOWS], or at least two
+    strictly increasing integer step edges (as an array); else a
+    TypeError/ValueError naming ``windows`` (before any data are read)."""
     if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
         if not 1 <= windows <= MAX_WINDOWS:
             raise ValueError(f"windows must be between 1 and {MAX_WINDOWS} (or a list of step edges), got {windows}")
-        return np.unique(np.ceil(np.linspace(first, last + 1, int(windows) + 1)).astype(np.int64))
+        return int(windows)
     if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
         raise TypeError(f"windows must be an int or a list of step edges, got {type(windows).__name__}")
     if len(windows) < 2 or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in windows):
@@ -49,6 +47,18 @@ def window_edges(windows: Any, steps: np.ndarray) -> np.ndarray:
     edges = np.asarray(windows, dtype=np.int64)
     if np.any(np.diff(edges) <= 0):
         raise ValueError(f"windows must be strictly increasing step edges (windows may not overlap), got {list(windows)}")
+    return edges
+
+
+def window_edges(windows: Any, steps: np.ndarray) -> np.ndarray:
+    """The step edges of ``windows`` (see :func:`check_windows`) on a run
+    whose snapshots are at ``steps``: an int gives that many equal spans of
+    the run's steps; listed edges must lie inside the run, each window
+    holding at least one snapshot; else a ValueError naming ``windows``."""
+    first, last = int(steps.min()), int(steps.max())
+    edges = check_windows(windows)
+    if isinstance(edges, int):
+        return np.unique(np.ceil(np.linspace(first, last + 1, edges + 1)).astype(np.int64))
     if edges[0] > last or edges[-1] <= first:
         raise ValueError(f"windows {list(windows)} lie outside the run's steps {first}..{last}")
     counts = [int(np.sum((steps >= lo) & (steps < hi))) for lo, hi in zip(edges[:-1], edges[1:])]

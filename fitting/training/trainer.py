@@ -25,6 +25,7 @@ import torch
 
 from particles.core.validation import check_bool, check_path
 from particles.core.version import package_version
+from particles.datasets import TASK_LABELS
 from particles.trajectory import Trajectory
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
@@ -105,6 +106,8 @@ class SeriesRecorder:
         if forces:  # recorded with gradients: the snapshots that have theirs (an interrupted run may lack the last)
             keep = [i for i in keep if i < len(self.gradients)]
         embeddings = np.stack([self.snapshots[i] for i in keep]) if keep else np.zeros((0, p, d))
+        if train is not None and train.name in TASK_LABELS:  # the labels are then checked against the task
+            meta = {**meta, "task": train.name}
         return Trajectory(
             embeddings=embeddings,
             snapshot_steps=np.array([self.snapshot_steps[i] for i in keep], dtype=np.int64),

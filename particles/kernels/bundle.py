@@ -22,12 +22,13 @@ class Kernels(NamedTuple):
     minimize: Any
     term_forces: Any
     term_forces_serial: Any
-    gram_forces_serial: Any
-    gram_forces_parallel: Any
-    gram_euler_serial: Any
-    gram_euler_parallel: Any
-    gram_term_forces: Any
-    gram_term_forces_serial: Any
+    # the Gram path's (particles.kernels.gram); None for a law without one, which then runs the direct path
+    gram_forces_serial: Any = None
+    gram_forces_parallel: Any = None
+    gram_euler_serial: Any = None
+    gram_euler_parallel: Any = None
+    gram_term_forces: Any = None
+    gram_term_forces_serial: Any = None
 
 
 #: the built-in law's compiled functions

@@ -39,8 +39,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import EXACT_SAME, distance_other, distance_params, distance_same
+from .alignment import cosine_coefficients, cosine_other, cosine_params, cosine_same
+from .clustering import distance_coefficients, distance_other, distance_params, distance_same
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
@@ -71,12 +71,16 @@ class GramWorkspace(NamedTuple):
     R: np.ndarray  # (n_threads, 3, p) row vectors over tokens
 
 
-def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int) -> GramWorkspace:
+def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int, polar: bool = True
+                        ) -> GramWorkspace:
+    """The buffers of a run of ``p`` tokens on ``pairs``; the other side of
+    Q (``Lo``) only for the polar alignment (else empty)."""
     n = len(pairs)
     t = max(1, n_threads)
+    q = p if polar else 0
     return GramWorkspace(np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
                          np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty(n),
-                         np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, p, p)), np.empty((n_blocks, n)),
+                         np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)), np.empty((n_blocks, n)),
                          np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks), np.empty((p, p)),
                          np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 3, p)))  # R: zero between rows
 
@@ -155,25 +159,7 @@ def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D)
     for v in range(lo, hi):
         r = nu + N[v] - 2.0 * G[v]
         r2[v] = r if r > 0.0 else 0.0
-    for v in range(lo, hi):
-        ev, dev = distance_other(r2[v], law_d)
-        w[v] = ev
-        coef[v] = -2.0 * dev
-    energy = 0.0
-    if EXACT_SAME:
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law_d)
-            w[v] = ea
-            coef[v] = -2.0 * dea
-        energy += lane_sum(w, lo, hi)
-    else:
-        energy += lane_sum(w, lo, hi)
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law_d)
-            energy += ea - w[v]
-            coef[v] = -2.0 * dea
+    energy = distance_coefficients(0.0, u, lo, hi, r2, same_ptr, same_idx, law_d, w, coef)
     add_column(coef, lo, hi, D, u)
     return energy
 
@@ -184,25 +170,7 @@ def cosine_row(u, lo, hi, ru, rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh,
     gradient alignment's Q), the sums h'(c) c into B; returns their energy."""
     for v in range(lo, hi):
         cc[v] = G[v] / (ru * rho[v])
-    for v in range(lo, hi):
-        hv, dhv = cosine_other(cc[v], law_c)
-        w[v] = hv
-        dh[v] = dhv
-    energy = 0.0
-    if EXACT_SAME:
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law_c)
-            w[v] = hs
-            dh[v] = dhs
-        energy += lane_sum(w, lo, hi)
-    else:
-        energy += lane_sum(w, lo, hi)
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law_c)
-            energy += hs - w[v]
-            dh[v] = dhs
+    energy = cosine_coefficients(0.0, u, lo, hi, cc, same_ptr, same_idx, law_c, w, dh)
     for v in range(lo, hi):
         t0[v] = dh[v] * cc[v]
     add_column(t0, lo, hi, B, u)

@@ -121,8 +121,17 @@ def test_a_clipped_sign_warns_and_the_signed_fit_is_kept():
     (dict(null=-1), "null"),
     (dict(gauge="similarity"), "gauge"),
     (dict(gauge="rotation"), "gauge must be"),
+    (dict(windows=[0, 100, 50]), "strictly increasing"),
 ])
 def test_bad_input_names_the_parameter(options, message):
     X, G, train, steps = _run()
     with pytest.raises((ValueError, TypeError), match=message):
         ForceLawFit(TRUE, n_bootstrap=0, **options).fit(X, G, train=train, steps=steps)
+
+
+def test_a_null_needs_a_law_that_takes_the_runs_pairs():
+    X, G, train, _ = _run()
+    with pytest.raises(ValueError, match="null relabels"):
+        ForceLawFit(P.EffectiveLoss.from_pairs(train), null=2, n_bootstrap=0).fit(X, G, train=train)
+    fit = ForceLawFit("effective", terms=["effective"], null=2, n_bootstrap=0, windows=1).fit(X, G, train=train)
+    assert fit.gauge_ == "similarity" and fit.null_r2_ is not None

@@ -163,3 +163,37 @@ def test_bad_paths_are_refused_by_name():
         unit_term_forces(EffectiveLoss.from_pairs(train), x[None], train, path="gram")
     with pytest.raises(ValueError, match="path must be one of"):
         force_terms(ForceParams(), x, train, path="GRAM")
+
+
+def test_auto_stays_direct_far_from_the_origin_and_for_few_pairs():
+    from particles.pair_path import GRAM_MAX_OFFSET, offset_ratio
+
+    x, train, _ = _system(9, 16, 4)
+    assert offset_ratio(x) < GRAM_MAX_OFFSET
+    far = x + 1e4  # the centroid 1e4 spreads away: the Gram path's distances would cancel
+    assert offset_ratio(far) > GRAM_MAX_OFFSET
+    law = ForceParams(lam=0.0, wd=0.0)
+    assert Engine(16, pair_system(train), law, None, "auto", 9, x).gram
+    assert not Engine(16, pair_system(train), law, None, "auto", 9, far).gram
+    exact = energy_and_forces(far, train, law, path="direct")[1]
+    assert np.array_equal(energy_and_forces(far, train, law)[1], exact)
+    # many tokens, few pairs: the p x p work would exceed the pair loop
+    assert not use_gram("auto", 64, pairs=30, tokens=500)
+    assert use_gram("auto", 64, pairs=344, tokens=41)
+
+
+def test_a_law_whose_kernels_have_no_gram_path_runs_direct():
+    from particles.kernels.bundle import BUILTIN_KERNELS, Kernels
+
+    class OldKernels(ForceParams):
+        def kernels(self):
+            return Kernels(*BUILTIN_KERNELS[:7])  # the seven fields of before: no Gram kernels
+
+    x, train, _ = _system(9, 16, 6)
+    law = OldKernels(lam=1.0)
+    assert not Engine(16, pair_system(train), law, None, "auto", 9).gram
+    assert _rel(energy_and_forces(x, train, law)[1], energy_and_forces(x, train, ForceParams(lam=1.0))[1]) <= 1e-11
+    with pytest.raises(ValueError, match="no Gram path"):
+        energy_and_forces(x, train, law, path="gram")
+    with pytest.raises(ValueError, match="no Gram path"):
+        unit_term_forces(law, x[None], train, path="gram")
