@@ -234,7 +234,7 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
     (('particles.simulate',), 'record_every', 'None',
      'None: the default stride max(1, steps // 100) (documented)'),
     (('particles.warmup',), 'parallel', 'None',
-     'None: compile every kernel, serial and parallel (documented)'),
+     'None: the serial kernels, and the parallel ones when pairs reaches PARALLEL_MIN_PAIRS (documented)'),
     (('fitting.BootstrapEnsemble.fit',
       'fitting.FiniteDifference.derivative',
       'fitting.ODEModel.fit',

@@ -64,6 +64,7 @@ def test_builtin_forces_equal_direct_and_reference(p, d, seed, polar, axial, cla
     assert abs(e_gram - e_ref) <= 1e-11 * max(1.0, abs(e_ref))
 
 
+@pytest.mark.slow  # compiles three custom laws' kernels on both paths (about a minute)
 @PROPS
 @given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1),
        kind=st.sampled_from(["distance", "cosine", "both"]))
@@ -80,9 +81,19 @@ def test_custom_law_forces_equal_direct_and_reference(p, d, seed, kind):
 
 
 @PROPS
-@given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1), polar=st.booleans(), axial=st.booleans(),
-       custom=st.booleans())
-def test_term_forces_equal_direct(p, d, seed, polar, axial, custom):
+@given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1), polar=st.booleans(), axial=st.booleans())
+def test_term_forces_equal_direct(p, d, seed, polar, axial):
+    check_term_forces(p, d, seed, polar, axial, False)
+
+
+@pytest.mark.slow  # a custom law's term kernels on both paths
+@PROPS
+@given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1))
+def test_custom_term_forces_equal_direct(p, d, seed):
+    check_term_forces(p, d, seed, False, False, True)
+
+
+def check_term_forces(p, d, seed, polar, axial, custom):
     d = max(d, 2)
     x, train, rng = _system(p, d, seed)
     law = _custom(rng, "both") if custom else _builtin(rng, polar, axial, False)
