@@ -17,18 +17,25 @@ def plot_force_shares(fit, title: str | None = None) -> Figure:
 
     windows = [w for w in fit.windows_ if w["snapshots"]]
     mids = np.array([(w["start"] + w["stop"]) / 2 for w in windows])
+    value = lambda w, key: np.nan if w[key] is None else w[key]  # noqa: E731 (undefined: a gap)
     fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True, height_ratios=(2, 1))
     for name in fit.terms_:
-        ax1.plot(mids, [w["shares"][name] for w in windows], marker="o", label=name)
-    ax1.axhline(0.0, color="0.6", lw=0.8)
-    ax1.set_ylabel("share of the explained force")
+        ax1.plot(mids, [np.nan if w["shares"] is None else w["shares"][name] for w in windows], marker="o",
+                 label=name)
+    ax1.set_ylim(-0.03, 1.03)
+    ax1.set_ylabel("share of the window's\nexplained force")
     ax1.legend(fontsize=8, ncol=2)
     ax1.grid(alpha=0.3)
-    ax2.plot(mids, [w["r2"] for w in windows], marker="o", color="k")
+    ax2.plot(mids, [value(w, "r2") for w in windows], marker="o", color="k", label="law (strengths per window)")
+    if any(w["null_r2"] is not None for w in windows):
+        ax2.plot(mids, [value(w, "null_r2") for w in windows], marker="x", ls="--", color="0.5",
+                 label="null (relabelled tokens)")
+        ax2.legend(fontsize=8)
     ax2.set_ylabel("R$^2$ of the force")
     ax2.set_xlabel("training step (window centre)")
     ax2.grid(alpha=0.3)
-    ax1.set_title(title or f"force-law fit: R$^2$ {fit.r2_:.3f} over {fit.fit_info_['snapshots']} snapshots",
-                  fontsize=10)
+    null = "" if fit.null_r2_ is None else f", null {fit.null_r2_:.3f}"
+    ax1.set_title(title or f"force-law fit, gauge {fit.gauge_}: whole-run R$^2$ {fit.r2_:.3f}{null}, "
+                  f"{fit.fit_info_['snapshots']} snapshots", fontsize=10)
     fig.tight_layout()
     return fig

@@ -15,7 +15,7 @@ from numba import njit
 from .fastmath import FAST, exp_nonpositive, lane_sum
 from .pair_loops import dot_products, scatter_products, scatter_scalars
 
-__all__ = ["alignment_block", "cosine_coefficients", "alignment_forces", "alignment_reference", "cosine_reference_parts",
+__all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_reference_parts",
            "cosine_forces_reference", "cosine_params", "cosine_same", "cosine_other"]
 
 
@@ -54,34 +54,6 @@ def cosine_other(c, prm):
     return hv, hv * dg * inv_st2
 
 
-@njit(cache=True, fastmath=FAST, inline="always")
-def cosine_coefficients(energy, u, lo, hi, cc, same_ptr, same_idx, law, h, dh):
-    """Row u against every v in [lo, hi) given the cosines cc[v]: h[v] =
-    h(c) and dh[v] = h'(c); returns ``energy`` plus the row's (same-class partners
-    corrected as in :func:`.clustering.distance_coefficients`). Shared by
-    :func:`alignment_block` and the Gram path's rows."""
-    for v in range(lo, hi):
-        hv, dhv = cosine_other(cc[v], law)
-        h[v] = hv
-        dh[v] = dhv
-    if EXACT_SAME:
-        # as in distance_coefficients: same-class entries replaced before the sum
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law)
-            h[v] = hs
-            dh[v] = dhs
-        energy += lane_sum(h, lo, hi)
-    else:
-        energy += lane_sum(h, lo, hi)
-        for p in range(same_ptr[u], same_ptr[u + 1]):  # the same-class partners
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law)
-            energy += hs - h[v]
-            dh[v] = dhs
-    return energy
-
-
 @njit(cache=True, fastmath=FAST)
 def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
     """Alignment terms of each row u in ``rows`` with every v > u, added to
@@ -102,7 +74,27 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
         dot_products(u, U, lo, hi, cc)  # cc = U_u . U_v
-        energy = cosine_coefficients(energy, u, lo, hi, cc, same_ptr, same_idx, law, h, dh)
+        # every v as another class: h(c) and dh = h'(c)
+        for v in range(lo, hi):
+            hv, dhv = cosine_other(cc[v], law)
+            h[v] = hv
+            dh[v] = dhv
+        if EXACT_SAME:
+            # as in clustering_block: same-class entries replaced before the sum
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                hs, dhs = cosine_same(cc[v], law)
+                h[v] = hs
+                dh[v] = dhs
+            energy += lane_sum(h, lo, hi)
+        else:
+            energy += lane_sum(h, lo, hi)
+            # the same-class partners
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                hs, dhs = cosine_same(cc[v], law)
+                energy += hs - h[v]
+                dh[v] = dhs
         scatter_products(u, U, dh, lo, hi, A, t0)  # A_u += dh U_v, A_v += dh U_u
         scatter_scalars(u, dh, cc, lo, hi, B, t0)  # B_u and B_v += dh c
     return energy

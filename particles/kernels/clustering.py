@@ -13,7 +13,7 @@ from numba import njit
 from .fastmath import FAST, exp_nonpositive, lane_sum
 from .pair_loops import scatter_differences, squared_distances
 
-__all__ = ["clustering_block", "distance_coefficients", "clustering_reference", "distance_params", "distance_same", "distance_other"]
+__all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other"]
 
 
 # The force law as two scalar functions of r^2 = |s_u - s_v|^2, each
@@ -51,39 +51,6 @@ def distance_other(r2, prm):
     return ev, -(inv_2sr2 * ev)
 
 
-@njit(cache=True, fastmath=FAST, inline="always")
-def distance_coefficients(energy, u, lo, hi, r2, same_ptr, same_idx, law, w, coef):
-    """Row u against every v in [lo, hi) given r2[v] = |s_u - s_v|^2:
-    w[v] = phi(r^2) and the force coefficient coef[v] = -2 phi'(r^2) (so
-    that f_u = coef (s_u - s_v)); returns ``energy`` plus the row's. Every v is first
-    taken as another class, then the few same-class partners are corrected.
-    Shared by :func:`clustering_block` and the Gram path's rows."""
-    for v in range(lo, hi):
-        ev, dev = distance_other(r2[v], law)
-        w[v] = ev
-        coef[v] = -2.0 * dev
-    if EXACT_SAME:
-        # the same-class partners replace their entries before the sum,
-        # so an ``other`` that is huge or infinite where same-class pair
-        # sums meet (a custom law) never enters the energy
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law)
-            w[v] = ea
-            coef[v] = -2.0 * dea
-        energy += lane_sum(w, lo, hi)
-    else:
-        energy += lane_sum(w, lo, hi)
-        # the same-class partners (the built-in arithmetic: ``other`` is
-        # at most k_r, so subtracting it back is exact enough)
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law)
-            energy += ea - w[v]
-            coef[v] = -2.0 * dea
-    return energy
-
-
 @njit(cache=True, fastmath=FAST)
 def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
     """Clustering interactions of each row u in ``rows`` with every v > u,
@@ -106,7 +73,31 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
         squared_distances(u, S, lo, hi, r2)  # r2 = |s_u - s_v|^2
-        energy = distance_coefficients(energy, u, lo, hi, r2, same_ptr, same_idx, law, w, coef)
+        # every v as another class: w = phi(r^2), force coefficient
+        # coef = -2 phi'(r^2), so that f_u = coef (s_u - s_v)
+        for v in range(lo, hi):
+            ev, dev = distance_other(r2[v], law)
+            w[v] = ev
+            coef[v] = -2.0 * dev
+        if EXACT_SAME:
+            # the same-class partners replace their entries before the sum,
+            # so an ``other`` that is huge or infinite where same-class pair
+            # sums meet (a custom law) never enters the energy
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                ea, dea = distance_same(r2[v], law)
+                w[v] = ea
+                coef[v] = -2.0 * dea
+            energy += lane_sum(w, lo, hi)
+        else:
+            energy += lane_sum(w, lo, hi)
+            # the same-class partners (the built-in arithmetic: ``other`` is
+            # at most k_r, so subtracting it back is exact enough)
+            for p in range(same_ptr[u], same_ptr[u + 1]):
+                v = same_idx[p]
+                ea, dea = distance_same(r2[v], law)
+                energy += ea - w[v]
+                coef[v] = -2.0 * dea
         scatter_differences(u, S, coef, lo, hi, F, t0)  # f_u += coef (s_u - s_v), f_v -= the same
     return energy
 

@@ -39,8 +39,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .alignment import cosine_coefficients, cosine_other, cosine_params, cosine_same
-from .clustering import distance_coefficients, distance_other, distance_params, distance_same
+from .alignment import cosine_other, cosine_params, cosine_same
+from .clustering import EXACT_SAME, distance_other, distance_params, distance_same
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
@@ -159,7 +159,25 @@ def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D)
     for v in range(lo, hi):
         r = nu + N[v] - 2.0 * G[v]
         r2[v] = r if r > 0.0 else 0.0
-    energy = distance_coefficients(0.0, u, lo, hi, r2, same_ptr, same_idx, law_d, w, coef)
+    for v in range(lo, hi):
+        ev, dev = distance_other(r2[v], law_d)
+        w[v] = ev
+        coef[v] = -2.0 * dev
+    energy = 0.0
+    if EXACT_SAME:
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            ea, dea = distance_same(r2[v], law_d)
+            w[v] = ea
+            coef[v] = -2.0 * dea
+        energy += lane_sum(w, lo, hi)
+    else:
+        energy += lane_sum(w, lo, hi)
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            ea, dea = distance_same(r2[v], law_d)
+            energy += ea - w[v]
+            coef[v] = -2.0 * dea
     add_column(coef, lo, hi, D, u)
     return energy
 
@@ -170,7 +188,25 @@ def cosine_row(u, lo, hi, ru, rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh,
     gradient alignment's Q), the sums h'(c) c into B; returns their energy."""
     for v in range(lo, hi):
         cc[v] = G[v] / (ru * rho[v])
-    energy = cosine_coefficients(0.0, u, lo, hi, cc, same_ptr, same_idx, law_c, w, dh)
+    for v in range(lo, hi):
+        hv, dhv = cosine_other(cc[v], law_c)
+        w[v] = hv
+        dh[v] = dhv
+    energy = 0.0
+    if EXACT_SAME:
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            hs, dhs = cosine_same(cc[v], law_c)
+            w[v] = hs
+            dh[v] = dhs
+        energy += lane_sum(w, lo, hi)
+    else:
+        energy += lane_sum(w, lo, hi)
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            hs, dhs = cosine_same(cc[v], law_c)
+            energy += hs - w[v]
+            dh[v] = dhs
     for v in range(lo, hi):
         t0[v] = dh[v] * cc[v]
     add_column(t0, lo, hi, B, u)
