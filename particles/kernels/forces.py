@@ -221,15 +221,13 @@ def _forces_parallel(x, system, prm, ws, force):
     at a time (a thread slowed by other work then takes fewer)."""
     pair_sums(x, system.pairs, prm.eps, ws.S, ws.U, ws.rho)
     nb = ws.block_energy.shape[0]
-    # the loop indices are cast to int64 so that run_term and run_block are the serial kernel's compilations
-    # (a parallel loop's index is unsigned: each callee would compile twice)
     if nb == 1 and (prm.k_a > 0.0 or prm.k_r > 0.0) and prm.lam > 0.0:
         for task in prange(2):
-            run_term(np.int64(task), system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
+            run_term(task, system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
         ws.block_energy[0] = combine_energies(ws.terms[0], ws.terms[1], prm.lam)
         return _finish(x, system, prm, ws, force)
     for t in prange(nb):
-        run_block(np.int64(t), system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
+        run_block(t, system, prm, ws, ws.scratch[numba.get_thread_id() % ws.scratch.shape[0]])
     n = ws.rho.shape[0]
     stripes = ws.scratch.shape[0]
     for j in prange(stripes):

@@ -40,7 +40,7 @@ import numpy as np
 from numba import njit, prange
 
 from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import EXACT_SAME, distance_other, distance_params, distance_same
+from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
@@ -155,64 +155,45 @@ def add_column(coef, lo, hi, D, u):
 @njit(cache=True, fastmath=FAST, inline="always")
 def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D):
     """Row u's distance terms: coef[v] = -2 phi'(r^2) (the pair's Q), its
-    pair diagonal into D; returns their energy."""
+    pair diagonal into D; returns their energy. The same-class partners
+    replace their entries before the sum (as a custom law's direct kernels
+    do), for every law."""
     for v in range(lo, hi):
         r = nu + N[v] - 2.0 * G[v]
-        r2[v] = r if r > 0.0 else 0.0
-    for v in range(lo, hi):
-        ev, dev = distance_other(r2[v], law_d)
+        r = r if r > 0.0 else 0.0
+        r2[v] = r
+        ev, dev = distance_other(r, law_d)
         w[v] = ev
         coef[v] = -2.0 * dev
-    energy = 0.0
-    if EXACT_SAME:
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law_d)
-            w[v] = ea
-            coef[v] = -2.0 * dea
-        energy += lane_sum(w, lo, hi)
-    else:
-        energy += lane_sum(w, lo, hi)
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            ea, dea = distance_same(r2[v], law_d)
-            energy += ea - w[v]
-            coef[v] = -2.0 * dea
+    for p in range(same_ptr[u], same_ptr[u + 1]):
+        ea, dea = distance_same(r2[same_idx[p]], law_d)
+        w[same_idx[p]] = ea
+        coef[same_idx[p]] = -2.0 * dea
     add_column(coef, lo, hi, D, u)
-    return energy
+    return lane_sum(w, lo, hi)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
 def cosine_row(u, lo, hi, ru, rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh, t0, B):
     """Row u's cosine terms: dh[v] = lam h'(c) / (rho_u rho_v) (the
-    gradient alignment's Q), the sums h'(c) c into B; returns their energy."""
+    gradient alignment's Q), the sums h'(c) c into B; returns their energy
+    (same-class partners replaced before the sum, as in :func:`distance_row`)."""
     for v in range(lo, hi):
-        cc[v] = G[v] / (ru * rho[v])
-    for v in range(lo, hi):
-        hv, dhv = cosine_other(cc[v], law_c)
+        c = G[v] / (ru * rho[v])
+        cc[v] = c
+        hv, dhv = cosine_other(c, law_c)
         w[v] = hv
         dh[v] = dhv
-    energy = 0.0
-    if EXACT_SAME:
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law_c)
-            w[v] = hs
-            dh[v] = dhs
-        energy += lane_sum(w, lo, hi)
-    else:
-        energy += lane_sum(w, lo, hi)
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            hs, dhs = cosine_same(cc[v], law_c)
-            energy += hs - w[v]
-            dh[v] = dhs
+    for p in range(same_ptr[u], same_ptr[u + 1]):
+        hs, dhs = cosine_same(cc[same_idx[p]], law_c)
+        w[same_idx[p]] = hs
+        dh[same_idx[p]] = dhs
     for v in range(lo, hi):
         t0[v] = dh[v] * cc[v]
     add_column(t0, lo, hi, B, u)
     for v in range(lo, hi):
         dh[v] = lam * dh[v] / (ru * rho[v])
-    return energy
+    return lane_sum(w, lo, hi)
 
 
 @njit(cache=True, fastmath=FAST)
