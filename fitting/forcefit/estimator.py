@@ -525,17 +525,18 @@ class ForceLawFit(BaseEstimator):
                  f"{self.target}), {gauge}."]
         lines.append("Whole run, one strength per term: " + against_null(self.r2_, self.null_r2_,
                                                                            self.null_r2_interval_) + ".")
-        top = sorted(self.whole_run_["shares"].items(), key=lambda kv: -kv[1])
-        lines.append("Terms by their share of the explained force: "
-                     + ", ".join(f"{k} {v:.2f}" for k, v in top if v >= 0.005) + ".")
+        top = [(k, v) for k, v in sorted(self.whole_run_["shares"].items(), key=lambda kv: -kv[1]) if v >= 0.005]
+        lines.append("Terms by their share of the explained force: " + ", ".join(f"{k} {v:.2f}" for k, v in top) + "."
+                     if top else "No fitted term acts: every strength is 0 (see coef_unconstrained_ for the signs "
+                                 "the data ask for).")
         for w in self.windows_:
             head = f"Steps [{w['start']}, {w['stop']}) ({w['snapshots']} snapshots, {w['force_share']:.0%} of the force): "
             if not w["defined"]:
                 lines.append(head + f"R^2 undefined ({w.get('why_undefined', '')}).")
                 continue
             lead = max(w["shares"].items(), key=lambda kv: kv[1])
-            lines.append(head + against_null(w["r2"], w["null_r2"], w["null_r2_interval"])
-                         + f"; mostly {lead[0]} ({lead[1]:.2f}).")
+            carried = f"; mostly {lead[0]} ({lead[1]:.2f})." if lead[1] > 0 else "; no fitted term acts."
+            lines.append(head + against_null(w["r2"], w["null_r2"], w["null_r2_interval"]) + carried)
         return "\n".join(lines)
 
     def table(self) -> list[dict[str, Any]]:
