@@ -302,21 +302,18 @@ def simulate(
         raise NonFiniteStateError(steps, None, "simulate")
     traj[slot] = x
     energies[slot] = final_energy
-    info = {"steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
-            "final_temperature": final_temperature, "repulsion_tol": tol, **(meta or {})}
+    run = {"steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
+           "final_temperature": final_temperature, "repulsion_tol": tol}
     return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies},
-                      meta=_run_meta(x, train, params, seed, info))
+                      meta=_run_meta(x, train, params, seed, run, meta))
 
 
-def _run_meta(x: np.ndarray, train: PairDataset, params, seed, info: dict) -> dict:
-    """A simulate run's meta: the source, sizes, law, seed and dataset, then ``info``."""
+def _run_meta(x: np.ndarray, train: PairDataset, params, seed, run: dict, meta: dict | None) -> dict:
+    """A simulate run's meta: the source, sizes and law, the ``run``'s settings, the seed and dataset, then
+    the caller's ``meta`` (which may override any of them)."""
     return {"source": "particles.simulate", "p": int(x.shape[0]), "d": int(x.shape[1]), "params": params.to_dict(),
-            **{k: info[k] for k in ("steps", "dt", "record_every", "temperature", "final_temperature",
-                                    "repulsion_tol")},
-            "seed": seed if isinstance(seed, (int, np.integer)) else None, "dataset": train.name,
-            "train_indices": train.indices.tolist(), "version": _core_version.package_version(),
-            **{k: v for k, v in info.items() if k not in ("steps", "dt", "record_every", "temperature",
-                                                           "final_temperature", "repulsion_tol")}}
+            **run, "seed": seed if isinstance(seed, (int, np.integer)) else None, "dataset": train.name,
+            "train_indices": train.indices.tolist(), "version": _core_version.package_version(), **(meta or {})}
 
 
 @dataclass(frozen=True)

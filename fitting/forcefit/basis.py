@@ -70,7 +70,8 @@ class Basis:
             law = with_ranges(self.law, self.ranges, theta)
             X = self.runs[run].X if rows is None else self.runs[run].X[rows]
             fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path)
-            self.path_taken = taken_path(law, self.path, X, self.runs[run].train)
+            if self.path_taken is None:  # the path of the first call (its offset check costs a pass over X)
+                self.path_taken = taken_path(law, self.path, X, self.runs[run].train)
             self.evaluations += 1
             self.snapshot_evaluations += len(X)
             if self.progress is not None:
