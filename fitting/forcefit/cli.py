@@ -27,7 +27,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
 
     normalize = None if args.normalize == "none" else args.normalize
     gauge = {"auto": "auto", "none": None}.get(args.gauge, args.gauge)
-    fit = ForceLawFit(args.law, terms=args.terms, target=args.target, normalize=normalize,
+    fit = ForceLawFit(args.law, terms=args.terms, target=args.target, horizon=args.horizon, normalize=normalize,
                       n_bootstrap=args.bootstrap, windows=_windows(args.windows), tie_alignment=args.tie_alignment,
                       seed=args.seed, path=args.path, gauge=gauge, null=args.null)
     fit.check_params()  # every setting refused before any work (the law, the terms)
@@ -50,15 +50,15 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
                                  f"differs from {args.train}; leave --train out to use the file's")
     out = check_output_folder(args.out, "--out")
     for path, run in zip(args.trajectory, runs):
-        if run.gradients is None and run.updates is None:
+        if args.target != "displacement" and run.gradients is None and run.updates is None:
             raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "
-                             "gradients=True) or embdyn train ... --gradients)")
+                             "gradients=True) or embdyn train ... --gradients), or fit --target displacement")
     bar = None if args.quiet else ProgressBar("force fit (snapshots evaluated)")
     fit.fit(runs if len(runs) > 1 else runs[0], window=window, callback=bar)
     unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
             else "in the units of the recorded forces")
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
-              "normalize": normalize, "strength_units": unit, "window": window, "gauge": fit.gauge_,
+              "horizon": args.horizon, "normalize": normalize, "strength_units": unit, "window": window, "gauge": fit.gauge_,
               "r2": fit.r2_, "null_r2": fit.null_r2_, "null_r2_interval": fit.null_r2_interval_,
               "whole_run": fit.whole_run_, "table": fit.table(), "windows": fit.windows_,
               "summary": fit.summary(), "fit_info": fit.fit_info_}
@@ -119,8 +119,12 @@ def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--terms", nargs="+", default=None, help="fit only these terms (default all of the law's)")
     p.add_argument("--window", type=int, nargs=2, metavar=("START", "STOP"), default=None,
                    help="fit the snapshots with START <= step < STOP")
-    p.add_argument("--target", choices=("gradient", "update"), default="gradient",
-                   help="minus the loss gradient (default) or the optimiser's update")
+    p.add_argument("--target", choices=("gradient", "update", "displacement"), default="gradient",
+                   help="minus the loss gradient (default), the optimiser's update, or the displacement per step "
+                        "over --horizon steps (needs no recorded gradients)")
+    p.add_argument("--horizon", type=int, default=None, metavar="STEPS",
+                   help="the displacement's time scale in steps (--target displacement; default: to the next "
+                        "snapshot)")
     p.add_argument("--normalize", choices=("rms", "none"), default="rms",
                    help="divide each run's forces by their RMS (default), so strengths compare between runs")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the intervals (default 200)")

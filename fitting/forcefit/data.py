@@ -15,10 +15,11 @@ from particles.trajectory import Trajectory
 
 from ..ode.quality import warn_quality
 
-__all__ = ["ForceRun", "TARGETS", "TRAINING_SET_READERS", "as_force_runs", "check_window", "gradient_help", "rebuilt_training_set"]
+__all__ = ["ForceRun", "TARGETS", "TRAINING_SET_READERS", "as_force_runs", "check_horizon", "check_window", "displacements", "gradient_help", "rebuilt_training_set"]
 
-#: what the observed force is: minus the loss gradient, or the optimiser's update
-TARGETS = ("gradient", "update")
+#: what the observed force is: minus the loss gradient, the optimiser's update, or the displacement of the
+#: embedding over ``horizon`` steps (per step)
+TARGETS = ("gradient", "update", "displacement")
 
 
 @dataclass
@@ -56,11 +57,53 @@ def rebuilt_training_set(meta: dict) -> PairDataset | None:
     return None
 
 
-def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None, name: str) -> ForceRun:
-    field = "gradients" if target == "gradient" else "updates"
-    values = getattr(traj, field)
-    if values is None:
-        raise ValueError(f"{name} has no {field}: {gradient_help()}")
+def check_horizon(horizon: Any, target: str) -> int | None:
+    """``horizon`` (steps, int >= 1, or None: to the next snapshot), given with the displacement target only."""
+    if horizon is not None and target != "displacement":
+        raise ValueError(f"horizon is the displacement target's time scale: give target='displacement' or "
+                         f"horizon=None, got horizon={horizon!r} with target={target!r}")
+    return check_int(horizon, "horizon", 1, allow_none=True)
+
+
+def displacements(X: np.ndarray, steps: np.ndarray, horizon: int | None, name: str
+                  ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The displacement per step of every snapshot that has a partner
+    ``horizon`` steps later (None: the next snapshot), (X[j] - X[i]) /
+    (steps[j] - steps[i]); returns X, the displacements and the steps of
+    the snapshots kept."""
+    steps = np.asarray(steps, dtype=np.int64)
+    if len(steps) < 2:
+        raise ValueError(f"target='displacement' needs two snapshots or more; {name} has {len(steps)}")
+    if horizon is None:
+        i, j = np.arange(len(steps) - 1), np.arange(1, len(steps))
+    else:
+        span = int(steps[-1] - steps[0])
+        if horizon > span:
+            raise ValueError(f"horizon must be at most the run's span of {span} steps ({name}: steps {steps[0]} to "
+                             f"{steps[-1]}), got {horizon}")
+        j = np.searchsorted(steps, steps + horizon)
+        ok = j < len(steps)
+        ok[ok] = steps[j[ok]] == steps[ok] + horizon
+        i, j = np.flatnonzero(ok), j[ok]
+        if len(i) == 0:
+            gaps = np.unique(np.diff(steps))
+            raise ValueError(f"horizon={horizon}: no two snapshots of {name} are {horizon} steps apart (their "
+                             f"spacings are {gaps[:5].tolist()}{' ...' if len(gaps) > 5 else ''} steps): give a "
+                             "horizon that is a sum of consecutive spacings, or horizon=None (the next snapshot)")
+    h = (steps[j] - steps[i]).astype(float)
+    return X[i], (X[j] - X[i]) / h[:, None, None], steps[i]
+
+
+def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None, name: str,
+                        horizon: int | None = None) -> ForceRun:
+    if target == "displacement":
+        values = None
+    else:
+        field = "gradients" if target == "gradient" else "updates"
+        values = getattr(traj, field)
+        if values is None:
+            raise ValueError(f"{name} has no {field}: {gradient_help()}; or fit target='displacement', which "
+                             "needs the snapshots only")
     if train is None:
         train = traj.train
         if train is not None and traj.meta.get("task") not in TASK_LABELS:
@@ -73,15 +116,19 @@ def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None
         raise ValueError(f"{name} holds no training set: give it as train=PairDataset(pairs, labels, p) (or "
                          "record it with EmbeddingRecorder(..., train=(pairs, labels))), or on the command line "
                          "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
+    if target == "displacement":
+        X, D, steps = displacements(traj.embeddings, traj.snapshot_steps, horizon, name)
+        return ForceRun(X, D, train, steps)
     G = -values if target == "gradient" else values
     n = len(G)  # the last snapshot has no gradient when no step followed it
     return ForceRun(traj.embeddings[:n], G, train, traj.snapshot_steps[:n])
 
 
-def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None, target: str = "gradient"
-                  ) -> list[ForceRun]:
+def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None, target: str = "gradient",
+                  horizon: int | None = None) -> list[ForceRun]:
     """The data of :meth:`ForceLawFit.fit` as a list of runs, checked (see there)."""
     check_choice(target, "target", TARGETS)
+    horizon = check_horizon(horizon, target)
     if isinstance(X, Trajectory) or (isinstance(X, (list, tuple)) and X and all(isinstance(t, Trajectory) for t in X)):
         if G is not None:
             raise ValueError("G must be None when X is a Trajectory (the forces come from its gradients)")
@@ -93,20 +140,27 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
             if tr is not None and not isinstance(tr, PairDataset):
                 raise TypeError(f"train must be a PairDataset (or one per trajectory), got {describe(tr)} for "
                                 f"trajectory {i}")
-        runs = [run_from_trajectory(t, target, tr, f"trajectory {i}" if len(trajs) > 1 else "the trajectory")
-                for i, (t, tr) in enumerate(zip(trajs, trains))]
+        runs = [run_from_trajectory(t, target, tr, f"trajectory {i}" if len(trajs) > 1 else "the trajectory",
+                                    horizon) for i, (t, tr) in enumerate(zip(trajs, trains))]
     else:
-        if G is None:
+        if target == "displacement" and G is not None:
+            raise ValueError("G must be None with target='displacement' (the displacements come from X and steps)")
+        if G is None and target != "displacement":
             raise ValueError(f"G must be given with X as an array (the observed forces, shape of X); {gradient_help()}")
         if not isinstance(train, PairDataset):
             raise TypeError(f"train must be a PairDataset (the training pairs and labels), got {describe(train)}")
         X = check_array(X, "X", dtype="float", ndim=3)
+        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int", low=0,
+                                                                          shape=(X.shape[0],))
+        steps = np.asarray(steps, dtype=np.int64)
+        if target == "displacement":
+            if np.any(np.diff(steps) <= 0):
+                raise ValueError("steps must increase strictly with target='displacement'")
+            X, G, steps = displacements(X, steps, horizon, "X")
         G = check_array(G, "G", dtype="float", ndim=3)
         if G.shape != X.shape:
             raise ValueError(f"G must have the shape of X {X.shape}, got {G.shape}")
-        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int", low=0,
-                                                                          shape=(X.shape[0],))
-        runs = [ForceRun(X, G, train, np.asarray(steps, dtype=np.int64))]
+        runs = [ForceRun(X, G, train, steps)]
     for i, run in enumerate(runs):
         label = f"run {i}: " if len(runs) > 1 else ""
         if run.X.shape[0] < 1:

@@ -21,7 +21,7 @@ from particles.trajectory import Trajectory
 
 from ..ode.quality import warn_quality
 from .basis import Basis, resolve_law
-from .data import TARGETS, ForceRun, as_force_runs, check_window
+from .data import TARGETS, ForceRun, as_force_runs, check_horizon, check_window
 from .intervals import bootstrap_intervals
 from .gauge import check_gauge, project
 from .null import MAX_NULL, null_designs
@@ -71,9 +71,16 @@ class ForceLawFit(BaseEstimator):
     bounds : dict of str to (low, high), optional
         Search bounds per range (default the start value / 10 to x 10);
         bounds of ranges the fitted terms do not use are ignored.
-    target : {"gradient", "update"}
+    target : {"gradient", "update", "displacement"}
         With a Trajectory: fit minus the loss gradient (default; what the law
-        models) or the optimiser's update.
+        models), the optimiser's update, or the displacement of the embedding
+        per step over ``horizon`` steps, (X(s + horizon) - X(s)) / horizon,
+        at every snapshot s that has a snapshot ``horizon`` steps later (the
+        time scale of the motion itself: it needs no recorded gradients,
+        and with arrays it is taken from X and ``steps``, G not given).
+    horizon : int >= 1, optional
+        The displacement's time scale in steps (target="displacement" only);
+        None (default): each snapshot to the next one.
     normalize : {None, "rms"}
         "rms" divides each run's G by its root-mean-square force before the
         fit, so strengths are comparable between runs and loss scales; the
@@ -161,6 +168,7 @@ class ForceLawFit(BaseEstimator):
 
     def __init__(self, law: Any = "builtin", *, terms: Sequence[str] | None = None,
                  ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
+                 horizon: int | None = None,
                  normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
                  bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
                  tie_alignment: bool = False, seed: int = 0, path: str = "auto", gauge: Any = "auto",
@@ -170,6 +178,7 @@ class ForceLawFit(BaseEstimator):
         self.ranges = ranges
         self.bounds = bounds
         self.target = target
+        self.horizon = horizon
         self.normalize = normalize
         self.nonnegative = nonnegative
         self.n_bootstrap = n_bootstrap
@@ -230,6 +239,7 @@ class ForceLawFit(BaseEstimator):
             i = ranges.index(name)
             low[i], high[i] = lo, hi
         check_choice(self.target, "target", TARGETS)
+        check_horizon(self.horizon, self.target)
         if check_path(self.path) == "gram" and getattr(answering(law), "unit_term_forces", None) is not None:
             raise ValueError("path='gram' runs the pair kernels, and this law computes its own forces (the effective "
                              "loss, from p x p matrices already): give path='auto' or 'direct'")
@@ -286,7 +296,8 @@ class ForceLawFit(BaseEstimator):
         law, terms, ranges, low, high = self.check_params()
         if callback is not None and not callable(callback):
             raise TypeError(f"callback must be callable(done, total), got {describe(callback)}")
-        runs = check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target))
+        runs = check_window(window, as_force_runs(X, G, train=train, steps=steps, target=self.target,
+                                                  horizon=self.horizon))
         if getattr(law, "p", None) is not None and not isinstance(law, str):  # a law on a fixed set of tokens
             if any(r.train.p != law.p for r in runs):
                 raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
@@ -332,7 +343,7 @@ class ForceLawFit(BaseEstimator):
                      "term_evaluations": basis.evaluations, "snapshot_evaluations": basis.snapshot_evaluations,
                      "path": basis.path_taken or self.path, "gauge": gauge, "null": self.null,
                      "normalize": self.normalize,
-                     "target": self.target})
+                     "target": self.target, "horizon": self.horizon})
         if progress is not None:
             progress.finish()
         self.fit_info_ = info
@@ -469,7 +480,7 @@ class ForceLawFit(BaseEstimator):
         check_is_fitted(self, "coef_")
         single = not isinstance(X, (Trajectory, list, tuple))
         runs = as_force_runs(X, G, train=self.train_ if (train is None and single) else train, steps=steps,
-                             target=self.target)
+                             target=self.target, horizon=self.horizon)
         gauge = self.gauge_  # both sides in the fit's gauge: the motions the law cannot make left out
         obs = np.concatenate([project(run.G, run.X, gauge).ravel() for run in runs])
         pred = np.concatenate([project(self.predict(run.X, train=run.train), run.X, gauge).ravel() for run in runs])
@@ -521,8 +532,11 @@ class ForceLawFit(BaseEstimator):
         gauge = {None: "no gauge (the forces as they are)",
                  "translation": "the common drift of all tokens removed (translation gauge)",
                  "similarity": "the common drift and the overall scale removed (similarity gauge)"}[self.gauge_]
+        target = {"gradient": "minus the loss gradient", "update": "the optimiser's update",
+                  "displacement": "the displacement per step to the next snapshot" if self.horizon is None else
+                  f"the displacement per step over {self.horizon} steps"}[self.target]
         lines = [f"Force-law fit of {self.fit_info_['snapshots']} snapshots ({self.n_runs_} run(s), target "
-                 f"{self.target}), {gauge}."]
+                 f"{target}), {gauge}."]
         lines.append("Whole run, one strength per term: " + against_null(self.r2_, self.null_r2_,
                                                                            self.null_r2_interval_) + ".")
         top = [(k, v) for k, v in sorted(self.whole_run_["shares"].items(), key=lambda kv: -kv[1]) if v >= 0.005]

@@ -31,6 +31,7 @@ from .configs import SurvivalMLPConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import survival_initial_parameters
 from .processes import run_parts
+from .schedule import snapshot_due
 from .trainer import TrainingDivergedError, SeriesRecorder
 from .stacked import survival_mlp_forward
 
@@ -280,7 +281,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         progress.consistent = False
         values = {"train_loss": train_loss, "train_acc": train_acc, "val_loss": val_loss, "val_acc": val_acc,
                   DC_SCALAR: signals[:, 0], **norms}
-        due = t % cfg.snapshot_every == 0
+        due = snapshot_due(t, cfg.snapshot_every)
         _record(recorders, t, due, values, signals, emb)
         gradient = E.grad.detach().numpy().copy() if due and gradients else None
         optimizer.step()

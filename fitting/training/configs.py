@@ -18,6 +18,8 @@ from particles.datasets import MAX_P
 from particles.core.limits import MAX_STEPS
 from particles.core.validation import check_choice, check_float, check_int, check_replace
 
+from .schedule import check_snapshot_every
+
 __all__ = ["SurvivalMLPConfig", "ToyConfig", "TOY_PHASE_SETTINGS", "toy_phase_setting", "ConstantAttentionConfig",
            "SparseModularConfig", "MODEL_CONFIGS", "config_for", "MAX_WIDTH", "MAX_EXAMPLES"]
 
@@ -58,7 +60,7 @@ class TrainingConfig:
 
     model: ClassVar[str] = ""
     steps: int = 1000
-    snapshot_every: int = 100
+    snapshot_every: int | str = 100
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
@@ -69,7 +71,7 @@ class TrainingConfig:
             elif isinstance(value, np.floating):
                 object.__setattr__(self, f.name, float(value))
         _int_at_least("steps", self.steps, 1)
-        _int_at_least("snapshot_every", self.snapshot_every, 1)
+        check_snapshot_every(self.snapshot_every, high=MAX_STEPS)
         check_choice(self.dtype, "dtype", ("float64", "float32"))
         self._validate()
 

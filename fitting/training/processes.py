@@ -23,6 +23,8 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from particles.core.workers import exit_with_parent
+
 from .threads import threads_per_job, worker_sigint
 
 __all__ = ["run_parts", "part_entry"]
@@ -48,6 +50,7 @@ def part_entry(threads: int, queue: Any, stop: str, part: int, total: int, work:
     parts still checkpointing included."""
     torch.set_num_threads(threads)
     caller = os.getppid()
+    exit_with_parent(caller)  # an idle worker ends with its caller too (a SIGKILLed caller leaves none)
     sent, checked = [-math.inf], [time.monotonic()]
 
     def report(done: int, steps: int) -> None:

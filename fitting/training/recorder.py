@@ -23,6 +23,7 @@ from particles.core.validation import check_bool, check_int
 from particles.core.version import package_version
 
 from ..signals import fourier_signals
+from .schedule import GEOMETRIC, check_snapshot_every, snapshot_due
 
 __all__ = ["EmbeddingRecorder", "load_checkpoints"]
 
@@ -71,9 +72,13 @@ class EmbeddingRecorder:
     every : int >= 1
         Record the Fourier signals every this many calls of :meth:`record`
         (with :meth:`attach`: optimiser steps).
-    snapshot_every : int >= 1, optional
-        Keep the whole embedding every this many calls (default 100 x
-        ``every``); the first and the last state are always kept.
+    snapshot_every : int >= 1 or "geometric", optional
+        Keep the whole embedding every this many calls, or on the geometric
+        schedule (every call below 100, then 90 a decade:
+        :mod:`fitting.training.schedule`). Default: geometric with
+        ``gradients=True`` (the forces of the early steps, where the
+        representation forms, are what the force fit needs), else 100 x
+        ``every``. The first and the last state are always kept.
     power : {1, 2}
         Signals ||F_k|| or ||F_k||^2 (see :func:`fitting.fourier_signals`).
     gradients : bool
@@ -146,11 +151,13 @@ class EmbeddingRecorder:
                               UserWarning, stacklevel=2)
         self._hook = None
         self.every = check_int(every, "every", 1)
-        self.snapshot_every = 100 * self.every if snapshot_every is None else check_int(snapshot_every, "snapshot_every", 1)
+        self.gradients = check_bool(gradients, "gradients")
+        if snapshot_every is None:  # forces for the force fit: the formation kept step by step
+            snapshot_every = GEOMETRIC if self.gradients else 100 * self.every
+        self.snapshot_every = check_snapshot_every(snapshot_every)
         if power not in (1, 2):
             raise ValueError(f"power must be 1 or 2, got {power!r}")
         self.power = power
-        self.gradients = check_bool(gradients, "gradients")
         if gradient is not None and not callable(gradient):
             raise TypeError(f"gradient must be a function returning the gradient tensor, got {type(gradient).__name__}")
         if self.gradients and gradient is None and not isinstance(embedding, torch.Tensor):
@@ -191,7 +198,7 @@ class EmbeddingRecorder:
         if step <= self._last_step:
             raise ValueError(f"step must increase, got {step} after {self._last_step}")
         due_signal = self.calls % self.every == 0
-        due_snapshot = self.calls % self.snapshot_every == 0
+        due_snapshot = snapshot_due(self.calls, self.snapshot_every)
         self.calls += 1
         self._last_step = step
         pending = self.gradients and len(self._forces) < len(self._snaps)

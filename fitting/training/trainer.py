@@ -4,7 +4,8 @@ Per step t (at the parameters before update t): train and validation loss
 and accuracy, Fourier signals of the token embedding (k = 1..(p-1)//2, power
 1) and its DC signal (scalar ``signal_dc``), gradient norms per layer
 (``grad_norm_<layer>``). Embedding snapshots at every ``snapshot_every``-th
-step and after the last update (step ``steps``); the transformer adds the
+step (or on the geometric schedule, ``snapshot_every="geometric"``, dense
+early: :mod:`fitting.training.schedule`) and after the last update (step ``steps``); the transformer adds the
 sequence embeddings of its probe set (``snapshot_sequence_embedding``).
 
 Interrupted runs (KeyboardInterrupt, an exception, a non-finite loss) leave
@@ -32,6 +33,7 @@ from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import TrainingConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import make_task
+from .schedule import snapshot_due
 from .threads import threads_for_work, torch_threads
 
 __all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
@@ -205,7 +207,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         E = task.embedding()
         S = fourier_signals(E, dc=True)
         values[DC_SCALAR] = float(S[0])
-        due = t % config.snapshot_every == 0
+        due = snapshot_due(t, config.snapshot_every)
         if due:
             rec.snapshot(t, E, task.probe_arrays())
         rec.record(t, values, S[1:])

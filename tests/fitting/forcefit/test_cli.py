@@ -46,6 +46,9 @@ def test_force_fit_writes_table_json_and_figure(tmp_path, capsys):
     (["--bootstrap", "-1"], "bootstrap"),
     (["--window", "5", "2"], "window"),
     (["--law", "effective", "--path", "gram"], "path"),
+    (["--horizon", "40"], "horizon"),
+    (["--target", "displacement", "--horizon", "7"], "horizon=7"),
+    (["--target", "displacement", "--horizon", "0"], "horizon"),
 ])
 def test_force_fit_bad_input_is_one_line(tmp_path, capsys, args, message):
     path = _force_run(tmp_path)
@@ -173,3 +176,18 @@ def test_force_fit_windows_gauge_and_null_on_the_command_line(tmp_path, capsys):
         assert main(["force-fit", str(path), "--out", str(tmp_path / "bad"), *args]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and message in err[0], err
+
+
+def test_force_fit_displacement_needs_only_the_snapshots(tmp_path, capsys):
+    """--target displacement --horizon: the motion over 40 steps, from a file without gradients (issue 53)."""
+    import particles as P
+
+    run = P.Trajectory.load(_force_run(tmp_path))
+    plain = P.Trajectory(run.embeddings, run.snapshot_steps, meta=run.meta).save(tmp_path / "plain.npz")
+    assert main(["force-fit", str(plain), "--target", "displacement", "--horizon", "40", "--bootstrap", "0",
+                 "--null", "2", "--quiet", "--out", str(tmp_path / "o")]) == 0
+    report = json.loads((tmp_path / "o" / "force_fit.json").read_text())
+    assert report["horizon"] == 40 and report["fit_info"]["snapshots"] == len(run) - 2
+    # 40 Euler steps of dt 0.01 move the state far, so the force at the start explains a part of it only
+    assert "displacement per step over 40 steps" in report["summary"]
+    assert report["r2"] > report["null_r2_interval"][1]

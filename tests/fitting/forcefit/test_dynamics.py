@@ -135,3 +135,59 @@ def test_a_null_needs_a_law_that_takes_the_runs_pairs():
         ForceLawFit(P.EffectiveLoss.from_pairs(train), null=2, n_bootstrap=0).fit(X, G, train=train)
     fit = ForceLawFit("effective", terms=["effective"], null=2, n_bootstrap=0, windows=1).fit(X, G, train=train)
     assert fit.gauge_ == "similarity" and fit.null_r2_ is not None
+
+
+def test_displacement_target_equals_plain_least_squares():
+    X, _, train, steps = _run()  # snapshots every 30 steps
+    terms = ["attraction", "repulsion"]
+    cols = _numpy_columns(X, train, terms)
+    for horizon, lag in ((None, 1), (30, 1), (90, 3)):
+        fit = ForceLawFit(TRUE, terms=terms, ranges=(), n_bootstrap=0, windows=1, gauge=None, nonnegative=False,
+                          target="displacement", horizon=horizon).fit(X, train=train, steps=steps)
+        D = (X[lag:] - X[:-lag]) / (30.0 * lag)  # per step, at the earlier snapshot
+        A = cols[:-lag].reshape(-1, len(terms))
+        coef = np.linalg.lstsq(A, D.ravel(), rcond=None)[0]
+        assert fit.fit_info_["snapshots"] == len(X) - lag
+        assert np.allclose(fit.coef_, coef, rtol=1e-6, atol=1e-9), horizon
+        o = D.reshape(-1, 2)
+        expected = 1 - np.sum((D.ravel() - A @ coef) ** 2) / np.sum((o - o.mean(axis=0)) ** 2)
+        assert abs(fit.r2_ - expected) <= 1e-6
+        assert "displacement per step" in fit.summary()
+
+
+def test_displacement_of_the_laws_own_flow_is_explained():
+    """Euler steps of the law itself: the displacement over a few steps is the law's force (R^2 near 1),
+    and it needs no recorded gradient: a Trajectory of snapshots alone is fitted."""
+    x0 = np.random.default_rng(4).normal(size=(13, 2))
+    train = P.modular_addition(13).split(0.8, seed=1)[0]
+    law = TRUE.replace(lam=0.0, wd=0.0)
+    traj = P.simulate(x0, train, law, steps=400, dt=0.002, record_every=1, seed=0)
+    assert traj.gradients is None
+    options = dict(terms=["attraction", "repulsion"], ranges=(), n_bootstrap=0, windows=2, target="displacement")
+    one = ForceLawFit(law, horizon=1, **options).fit(traj, train=train)  # an Euler step is dt x the force
+    assert one.r2_ > 1 - 1e-9 and np.allclose(one.coef_, [0.002 * law.k_a, 0.002 * law.k_r], rtol=1e-7)
+    four = ForceLawFit(law, horizon=4, **options).fit(traj, train=train)  # the force changes over 4 steps
+    assert four.r2_ > 0.99 and four.fit_info_["horizon"] == 4
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(target="displacement", horizon=0), "horizon must be"),
+    (dict(target="displacement", horizon=2.5), "horizon must be"),
+    (dict(target="displacement", horizon=7), "no two snapshots"),
+    (dict(target="displacement", horizon=10**6), "at most the run's span"),
+    (dict(horizon=30), "horizon is the displacement target's"),
+    (dict(target="speed"), "target"),
+])
+def test_bad_horizon_names_the_parameter(options, message):
+    X, _, train, steps = _run()
+    with pytest.raises((ValueError, TypeError), match=message):
+        ForceLawFit(TRUE, n_bootstrap=0, **options).fit(X, None if "target" in options else X, train=train,
+                                                         steps=steps)
+
+
+def test_displacement_takes_no_forces():
+    X, G, train, steps = _run()
+    with pytest.raises(ValueError, match="G must be None with target='displacement'"):
+        ForceLawFit(TRUE, n_bootstrap=0, target="displacement").fit(X, G, train=train, steps=steps)
+    with pytest.raises(ValueError, match="increase strictly"):
+        ForceLawFit(TRUE, n_bootstrap=0, target="displacement").fit(X, train=train, steps=steps[::-1])

@@ -239,3 +239,13 @@ def test_an_extra_row_recorded_as_a_token_is_named_when_the_training_set_shows_i
     pairs, labels = _pairs(11, 30)
     with pytest.warns(UserWarning, match=r"tokens=range\(11\)"):
         EmbeddingRecorder(emb.weight, train=(pairs, labels))
+
+
+def test_recorder_with_gradients_keeps_the_formation_on_the_geometric_schedule():
+    """gradients=True without snapshot_every: every step below 100, then every 10th (issue 53)."""
+    rec, states, _ = _train(130, lambda w: EmbeddingRecorder(w, tokens=range(11), gradients=True))
+    traj = rec.trajectory()
+    assert rec.snapshot_every == "geometric"
+    assert traj.snapshot_steps.tolist() == list(range(100)) + [100, 110, 120, 130]
+    np.testing.assert_allclose(traj.embeddings, states[traj.snapshot_steps], rtol=1e-6)
+    assert EmbeddingRecorder(torch.zeros(3, 2)).snapshot_every == 100  # without gradients: as before

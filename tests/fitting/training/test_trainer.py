@@ -326,3 +326,26 @@ def test_batched_trainer_records_the_same_gradients_as_one_run():
     plain = train_batched(cfg, [3, 4])
     assert plain[0].gradients is None
     assert np.array_equal(plain[0].embeddings, stacked[0].embeddings)  # the final probe step is undone
+
+
+def test_geometric_snapshots_with_gradients(tmp_path):
+    """snapshot_every="geometric": dense early, gradients and updates at every kept step (issue 53)."""
+    cfg = small("constant-attention").replace(steps=130, snapshot_every="geometric")
+    traj = train(cfg, seed=2, gradients=True)
+    assert traj.snapshot_steps.tolist() == list(range(100)) + [100, 110, 120, 130]
+    assert len(traj.gradients) == len(traj.snapshot_steps)
+    # the update of a snapshot one step before the next is that step's displacement
+    np.testing.assert_allclose(traj.updates[:99], np.diff(traj.embeddings[:100], axis=0), atol=1e-12)
+
+
+def test_cli_train_with_gradients_snapshots_on_the_geometric_schedule(tmp_path, capsys):
+    assert main(["train", "constant-attention", "--steps", "120", "--gradients", "--out", str(tmp_path),
+                 "--quiet"]) == 0
+    traj = Trajectory.load(tmp_path / "constant-attention_seed0.npz")
+    assert traj.snapshot_steps.tolist() == list(range(100)) + [100, 110, 120]
+    assert main(["train", "constant-attention", "--steps", "120", "--gradients", "--snapshot-every", "40",
+                 "--out", str(tmp_path / "b"), "--quiet"]) == 0
+    assert Trajectory.load(tmp_path / "b" / "constant-attention_seed0.npz").snapshot_steps.tolist() == [0, 40, 80, 120]
+    with pytest.raises(SystemExit) as exc:  # argparse's usage line, exit 2
+        main(["train", "constant-attention", "--snapshot-every", "often", "--out", str(tmp_path), "--quiet"])
+    assert exc.value.code == 2 and "--snapshot-every" in capsys.readouterr().err

@@ -1,0 +1,55 @@
+"""When an embedding snapshot is kept: every N steps, or on the geometric
+schedule that keeps the early steps, where a representation forms, densely.
+
+``snapshot_every="geometric"`` keeps every step below
+:data:`GEOMETRIC_DENSE` and then a snapshot every 10^(k-1) steps in the
+decade [10^k, 10^(k+1)) for k >= 2: every 10th step in 100-999, every
+100th in 1 000-9 999, and so on, 90 snapshots a decade. The spacing grows in
+proportion to the step (between 1/100 and 1/10 of it), so a run of any
+length has its formation in the first hundreds of steps recorded step by
+step, and a run of 10^n steps keeps about 100 + 90 (n - 2) snapshots.
+Plain Python, no torch (the configurations use it).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from particles.core.validation import check_int, describe
+
+__all__ = ["GEOMETRIC", "GEOMETRIC_DENSE", "check_snapshot_every", "snapshot_due", "geometric_spacing"]
+
+#: the name of the geometric schedule
+GEOMETRIC = "geometric"
+#: steps below this are all kept by the geometric schedule
+GEOMETRIC_DENSE = 100
+
+
+def check_snapshot_every(value: Any, name: str = "snapshot_every", high: int | None = None) -> int | str:
+    """An int >= 1 (at most ``high``) or ``"geometric"``; anything else raises, naming ``name``."""
+    if isinstance(value, str):
+        if value != GEOMETRIC:
+            raise ValueError(f"{name} must be an int >= 1 or {GEOMETRIC!r}, got {value!r}")
+        return value
+    bound = "" if high is None else f" (at most {high})"
+    try:
+        return check_int(value, name, 1, high)
+    except TypeError:
+        raise TypeError(f"{name} must be an int >= 1{bound} or {GEOMETRIC!r}, got {describe(value)}") from None
+    except ValueError:
+        raise ValueError(f"{name} must be an int >= 1{bound} or {GEOMETRIC!r}, got {value!r}") from None
+
+
+def geometric_spacing(step: int) -> int:
+    """The geometric schedule's spacing at ``step``: 1 below
+    :data:`GEOMETRIC_DENSE`, else 10^(number of digits - 2)."""
+    if step < GEOMETRIC_DENSE:
+        return 1
+    return 10 ** (len(str(int(step))) - 2)
+
+
+def snapshot_due(step: int, every: int | str) -> bool:
+    """Whether the schedule ``every`` (an int, or ``"geometric"``) keeps the snapshot at ``step``."""
+    if every == GEOMETRIC:
+        return step % geometric_spacing(step) == 0
+    return step % every == 0
