@@ -26,6 +26,7 @@ from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
 from .core.io import atomic_write, json_default
+from .core.workers import exit_with_parent
 from .core.validation import check_path, check_seeds, describe
 
 __all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
@@ -189,7 +190,9 @@ def grid_points(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]])
     return points
 
 
-def _run_one(base: Preset, overrides: dict[str, Any], seed: int) -> dict[str, Any]:
+def _run_one(base: Preset, overrides: dict[str, Any], seed: int, caller: int | None = None) -> dict[str, Any]:
+    if caller is not None:  # a local worker process ends with the sweep that started it
+        exit_with_parent(caller)
     config = base.replace(**overrides)
     row: dict[str, Any] = dict(overrides)
     row["seed"] = seed
@@ -396,7 +399,7 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     if callback is not None and done:
         callback(done, len(tasks))
     try:
-        for row in runner(delayed(_run_one)(base, point, seed) for point, seed in todo):
+        for row in runner(delayed(_run_one)(base, point, seed, os.getpid()) for point, seed in todo):
             found[_task_key({n: row[n] for n in names if n in row}, row["seed"])] = row
             if writer is not None:
                 writer.append(row)
