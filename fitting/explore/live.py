@@ -10,8 +10,10 @@ initial state; every other change acts on the current state from the next frame.
 from __future__ import annotations
 
 import threading
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 
@@ -19,7 +21,10 @@ from particles.core.validation import check_float, check_int
 
 from .projection import principal_plane, project
 
-__all__ = ["Control", "ControlError", "CONTROLS", "LiveSimulation", "control_spec"]
+__all__ = ["Control", "ControlError", "CONTROLS", "LiveSimulation", "control_spec", "CHUNK_SECONDS"]
+
+#: the Euler steps of a frame run in chunks of about this many seconds, each holding the run's lock
+CHUNK_SECONDS = 0.05
 
 
 class ControlError(ValueError):
@@ -117,6 +122,10 @@ class LiveSimulation:
 
     def __init__(self, **values: Any):
         self._lock = threading.Lock()
+        self._waiting = 0  # calls waiting for the lock that go before a frame's next chunk
+        self._waiting_lock = threading.Lock()
+        self._chunk = 1  # Euler steps a chunk: grows to about CHUNK_SECONDS from the first frame on
+        self.cut: dict[str, int] | None = None
         self.values: dict[str, Any] = {}
         self.version = 0
         self.error: str | None = None
@@ -124,6 +133,20 @@ class LiveSimulation:
         self._set_preset(values.pop("preset", "clustering-alignment"))
         self.values.update({"p": 17, "d": 2, "seed": 0, "steps_per_frame": 20})
         self.update(values)
+
+    @contextmanager
+    def _first(self):
+        """The run's lock for a call that goes before the next chunk of a frame being computed (a control
+        change, a reset, the page's meta): a lock released and taken again at once by the stepping thread
+        would otherwise keep it waiting for the whole frame."""
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
 
     # -- controls -------------------------------------------------------------------------------------
     def _set_preset(self, name: str) -> None:
@@ -164,7 +187,7 @@ class LiveSimulation:
         """Check, then apply, ``changes``; returns the control values now in force. Nothing
         changes when any value is refused."""
         changes = self.check(changes)
-        with self._lock:
+        with self._first():
             old_values, old_base = dict(self.values), getattr(self, "_base", None)
             if "preset" in changes:
                 self._set_preset(changes["preset"])
@@ -183,7 +206,7 @@ class LiveSimulation:
 
     def reset(self) -> None:
         """Back to the seed's initial state (controls unchanged)."""
-        with self._lock:
+        with self._first():
             self._restart()
 
     def _restart(self) -> None:
@@ -192,32 +215,61 @@ class LiveSimulation:
         self.step = 0
         self.time = 0.0
         self.error = None
+        self._chunk = 1  # another p or d costs another time per step: sized again from one step
         self._basis = None
         self._energy = float("nan")
         self.restarts = getattr(self, "restarts", -1) + 1
 
     # -- stepping -------------------------------------------------------------------------------------
-    def advance(self, steps: int | None = None) -> None:
-        """``steps`` Euler steps (default the control ``steps_per_frame``). A run that
-        turns non-finite or runs away keeps its last good state and records why in ``error``."""
+    def advance(self, steps: int | None = None, *, budget: float | None = None,
+                stop: Callable[[], bool] | None = None) -> int:
+        """``steps`` Euler steps (default the control ``steps_per_frame``); returns
+        the steps taken. A run that turns non-finite or runs away keeps its last
+        good state and records why in ``error``.
+
+        The steps run in chunks of about :data:`CHUNK_SECONDS`, each under the
+        lock, so a control change waits for one chunk at most. With ``budget``
+        (seconds) the frame ends after the chunk that passes it, and with
+        ``stop`` when it returns True (the page has gone): fewer steps than
+        asked, said in ``cut`` (``{"done", "asked"}``, else None). Chunks give
+        the same states as one call (the Euler steps do not depend on where a
+        call starts)."""
         from particles.simulate import NonFiniteStateError, simulate
 
-        with self._lock:
-            n = int(self.values["steps_per_frame"] if steps is None else steps)
-            try:
-                traj = simulate(self.x, self.train, self.law, steps=n, dt=self.values["dt"], record_every=n)
-            except NonFiniteStateError as exc:
-                self.error = f"the run stopped: {exc}; change a control or reset"
-                return
-            self.error = None
-            self.x = traj.final.copy()
-            self._energy = float(traj.energy[-1])
-            self.step += n
-            self.time += n * self.values["dt"]
+        n = int(self.values["steps_per_frame"] if steps is None else steps)
+        began, done = time.perf_counter(), 0
+        self.cut = None
+        while done < n:
+            chunk = max(1, min(n - done, self._chunk))
+            with self._lock:
+                t0 = time.perf_counter()
+                try:
+                    traj = simulate(self.x, self.train, self.law, steps=chunk, dt=self.values["dt"],
+                                    record_every=chunk)
+                except NonFiniteStateError as exc:
+                    self.error = f"the run stopped: {exc}; change a control or reset"
+                    return done
+                self.error = None
+                self.x = traj.final.copy()
+                self._energy = float(traj.energy[-1])
+                self.step += chunk
+                self.time += chunk * self.values["dt"]
+                took = time.perf_counter() - t0
+            done += chunk
+            while self._waiting:  # a control change waits: it goes first
+                time.sleep(0.0005)
+            # the next chunk sized to about CHUNK_SECONDS (at most doubling, so a slow first call of a fresh
+            # compilation does not shrink it for good)
+            self._chunk = int(min(2 * chunk, max(1, chunk * CHUNK_SECONDS / max(took, 1e-9))))
+            if done < n and ((budget is not None and time.perf_counter() - began >= budget)
+                             or (stop is not None and stop())):
+                self.cut = {"done": done, "asked": n}
+                break
+        return done
 
     def meta(self) -> dict[str, Any]:
         """What the page needs once per run: tokens, training pairs and their classes, controls."""
-        with self._lock:
+        with self._first():
             return {"p": int(self.x.shape[0]), "d": int(self.x.shape[1]), "pairs": self.train.pairs.tolist(),
                     "labels": self.train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
 
@@ -240,5 +292,5 @@ class LiveSimulation:
                       "structure": metrics["structure"], "circularity": metrics["circularity"],
                       "frequency": metrics["frequency"], "accuracy": metrics["accuracy_euclidean"],
                       "explained": explained, "version": self.version, "restarts": self.restarts,
-                      "error": self.error, "p": int(x.shape[0]), "d": int(x.shape[1])}
+                      "error": self.error, "p": int(x.shape[0]), "d": int(x.shape[1]), "cut": self.cut}
             return header, {"positions": project(x, center, basis), "pair_sums": project(sums, center, basis)}

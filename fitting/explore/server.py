@@ -32,7 +32,9 @@ import asyncio
 import json
 import re
 import secrets
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -54,7 +56,8 @@ from .live import LiveSimulation, control_spec
 from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
 
-__all__ = ["build_app", "SameOrigin", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT", "MAX_SESSIONS", "LOCAL_HOSTS"]
+__all__ = ["build_app", "SameOrigin", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT", "MAX_SESSIONS", "FRAME_BUDGET",
+           "LOCAL_HOSTS"]
 
 STATIC = Path(__file__).with_name("static")
 #: the live loop sends at most this many frames a second
@@ -63,6 +66,9 @@ MAX_FPS = 60.0
 FRAMES_IN_FLIGHT = 2
 #: live sessions (pages with a Live tab) at a time: each one runs its own simulation
 MAX_SESSIONS = 8
+#: seconds of Euler steps in one live frame: a frame asked for more steps is cut after the chunk that
+#: passes it (the header's ``cut`` says so), so a heavy session never holds a page, a control or Ctrl-C
+FRAME_BUDGET = 0.25
 #: Host headers the server answers by default (the page must be on this machine: no DNS rebinding)
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -112,6 +118,7 @@ class LiveSession:
         self.credits = FRAMES_IN_FLIGHT
         self.wake = asyncio.Event()
         self.force_frame = True
+        self.closed = False  # the page has gone: a frame being computed stops after its chunk
 
 
 class Explorer:
@@ -123,6 +130,20 @@ class Explorer:
             self.runs.add_path(path)
         self.phases = [load_phase_file(path) for path in phases]
         self.sessions: dict[str, LiveSession] = {}
+        # live frames in threads of their own: a busy session never takes the threads that answer the run
+        # endpoints and control changes (asyncio's default pool)
+        self.live_pool = ThreadPoolExecutor(MAX_SESSIONS, thread_name_prefix="embdyn-live")
+
+    @staticmethod
+    def warm_up() -> None:
+        """Compile the live path (a default session's step and frame) at start-up, in a daemon thread (Ctrl-C
+        does not wait for it), so that the first page does not wait for the whole compilation."""
+        def compile_live() -> None:
+            sim = LiveSimulation()
+            sim.advance(1)
+            sim.frame()
+
+        threading.Thread(target=compile_live, name="embdyn-live-warmup", daemon=True).start()
 
     # -- pages -------------------------------------------------------------------------------------
     async def index(self, request: Request) -> Response:
@@ -210,6 +231,11 @@ class Explorer:
         while True:
             message = await websocket.receive()
             if message["type"] == "websocket.disconnect":
+                # the page has gone: its frame stops after the current chunk, and it no longer counts
+                # against the session cap while that chunk ends
+                session.closed = True
+                self.sessions.pop(session.sid, None)
+                session.wake.set()
                 raise WebSocketDisconnect(message.get("code", 1000))
             try:
                 kind = json_loads_bounded(message.get("text") or "").get("type")
@@ -238,7 +264,10 @@ class Explorer:
             if session.pending_steps > 0:
                 session.pending_steps -= 1
             session.force_frame = False
-            payload = await asyncio.to_thread(self._live_frame, session, advance)
+            payload = await asyncio.get_running_loop().run_in_executor(self.live_pool, self._live_frame, session,
+                                                                       advance)
+            if session.closed:
+                break
             session.credits -= 1
             await websocket.send_bytes(payload)
             if session.sim.error is not None:
@@ -249,7 +278,7 @@ class Explorer:
     def _live_frame(session: LiveSession, advance: bool) -> bytes:
         began = time.perf_counter()
         if advance:
-            session.sim.advance()
+            session.sim.advance(budget=FRAME_BUDGET, stop=lambda: session.closed)
         header, arrays = session.sim.frame()
         header["compute_ms"] = 1e3 * (time.perf_counter() - began)
         header["playing"] = session.playing
@@ -415,4 +444,5 @@ def build_app(trajectories: Sequence[str | Path], phases: Sequence[str | Path],
     app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)],
                     exception_handlers={NotFound: _not_found})
     app.state.explorer = explorer
+    explorer.warm_up()
     return app

@@ -121,6 +121,7 @@ function onLiveFrame(frame) {
   $("live-explained").textContent = h.d > 2 ? `PCA of d = ${h.d}: ${(100 * h.explained).toFixed(1)} % of the variance` : "the plane itself (d = 2)";
   $("live-fps").textContent = state.frameTimes.length;
   $("live-frames").textContent = state.frames;
+  $("live-cut").textContent = h.cut ? `${h.cut.done} of ${h.cut.asked} (cut at the frame's time budget)` : "as set";
   if (h.error) showError(h.error);
   state.computeMs = 0.9 * (state.computeMs || h.compute_ms) + 0.1 * h.compute_ms;  // the server's share
   const e = state.energy, m = state.metrics;

@@ -89,3 +89,38 @@ def test_a_run_that_blows_up_keeps_its_last_good_state(monkeypatch):
     np.testing.assert_array_equal(sim.x, x)
     header, _ = sim.frame()
     assert header["error"] == sim.error
+
+
+def test_a_frame_past_its_budget_is_cut_and_says_so():
+    """Issue 54: a frame runs in chunks and ends after the chunk that passes its time budget (here 0 s: the
+    first chunk), or when the page has gone; the steps taken are the simulation's, bit for bit."""
+    sim = LiveSimulation(p=13, seed=4, steps_per_frame=1000)
+    x, train = sim.x.copy(), sim.train
+    done = sim.advance(budget=0.0)
+    assert 1 <= done < 1000 and sim.cut == {"done": done, "asked": 1000} and sim.step == done
+    config = pt.preset("clustering-alignment").replace(p=13)
+    ref = pt.simulate(x, train, config.params, steps=done, dt=config.dt, record_every=done)
+    np.testing.assert_array_equal(sim.x, ref.final)
+    assert sim.frame()[0]["cut"] == sim.cut
+    assert sim.advance(stop=lambda: True) < 1000  # the page went: the frame stops after a chunk
+    sim.update({"steps_per_frame": 5})
+    assert sim.advance() == 5 and sim.cut is None  # within budget: whole
+
+
+def test_a_control_change_goes_before_the_rest_of_a_long_frame():
+    """Issue 54: a control change waits for one chunk of a frame, not for the frame (10^6 steps here)."""
+    import threading
+
+    sim = LiveSimulation(p=11, seed=1)
+    gone = threading.Event()
+    worker = threading.Thread(target=sim.advance, args=(10**6,), kwargs={"stop": gone.is_set})
+    worker.start()
+    try:
+        while sim.step == 0:  # the frame is under way
+            pass
+        sim.update({"lam": 0.25})
+        assert worker.is_alive() and sim.step < 10**6 and sim.law.lam == 0.25
+    finally:
+        gone.set()
+        worker.join()
+    assert sim.cut is not None and sim.cut["done"] == sim.step

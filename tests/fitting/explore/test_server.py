@@ -3,6 +3,7 @@ bad input answered with 4xx naming the parameter, and nothing else of the machin
 
 import io
 import json
+import time
 
 import numpy as np
 import pytest
@@ -315,3 +316,24 @@ def test_an_upload_that_would_unpack_past_the_memory_budget_is_refused(client):
                         embeddings=np.zeros((32, 2048, 1024), np.float16), meta=np.array(_json.dumps({})))
     r = client.post("/api/runs?name=zeros.npz", content=buf.getvalue())
     assert r.status_code == 422 and f"over the budget of {MAX_UPLOAD_MEMORY >> 20} MiB" in r.json()["error"], r.text
+
+
+def test_a_heavy_frame_is_cut_and_a_closed_page_frees_its_place(client):
+    """Issue 54: a frame asked for more steps than its time budget allows arrives cut (the header says how
+    many steps it took), and a page that goes away stops counting against the session cap at once."""
+    explorer = client.app.state.explorer
+    with client.websocket_connect(WS) as ws:
+        sid = ws.receive_json()["session"]
+        frames(ws, 1)
+        r = client.post(f"/api/live/{sid}/controls", json={"p": 113, "d": 8, "steps_per_frame": 1000})
+        assert r.status_code == 200
+        client.post(f"/api/live/{sid}/action", json={"action": "play"})
+        header = frames(ws, 3)[-1][0]
+        while header["p"] != 113 or header["step"] == 0:
+            header = frames(ws, 1)[0][0]
+        assert header["cut"] is not None and header["cut"]["asked"] == 1000 and header["cut"]["done"] < 1000
+        assert sid in explorer.sessions
+    deadline = time.monotonic() + 30
+    while sid in explorer.sessions and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sid not in explorer.sessions
