@@ -1,7 +1,9 @@
 """The explorer under load (issue 54): heavy live sessions (p = 113, d = 8,
 1000 steps a frame, playing) beside a light one; how long the light page
 waits for a frame, a control change (on a light and on a heavy session) and
-a run's frame take, and how long Ctrl-C takes to stop the server.
+a run's frame take, and how long Ctrl-C takes to stop the server. Then the
+server's memory (RSS, now and peak) through compact files that unpack
+large, accepted uploads and two concurrent large uploads.
 
     python benchmarks/bench_explore_load.py --out docs/figures/explore/bench_explore_load.json
     python benchmarks/bench_explore_load.py --quick          # CI: 2 heavy sessions, 5 s
@@ -16,6 +18,7 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from pathlib import Path
 
@@ -107,6 +110,56 @@ async def measure(url: str, heavy: int, seconds: float, proc) -> dict:
             "run_frame_s": {"median": float(np.median(run_frame)), "max": float(np.max(run_frame))}}
 
 
+def rss_mib(pid: int) -> dict:
+    """The process's resident memory now and at its peak (MiB), from /proc."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {"rss": int(fields["VmRSS"].split()[0]) / 1024, "peak": int(fields["VmHWM"].split()[0]) / 1024}
+
+
+def upload(url: str, name: str, data: bytes) -> int:
+    req = urllib.request.Request(f"{url}api/runs?name={name}", data=data, method="POST",
+                                 headers={"Content-Type": "application/octet-stream"})
+    try:
+        return urllib.request.urlopen(req, timeout=600).status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+
+
+def memory_budget(folder: Path, quick: bool) -> dict:
+    """RSS of a fresh server before and after 3 compact files that unpack large (refused at their header),
+    3 that are accepted (each 96 MiB once read), then 2 concurrent large uploads (streamed, refused)."""
+    import io
+    from concurrent.futures import ThreadPoolExecutor
+
+    import particles as pt
+
+    small = folder / "small.npz"
+    pt.preset("circles").replace(p=7, steps=50).run(0).save(small)
+    proc, url = start_server([small])
+    try:
+        out = {"start": rss_mib(proc.pid)}
+        buf = io.BytesIO()  # float16 zeros: about 1 MB sent, 1 GiB once converted to float64
+        np.savez_compressed(buf, schema_version=np.array(1), snapshot_steps=np.arange(64),
+                            embeddings=np.zeros((64, 2048, 1024), np.float16), meta=np.array("{}"))
+        out["compact_unpacking_large"] = [upload(url, f"bomb{i}.npz", buf.getvalue()) for i in range(3)]
+        out["after_compact"] = rss_mib(proc.pid)
+        buf = io.BytesIO()  # accepted: 96 MiB of float64 once read
+        np.savez_compressed(buf, schema_version=np.array(1), snapshot_steps=np.arange(12),
+                            embeddings=np.zeros((12, 1024, 1024)), meta=np.array("{}"))
+        out["accepted"] = [upload(url, f"ok{i}.npz", buf.getvalue()) for i in range(3)]
+        out["after_accepted"] = rss_mib(proc.pid)
+        size = (50 if quick else 500) << 20
+        junk = np.random.default_rng(0).bytes(size)
+        with ThreadPoolExecutor(2) as pool:
+            out["concurrent_large"] = list(pool.map(lambda i: upload(url, f"big{i}.npz", junk), range(2)))
+        out["large_upload_mib"] = size >> 20
+        out["after_concurrent"] = rss_mib(proc.pid)
+        return out
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--heavy", type=int, default=6, help="heavy live sessions (default 6; the cap is 8)")
@@ -126,6 +179,8 @@ def main(argv=None) -> int:
         finally:
             if proc.poll() is None:
                 proc.kill()
+    with tempfile.TemporaryDirectory() as folder:
+        result["memory_mib"] = memory_budget(Path(folder), args.quick)
     result["targets"] = {"light frame and control change within 1 s": result["frame_gap_s"]["max"] <= 1.0
                          and result["control_change_s"]["max"] <= 1.0 and result["heavy_control_change_s"]["max"] <= 1.0,
                          "Ctrl-C within 1 s": result["ctrl_c_s"] <= 1.0}

@@ -20,7 +20,8 @@ from particles.trajectory import Trajectory, TrajectoryFormatError
 
 from .projection import principal_plane, project
 
-__all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_SERIES_POINTS", "MAX_METRIC_SNAPSHOTS"]
+__all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_UPLOADS_MEMORY", "MAX_SERIES_POINTS", "MAX_METRIC_SNAPSHOTS",
+           "trajectory_bytes"]
 
 #: the largest upload the server reads (bytes)
 MAX_UPLOAD_BYTES = 512 << 20
@@ -30,6 +31,8 @@ MAX_UNPACKED_BYTES = 4 << 30
 MAX_UPLOAD_MEMORY = 512 << 20
 #: uploaded runs kept at a time (the oldest is closed first)
 MAX_UPLOADS = 16
+#: the most memory the uploaded runs together hold (their arrays); the oldest uploads are closed to make room
+MAX_UPLOADS_MEMORY = 2 << 30
 #: series longer than this are thinned to it for the page (every k-th step, the last one kept)
 MAX_SERIES_POINTS = 2000
 #: structure metrics are computed on at most this many snapshots, evenly spaced
@@ -46,15 +49,17 @@ def thin(n: int, limit: int) -> np.ndarray:
     return idx
 
 
-def check_unpacked_size(data: bytes, name: str) -> None:
-    """Refuse an archive that declares more than :data:`MAX_UNPACKED_BYTES` of contents
-    (a small file can unpack to gigabytes). A file that is not a zip archive passes here
-    and is refused by :meth:`particles.Trajectory.load` with its own message."""
+def check_unpacked_size(data: bytes | str | Path, name: str) -> None:
+    """Refuse an archive (its bytes, or its path) that declares more than
+    :data:`MAX_UNPACKED_BYTES` of contents (a small file can unpack to
+    gigabytes). A file that is not a zip archive passes here and is refused by
+    :meth:`particles.Trajectory.load` with its own message."""
     import io
     import zipfile
 
+    source = io.BytesIO(data) if isinstance(data, (bytes, bytearray)) else data
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        with zipfile.ZipFile(source) as archive:
             declared = sum(info.file_size for info in archive.infolist())
     except (zipfile.BadZipFile, OSError, ValueError):
         return
@@ -269,6 +274,13 @@ class Run:
                 "model": "LinearODE(stable=True)"}
 
 
+def trajectory_bytes(traj: Trajectory) -> int:
+    """The memory a trajectory's arrays take (bytes)."""
+    arrays = [traj.embeddings, traj.signals, traj.steps, traj.snapshot_steps, traj.gradients, traj.updates,
+              *traj.scalars.values(), *traj.snapshot_arrays.values()]
+    return int(sum(a.nbytes for a in arrays if a is not None))
+
+
 class RunStore:
     """Trajectories by number. Files come from the command line (:meth:`add_path`)
     or from an upload (:meth:`add_upload`, kept in a private temporary folder)."""
@@ -288,22 +300,42 @@ class RunStore:
         path = Path(path)
         return self._add(Run(f"{path.parent.name}/{path.name}" if path.parent.name else path.name, traj))
 
+    @property
+    def folder(self) -> Path:
+        """The store's private folder of uploads being received (empty between uploads)."""
+        return Path(self._uploads.name)
+
+    def upload_file(self) -> str:
+        """A new file in the store's private folder, for an upload streamed to disk (the server writes
+        it chunk by chunk, then calls :meth:`add_upload_file`, which removes it)."""
+        handle, tmp = tempfile.mkstemp(suffix=".npz", dir=self._uploads.name)  # a name of its own per upload
+        os.close(handle)
+        return tmp
+
     def add_upload(self, name: str, data: bytes) -> int:
-        """A file sent by the page; a damaged or foreign file raises ``TrajectoryFormatError``
-        (its message names the upload, not the server's temporary file)."""
+        """A file sent by the page, as bytes (see :meth:`add_upload_file`)."""
         if not isinstance(data, (bytes, bytearray)):
             raise TypeError("an upload must be bytes")
-        if len(data) == 0:
-            raise ValueError("the uploaded file is empty: choose a trajectory .npz file")
-        if len(data) > MAX_UPLOAD_BYTES:
-            raise ValueError(f"the uploaded file has {len(data)} bytes; the most the explorer reads is "
-                             f"{MAX_UPLOAD_BYTES}")
-        safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(str(name)).name)[:100] or "upload.npz"
-        check_unpacked_size(data, safe)
-        handle, tmp = tempfile.mkstemp(suffix=".npz", dir=self._uploads.name)  # a name of its own per upload
+        tmp = self.upload_file()
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+        return self.add_upload_file(name, tmp)
+
+    def add_upload_file(self, name: str, tmp: str) -> int:
+        """A file sent by the page, written to ``tmp`` (from :meth:`upload_file`; removed here);
+        a damaged or foreign file raises ``TrajectoryFormatError`` (its message names the upload,
+        not the server's temporary file). The uploads kept hold at most :data:`MAX_UPLOADS_MEMORY`
+        together: the oldest are closed (and freed) to make room."""
         try:
-            with os.fdopen(handle, "wb") as fh:
-                fh.write(data)
+            size = os.path.getsize(tmp)
+            if size == 0:
+                raise ValueError("the uploaded file is empty: choose a trajectory .npz file")
+            if size > MAX_UPLOAD_BYTES:
+                raise ValueError(f"the uploaded file has {size} bytes; the most the explorer reads is "
+                                 f"{MAX_UPLOAD_BYTES}")
+            safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(str(name)).name)[:100] \
+                or "upload.npz"
+            check_unpacked_size(tmp, safe)
             try:
                 traj = Trajectory.load(tmp, max_bytes=MAX_UPLOAD_MEMORY)
             except Exception as exc:  # the same exception, with the upload's name for the temporary path
@@ -315,13 +347,21 @@ class RunStore:
             Path(tmp).unlink(missing_ok=True)
         return self._add(Run(safe, traj), uploaded=True)
 
+    def uploads_bytes(self) -> int:
+        """The memory the uploaded runs kept hold (their arrays)."""
+        with self._lock:
+            return sum(trajectory_bytes(self._runs[i].trajectory) for i in self._uploaded)
+
     def _add(self, run: Run, uploaded: bool = False) -> int:
         with self._lock:
             self._runs.append(run)
-            if uploaded:  # keep the newest uploads only: each holds its arrays in memory
+            if uploaded:  # keep the newest uploads only, within the count and the memory budget
                 self._uploaded.append(len(self._runs) - 1)
-                while len(self._uploaded) > MAX_UPLOADS:
-                    self._runs[self._uploaded.pop(0)] = None
+                held = sum(trajectory_bytes(self._runs[i].trajectory) for i in self._uploaded)
+                while len(self._uploaded) > 1 and (len(self._uploaded) > MAX_UPLOADS or held > MAX_UPLOADS_MEMORY):
+                    oldest = self._uploaded.pop(0)
+                    held -= trajectory_bytes(self._runs[oldest].trajectory)
+                    self._runs[oldest] = None  # its arrays and computed views are freed with it
             return len(self._runs) - 1
 
     def get(self, run_id: Any) -> Run:
@@ -332,7 +372,7 @@ class RunStore:
                                f"no run {run_id!r}: the server has no runs yet")
             if self._runs[run_id] is None:
                 raise KeyError(f"run {run_id} was closed to make room for newer uploads (the explorer keeps "
-                               f"the last {MAX_UPLOADS}): open it again")
+                               f"the last {MAX_UPLOADS}, {MAX_UPLOADS_MEMORY >> 20} MiB together): open it again")
             return self._runs[run_id]
 
     def listing(self) -> list[dict[str, Any]]:

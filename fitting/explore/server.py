@@ -304,15 +304,30 @@ class Explorer:
         if size is not None and size.isdigit() and int(size) > MAX_UPLOAD_BYTES:
             return _error(ValueError(f"the file has {size} bytes; the most the explorer reads is "
                                      f"{MAX_UPLOAD_BYTES}"), 413, "file")
-        chunks, received = [], 0
-        async for chunk in request.stream():
-            received += len(chunk)
-            if received > MAX_UPLOAD_BYTES:
-                return _error(ValueError(f"the file has more than {MAX_UPLOAD_BYTES} bytes, the most the explorer "
-                                         f"reads"), 413, "file")
-            chunks.append(chunk)
+        # streamed to a file of the store's private folder as it arrives: an upload holds one chunk of memory
+        # while it is received, whatever its size
+        tmp = self.runs.upload_file()
+        received = 0
         try:
-            run_id = await asyncio.to_thread(self.runs.add_upload, name, b"".join(chunks))
+            with open(tmp, "wb") as fh:
+                async for chunk in request.stream():
+                    received += len(chunk)
+                    if received > MAX_UPLOAD_BYTES:
+                        break
+                    fh.write(chunk)
+        except OSError as exc:  # the disk is full, or the private folder went away
+            Path(tmp).unlink(missing_ok=True)
+            return _error(OSError(f"the upload could not be stored on the server: {exc.strerror or exc}"), 507,
+                          "file")
+        except BaseException:  # the page went away mid-upload
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        if received > MAX_UPLOAD_BYTES:
+            Path(tmp).unlink(missing_ok=True)
+            return _error(ValueError(f"the file has more than {MAX_UPLOAD_BYTES} bytes, the most the explorer "
+                                     f"reads"), 413, "file")
+        try:
+            run_id = await asyncio.to_thread(self.runs.add_upload_file, name, tmp)
         except (TrajectoryFormatError, ValueError, TypeError, OSError) as exc:
             return _error(exc, 422, "file")
         return _json({"id": run_id, "runs": self.runs.listing()})

@@ -82,7 +82,7 @@ def _advance(x, force, energy, i, sched, rng, traj, energies, slot):
     return code, i + 1, slot
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def run_euler(x, law, sched, span, rng, rec):
     """Euler steps ``span.start .. span.stop - 1`` in place on x under
     ``law`` (:func:`~particles.kernels.forces.law_forces`: exact or cell

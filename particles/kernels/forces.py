@@ -188,7 +188,7 @@ def _finish(x, system, prm, ws, force):
     return energy + weight_decay_energy(x, prm.decay)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def forces_serial(x, law, force):
     """Particle forces into ``force`` (p, d) under ``law`` (an
     :class:`~particles.kernels.records.ExactLaw`); returns the energy U(x).
@@ -203,7 +203,7 @@ def forces_serial(x, law, force):
     return _finish(x, system, prm, ws, force)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def forces_parallel(x, law, force):
     """As :func:`forces_serial`, with the blocks spread over threads (see
     :func:`_forces_parallel`; Numba's parallel loops take the records' fields
@@ -250,7 +250,7 @@ def _finish_cells(x, system, prm, ws, cells, force):
     return _finish(x, system, prm, ws, force) + e_cells + e_corr
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def forces_serial_cells(x, law, force):
     """As :func:`forces_serial` with the repulsion cut off at cells.r_cut
     (d = 2; see :mod:`particles.kernels.cells`); ``law`` is a
@@ -270,7 +270,7 @@ def forces_serial_cells(x, law, force):
     return _finish_cells(x, system, prm, ws, cells, force)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def forces_parallel_cells(x, law, force):
     """As :func:`forces_serial_cells`, blocks spread over threads."""
     return _forces_parallel_cells(x, law.system, law.prm, law.prm_align, law.ws, law.cells, force)

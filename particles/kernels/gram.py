@@ -341,7 +341,7 @@ def _gram_finish(x, prm, ws, force, energy):
     return energy + 0.5 * prm.decay * e
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def gram_forces_serial(x, law, force):
     """Particle forces into ``force`` (p, d) and U(x) on the Gram path;
     ``law`` a :class:`~particles.kernels.records.GramLaw`. One thread."""
@@ -359,7 +359,7 @@ def gram_forces_serial(x, law, force):
     return _gram_finish(x, prm, ws, force, energy)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
 def gram_forces_parallel(x, law, force):
     """As :func:`gram_forces_serial`, blocks spread over threads (the same
     bits: each block has its own buffers, summed in block order)."""

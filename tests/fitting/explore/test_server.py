@@ -337,3 +337,26 @@ def test_a_heavy_frame_is_cut_and_a_closed_page_frees_its_place(client):
     while sid in explorer.sessions and time.monotonic() < deadline:
         time.sleep(0.01)
     assert sid not in explorer.sessions
+
+
+def test_uploads_are_streamed_to_disk_and_held_within_a_total_budget(files, monkeypatch):
+    """Issue 54: an upload is written to the store's private folder as it arrives and removed once read;
+    the uploads kept hold at most MAX_UPLOADS_MEMORY together (the oldest are closed and freed)."""
+    from fitting.explore import runs
+    from fitting.explore.runs import trajectory_bytes
+
+    one = trajectory_bytes(pt.Trajectory.load(files / "circles.npz"))
+    monkeypatch.setattr(runs, "MAX_UPLOADS_MEMORY", int(2.5 * one))  # room for two of these runs
+    app = make_app([], [])
+    with TestClient(app, base_url="http://127.0.0.1:8050") as c:
+        data = (files / "circles.npz").read_bytes()
+        ids = [c.post(f"/api/runs?name=r{i}.npz", content=data).json()["id"] for i in range(4)]
+        store = app.state.explorer.runs
+        assert store.uploads_bytes() <= runs.MAX_UPLOADS_MEMORY
+        assert [r["id"] for r in c.get("/api/runs").json()["runs"]] == ids[-2:]
+        closed = c.get(f"/api/runs/{ids[0]}")
+        assert closed.status_code == 404 and "make room for newer uploads" in closed.json()["error"]
+        assert list(store.folder.iterdir()) == []  # nothing left on disk either
+        too_big = c.post("/api/runs?name=big.npz", content=b"\0" * 1024,
+                         headers={"content-length": str(runs.MAX_UPLOAD_BYTES + 1)})
+        assert too_big.status_code == 413
