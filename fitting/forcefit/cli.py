@@ -106,10 +106,12 @@ def _windows(text: str):
 def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("force-fit", help="which force law explains a training run's embedding gradient",
                               description="Fit a pair-force law's terms to the loss gradient (or the updates) "
-                                          "recorded on a run's embedding (embdyn train --gradients); print "
+                                          "recorded on a run's embedding (embdyn train --gradients), or to "
+                                          "its displacement over --horizon steps; print "
                                           "strengths, ranges, intervals and each term's share over training; "
                                           "write force_fit.json and force_shares.png.")
-    p.add_argument("trajectory", nargs="+", help="trajectory .npz file(s) with gradients; several = several runs")
+    p.add_argument("trajectory", nargs="+", help="trajectory .npz file(s) with gradients (any with --target displacement); several = "
+                        "several runs")
     p.add_argument("--train", default=None, metavar="FILE",
                    help="the training set, for runs whose file does not hold one: an .npz with arrays pairs (M, 2) "
                         "and labels (M,), or a CSV with columns a,b,label")
