@@ -235,6 +235,42 @@ def plot(rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def fmt(stat: dict, digits: int = 2) -> str:
+    """mean (low-high) of a mean_interval record."""
+    if stat["mean"] is None:
+        return "undefined"
+    if stat["ci"][0] is None:
+        return f"{stat['mean']:.{digits}f}"
+    return f"{stat['mean']:.{digits}f} ({stat['ci'][0]:.{digits}f} to {stat['ci'][1]:.{digits}f})"
+
+
+def markdown(rows: list[dict]) -> str:
+    """The docs' tables (docs/force_fit.md): per setting and fit, R^2 and null R^2 per window, with the
+    seeds above their null's 95 % interval."""
+    out = []
+    for row in rows:
+        fits = row["fits"]
+        first = max((f["windows"] for f in fits.values()), key=len)
+        heads = [f"[{w['start']}, {w['stop']})" for w in first]
+        out.append(f"**{row['part']} {row['cell']}** ({len(row['seeds'])} seeds; validation accuracy "
+                   f"{fmt(row['val_acc'])})\n")
+        out.append("| fit | whole run | " + " | ".join(heads) + " |")
+        out.append("|---|---|" + "---|" * len(heads))
+        for label, fit in fits.items():
+            if len(fit["windows"]) == 1:  # one strength for the whole run: no windows, no null
+                out.append(f"| {label} | {fmt(fit['r2'])} | " + " | ".join("-" for _ in heads) + " |")
+                continue
+            cells = []
+            for w in fit["windows"]:
+                if w["null_r2"]["mean"] is None:
+                    cells.append(fmt(w["r2"]))
+                else:
+                    cells.append(f"{fmt(w['r2'])}; null {fmt(w['null_r2'], 3)}; {w['above_null']}/{w['defined']}")
+            out.append(f"| {label} | {fmt(fit['r2'])} | " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, required=True)
@@ -242,7 +278,11 @@ def main(argv=None) -> int:
     ap.add_argument("--parts", nargs="+", default=["toy", "network", "survival"], choices=["toy", "network", "survival"])
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (processes, one thread each)")
     ap.add_argument("--quick", action="store_true", help="short runs, 2 seeds: the command's smoke test")
+    ap.add_argument("--tables", action="store_true", help="print the docs' tables from OUT's summary and stop")
     args = ap.parse_args(argv)
+    if args.tables:
+        print(markdown(json.loads((args.out / "force_fit_dynamics.json").read_text())["settings"]))
+        return 0
     seeds = 2 if args.quick else args.seeds
     if seeds < 1 or args.jobs < 1:
         print("--seeds and --jobs must be >= 1", file=sys.stderr)
@@ -270,6 +310,7 @@ def main(argv=None) -> int:
         {"command": "python docs/examples/force_fit_dynamics.py " + " ".join(argv if argv is not None else sys.argv[1:]),
          "settings": rows}, indent=1, default=float))
     plot(rows, args.out / "force_fit_dynamics.png")
+    (args.out / "force_fit_dynamics.md").write_text(markdown(rows))
     for row in rows:
         for label, fit in row["fits"].items():
             wins = "; ".join(f"[{w['start']},{w['stop']}) {w['r2']['mean']:.3f} vs null {w['null_r2']['mean']}"
