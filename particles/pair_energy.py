@@ -451,10 +451,12 @@ class PairEnergy(_Immutable):
             memo: dict = {}
             serial, parallel = rebind(forces.forces_serial, slots, memo), rebind(forces.forces_parallel, slots, memo)
             # the step loop with this law's force kernel in its law_forces slot, once per kernel
-            loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in (serial, parallel)]
+            loops = [rebind(loop, {**slots, "law_forces": kernel}, {})
+                     for loop, kernel in ((euler.run_euler_serial, serial), (euler.run_euler, parallel))]
             # the Gram path (particles.kernels.gram): its force kernels, their step loops and term forces
             gram_kernels = (rebind(gram.gram_forces_serial, slots, memo), rebind(gram.gram_forces_parallel, slots, memo))
-            gram_loops = [rebind(euler.run_euler, {**slots, "law_forces": kernel}, {}) for kernel in gram_kernels]
+            gram_loops = [rebind(loop, {**slots, "law_forces": kernel}, {})
+                          for loop, kernel in zip((euler.run_euler_serial, euler.run_euler), gram_kernels)]
             cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo),
                              rebind(terms.term_forces_many, slots, memo), rebind(terms.term_forces_serial, slots, memo),
                              *gram_kernels, *gram_loops, rebind(gram.gram_term_forces_many, slots, memo),

@@ -178,8 +178,8 @@ class Explorer:
             return _error(exc, 422, getattr(exc, "parameter", None))
         session.force_frame = True
         session.wake.set()
-        return _json({"values": values, "version": session.sim.version, "restart": restart,
-                      "meta": session.sim.meta() if restart else None})
+        meta = await asyncio.to_thread(session.sim.meta) if restart else None  # waits for a chunk: off the loop
+        return _json({"values": values, "version": session.sim.version, "restart": restart, "meta": meta})
 
     async def live_action(self, request: Request) -> Response:
         session = self._session(request)
@@ -306,9 +306,9 @@ class Explorer:
                                      f"{MAX_UPLOAD_BYTES}"), 413, "file")
         # streamed to a file of the store's private folder as it arrives: an upload holds one chunk of memory
         # while it is received, whatever its size
-        tmp = self.runs.upload_file()
-        received = 0
+        tmp, received = None, 0
         try:
+            tmp = self.runs.upload_file()
             with open(tmp, "wb") as fh:
                 async for chunk in request.stream():
                     received += len(chunk)
@@ -316,11 +316,13 @@ class Explorer:
                         break
                     fh.write(chunk)
         except OSError as exc:  # the disk is full, or the private folder went away
-            Path(tmp).unlink(missing_ok=True)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             return _error(OSError(f"the upload could not be stored on the server: {exc.strerror or exc}"), 507,
                           "file")
         except BaseException:  # the page went away mid-upload
-            Path(tmp).unlink(missing_ok=True)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
             raise
         if received > MAX_UPLOAD_BYTES:
             Path(tmp).unlink(missing_ok=True)

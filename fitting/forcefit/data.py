@@ -70,7 +70,9 @@ def displacements(X: np.ndarray, steps: np.ndarray, horizon: int | None, name: s
     """The displacement per step of every snapshot that has a partner
     ``horizon`` steps later (None: the next snapshot), (X[j] - X[i]) /
     (steps[j] - steps[i]); returns X, the displacements and the steps of
-    the snapshots kept."""
+    the snapshots kept. A window of steps (``window=``, ``windows=``)
+    selects displacements by the step they start from, so the last ones
+    reach up to ``horizon`` steps past the window's stop."""
     steps = np.asarray(steps, dtype=np.int64)
     if len(steps) < 2:
         raise ValueError(f"target='displacement' needs two snapshots or more; {name} has {len(steps)}")
@@ -155,7 +157,9 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         steps = np.asarray(steps, dtype=np.int64)
         if target == "displacement":
             if np.any(np.diff(steps) <= 0):
-                raise ValueError("steps must increase strictly with target='displacement'")
+                i = int(np.flatnonzero(np.diff(steps) <= 0)[0])
+                raise ValueError(f"steps must increase strictly with target='displacement', got {int(steps[i])} "
+                                 f"then {int(steps[i + 1])} at index {i + 1}")
             X, G, steps = displacements(X, steps, horizon, "X")
         G = check_array(G, "G", dtype="float", ndim=3)
         if G.shape != X.shape:

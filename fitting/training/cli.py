@@ -18,9 +18,12 @@ def _snapshot_every(text: str) -> int | str:
     """``--snapshot-every``: an int >= 1 or "geometric" (argparse turns the ValueError into a usage line)."""
     if text == GEOMETRIC:
         return text
-    value = int(text)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise ValueError(text)
+        raise argparse.ArgumentTypeError(f"must be an int >= 1 or {GEOMETRIC!r}, got {text!r}")
     return value
 
 

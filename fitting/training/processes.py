@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from particles.core.workers import exit_with_parent
+from particles.core.workers import exit_with_parent, finishing
 
 from .threads import threads_per_job, worker_sigint
 
@@ -50,7 +50,7 @@ def part_entry(threads: int, queue: Any, stop: str, part: int, total: int, work:
     parts still checkpointing included."""
     torch.set_num_threads(threads)
     caller = os.getppid()
-    exit_with_parent(caller)  # an idle worker ends with its caller too (a SIGKILLed caller leaves none)
+    exit_with_parent(caller)  # an idle worker ends with its caller too (a SIGKILLed caller leaves none) ...
     sent, checked = [-math.inf], [time.monotonic()]
 
     def report(done: int, steps: int) -> None:
@@ -64,7 +64,8 @@ def part_entry(threads: int, queue: Any, stop: str, part: int, total: int, work:
                 raise KeyboardInterrupt("the work was interrupted")
 
     worker_sigint(ignore=True)
-    result = work(*args, callback=report, **kwargs)
+    with finishing():  # ... a busy one stops itself at its next report, after its checkpoint
+        result = work(*args, callback=report, **kwargs)
     queue.put((part, total))  # also when the part had finished before a resume
     return result
 

@@ -14,12 +14,26 @@ from __future__ import annotations
 import os
 import threading
 import time
+from contextlib import contextmanager
 
-__all__ = ["POLL", "exit_with_parent"]
+__all__ = ["POLL", "exit_with_parent", "finishing"]
 
 #: seconds between two looks at the parent
 POLL = 0.5
 _watching: list[int] = []
+_finishing = [0]  # tasks that end themselves when the caller goes (and save first): the watch waits for them
+
+
+@contextmanager
+def finishing():
+    """Within this block the watch does not end the worker: the task itself
+    notices its caller's death and stops at a consistent point (a training
+    part writes its checkpoint); the worker ends once the block is left."""
+    _finishing[0] += 1
+    try:
+        yield
+    finally:
+        _finishing[0] -= 1
 
 
 def exit_with_parent(caller: int) -> bool:
@@ -34,7 +48,7 @@ def exit_with_parent(caller: int) -> bool:
     def watch() -> None:
         while True:
             time.sleep(POLL)
-            if os.getppid() != caller:
+            if os.getppid() != caller and not _finishing[0]:
                 os._exit(1)  # nothing left to report to; no cleanup handlers of a half-done task
 
     threading.Thread(target=watch, name="embdyn-exit-with-parent", daemon=True).start()

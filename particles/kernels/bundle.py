@@ -32,7 +32,7 @@ class Kernels(NamedTuple):
 
 
 #: the built-in law's compiled functions
-BUILTIN_KERNELS = Kernels(forces.forces_serial, forces.forces_parallel, euler.run_euler, euler.run_euler,
+BUILTIN_KERNELS = Kernels(forces.forces_serial, forces.forces_parallel, euler.run_euler_serial, euler.run_euler,
                           minimize.minimize_serial, terms.term_forces_many, terms.term_forces_serial,
-                          gram.gram_forces_serial, gram.gram_forces_parallel, euler.run_euler, euler.run_euler,
+                          gram.gram_forces_serial, gram.gram_forces_parallel, euler.run_euler_serial, euler.run_euler,
                           gram.gram_term_forces_many, gram.gram_term_forces_serial)

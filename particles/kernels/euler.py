@@ -82,7 +82,7 @@ def _advance(x, force, energy, i, sched, rng, traj, energies, slot):
     return code, i + 1, slot
 
 
-@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
+@njit(cache=True)
 def run_euler(x, law, sched, span, rng, rec):
     """Euler steps ``span.start .. span.stop - 1`` in place on x under
     ``law`` (:func:`~particles.kernels.forces.law_forces`: exact or cell
@@ -96,3 +96,13 @@ def run_euler(x, law, sched, span, rng, rec):
         if status != OK:
             return status, reached, slot
     return OK, span.stop, slot
+
+
+@njit(cache=True, nogil=True)
+def run_euler_serial(x, law, sched, span, rng, rec):
+    """:func:`run_euler` with a serial law, without Python's lock (GIL) while
+    it runs: other threads of the process (a server's event loop, other
+    sessions) go on meanwhile. The parallel kernels keep the lock: Numba's
+    fallback threading layer (workqueue) aborts when two threads launch
+    parallel regions at once."""
+    return run_euler(x, law, sched, span, rng, rec)

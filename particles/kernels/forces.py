@@ -203,7 +203,7 @@ def forces_serial(x, law, force):
     return _finish(x, system, prm, ws, force)
 
 
-@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
+@njit(cache=True)
 def forces_parallel(x, law, force):
     """As :func:`forces_serial`, with the blocks spread over threads (see
     :func:`_forces_parallel`; Numba's parallel loops take the records' fields
@@ -270,7 +270,7 @@ def forces_serial_cells(x, law, force):
     return _finish_cells(x, system, prm, ws, cells, force)
 
 
-@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
+@njit(cache=True)
 def forces_parallel_cells(x, law, force):
     """As :func:`forces_serial_cells`, blocks spread over threads."""
     return _forces_parallel_cells(x, law.system, law.prm, law.prm_align, law.ws, law.cells, force)

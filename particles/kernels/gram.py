@@ -359,7 +359,7 @@ def gram_forces_serial(x, law, force):
     return _gram_finish(x, prm, ws, force, energy)
 
 
-@njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)
+@njit(cache=True)
 def gram_forces_parallel(x, law, force):
     """As :func:`gram_forces_serial`, blocks spread over threads (the same
     bits: each block has its own buffers, summed in block order)."""

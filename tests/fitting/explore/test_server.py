@@ -325,7 +325,7 @@ def test_a_heavy_frame_is_cut_and_a_closed_page_frees_its_place(client):
     with client.websocket_connect(WS) as ws:
         sid = ws.receive_json()["session"]
         frames(ws, 1)
-        r = client.post(f"/api/live/{sid}/controls", json={"p": 113, "d": 8, "steps_per_frame": 1000})
+        r = client.post(f"/api/live/{sid}/controls", json={"p": 113, "steps_per_frame": 1000})
         assert r.status_code == 200
         client.post(f"/api/live/{sid}/action", json={"action": "play"})
         header = frames(ws, 3)[-1][0]
