@@ -218,7 +218,7 @@ def plot(rows: list[dict], path: Path) -> None:
                 lo = np.array([np.nan if w[key]["ci"][0] is None else w[key]["ci"][0] for w in wins])
                 hi = np.array([np.nan if w[key]["ci"][1] is None else w[key]["ci"][1] for w in wins])
                 ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt=style, color=f"C{i}", capsize=2,
-                            label=label.replace(", similarity gauge", " (sim.)") + (" null" if key != "r2" else ""),
+                            label=label.replace(", similarity gauge", " (sim.)") if key == "r2" else None,
                             alpha=0.9 if key == "r2" else 0.6, markersize=4)
         ax.set_xticks(np.arange(len(wins)))
         ax.set_xticklabels([f"{w['start']}-{w['stop'] - 1}" for w in wins], fontsize=7, rotation=20)
@@ -227,7 +227,7 @@ def plot(rows: list[dict], path: Path) -> None:
         ax.set_ylabel("R$^2$ (solid) and null R$^2$ (dotted)", fontsize=8)
         ax.set_ylim(-0.1, 1.0)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, loc="upper right")
+        ax.legend(fontsize=6, loc="best")
     for ax in axes.ravel()[len(rows):]:
         ax.axis("off")
     fig.tight_layout()
@@ -305,6 +305,8 @@ def main(argv=None) -> int:
                 print(line, flush=True)
     runs = [json.loads(p.read_text()) for p in sorted((args.out / "runs").glob("*.json"))]
     runs = [r for r in runs if r["part"] in args.parts]
+    order = {"toy": 0, "network": 1, "survival": 2}
+    runs.sort(key=lambda r: (order[r["part"]], float(r["config"].get("weight_decay", 0.0)), r["cell"], r["seed"]))
     rows = summarise(runs)
     (args.out / "force_fit_dynamics.json").write_text(json.dumps(
         {"command": "python docs/examples/force_fit_dynamics.py " + " ".join(argv if argv is not None else sys.argv[1:]),
