@@ -31,7 +31,7 @@ from .configs import SurvivalMLPConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import survival_initial_parameters
 from .processes import run_parts
-from .schedule import snapshot_due
+from .schedule import resolve_schedule, snapshot_due
 from .trainer import TrainingDivergedError, SeriesRecorder
 from .stacked import survival_mlp_forward
 
@@ -100,9 +100,10 @@ def _stacked_runs(cfg: SurvivalMLPConfig, seeds: list[int]) -> StackedRuns:
                        E, weights, biases, params)
 
 
-def _metas(cfg: SurvivalMLPConfig, seeds: list[int], splits: list) -> list[dict]:
+def _metas(cfg: SurvivalMLPConfig, seeds: list[int], splits: list, schedule: int | str) -> list[dict]:
     """Every seed's trajectory metadata."""
     base = {"source": "fitting.training", "model": cfg.model, "p": cfg.p, "d": cfg.d, "config": cfg.to_dict(),
+            "snapshot_schedule": schedule,
             "signal_power": 1, "version": package_version(), "torch_version": torch.__version__,
             "batched": len(seeds)}
     return [{**base, "seed": s, "train_indices": t.indices.tolist(), "val_indices": v.indices.tolist()}
@@ -237,8 +238,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         stack in its own process (joblib) with ``cores // n_jobs`` torch
         threads; checkpoints are per group; ``callback`` reports as groups finish.
     gradients : bool
-        Record each seed's loss gradient on its embedding and its update at
-        every snapshot, as :func:`fitting.training.train` does.
+        Record each seed's embedding gradient and update at every snapshot, as :func:`fitting.training.train`.
 
     Returns
     -------
@@ -259,7 +259,8 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR, "grad_norm_embedding",
               *[f"grad_norm_{name}" for name in LAYERS]]
     recorders = [SeriesRecorder(cfg.steps, K, series) for _ in seeds]
-    metas = _metas(cfg, seeds, splits)
+    every = resolve_schedule(cfg.snapshot_every, cfg.spacing, gradients)  # "auto": geometric with gradients
+    metas = _metas(cfg, seeds, splits, every)
     paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
     checkpoint = _checkpoint(cfg, seeds, out_dir, compile, gradients)
     start = _restore(checkpoint.load() if resume else None, params, optimizer, recorders)
@@ -281,7 +282,7 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         progress.consistent = False
         values = {"train_loss": train_loss, "train_acc": train_acc, "val_loss": val_loss, "val_acc": val_acc,
                   DC_SCALAR: signals[:, 0], **norms}
-        due = snapshot_due(t, cfg.snapshot_every)
+        due = snapshot_due(t, every)
         _record(recorders, t, due, values, signals, emb)
         gradient = E.grad.detach().numpy().copy() if due and gradients else None
         optimizer.step()

@@ -9,21 +9,21 @@ import sys
 from particles.core.cli import add_quiet
 from particles.core.validation import check_output_folder
 
-from .schedule import GEOMETRIC
+from .schedule import AUTO, GEOMETRIC
 
 __all__ = ["register_train", "register_toy_phases", "register_compare_network"]
 
 
 def _snapshot_every(text: str) -> int | str:
-    """``--snapshot-every``: an int >= 1 or "geometric" (argparse turns the ValueError into a usage line)."""
-    if text == GEOMETRIC:
+    """``--snapshot-every``: an int >= 1, "geometric" or "auto" (argparse prints a refusal as a usage line)."""
+    if text in (GEOMETRIC, AUTO):
         return text
     try:
         value = int(text)
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an int >= 1 or {GEOMETRIC!r}, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be an int >= 1, {GEOMETRIC!r} or {AUTO!r}, got {text!r}")
     return value
 
 
@@ -51,8 +51,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
         changes["steps"] = args.steps
     if args.snapshot_every is not None:
         changes["snapshot_every"] = args.snapshot_every
-    elif args.gradients and "snapshot_every" not in changes:  # forces for the force fit: the formation kept densely
-        changes["snapshot_every"] = GEOMETRIC
     config = config_for(args.model, **changes)
     seeds = _seeds_of(args)
     if args.batched and args.model != "survival-mlp":
@@ -99,7 +97,7 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=None, help="override the model's number of steps")
     p.add_argument("--snapshot-every", type=_snapshot_every, default=None, metavar="N|geometric",
                    help="store an embedding snapshot every N steps, or 'geometric' (every step below 100, then "
-                        "90 a decade; the default with --gradients, else the model's setting)")
+                        "90 a decade); default 'auto': geometric with --gradients, else the model's spacing")
     p.add_argument("--set", action="append", metavar="NAME=VALUE",
                    help="override a config field (repeatable), e.g. --set weight_decay=0.6")
     p.add_argument("--batched", action="store_true", help="train all seeds as one batched computation "

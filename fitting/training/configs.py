@@ -59,8 +59,10 @@ class TrainingConfig:
     """Fields shared by every model."""
 
     model: ClassVar[str] = ""
+    #: the spacing of snapshots (steps) that ``snapshot_every="auto"`` keeps when no gradients are recorded
+    spacing: ClassVar[int] = 100
     steps: int = 1000
-    snapshot_every: int | str = 100
+    snapshot_every: int | str = "auto"
     dtype: str = "float64"
 
     def __post_init__(self) -> None:
@@ -71,7 +73,7 @@ class TrainingConfig:
             elif isinstance(value, np.floating):
                 object.__setattr__(self, f.name, float(value))
         _int_at_least("steps", self.steps, 1)
-        check_snapshot_every(self.snapshot_every, high=MAX_STEPS)
+        check_snapshot_every(self.snapshot_every, high=MAX_STEPS, auto=True)
         check_choice(self.dtype, "dtype", ("float64", "float32"))
         self._validate()
 
@@ -105,7 +107,8 @@ class SurvivalMLPConfig(TrainingConfig):
     weight_decay: float = 0.5
     train_fraction: float = 0.8
     steps: int = 30_000
-    snapshot_every: int = 100
+    spacing: ClassVar[int] = 100
+    snapshot_every: int | str = "auto"
     embedding_seed: int | None = None
 
     def _validate(self) -> None:
@@ -148,7 +151,8 @@ class ToyConfig(TrainingConfig):
     train_fraction: float = 0.5
     n_train: int | None = None
     steps: int = 5000
-    snapshot_every: int = 50
+    spacing: ClassVar[int] = 50
+    snapshot_every: int | str = "auto"
 
     def _validate(self) -> None:
         check_choice(self.group, "group", ("addition", "permutation"))
@@ -249,7 +253,8 @@ class ConstantAttentionConfig(TrainingConfig):
     weight_decay: float = 0.3
     train_fraction: float = 0.8
     steps: int = 3000
-    snapshot_every: int = 50
+    spacing: ClassVar[int] = 50
+    snapshot_every: int | str = "auto"
     embedding_weight_decay: float | None = None
 
     def _validate(self) -> None:
@@ -286,7 +291,8 @@ class SparseModularConfig(TrainingConfig):
     n_val: int = 512
     n_probe: int = 64
     steps: int = 3000
-    snapshot_every: int = 50
+    spacing: ClassVar[int] = 50
+    snapshot_every: int | str = "auto"
 
     def _validate(self) -> None:
         _int_at_least("p", self.p, 2)

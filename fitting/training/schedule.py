@@ -8,7 +8,9 @@ decade [10^k, 10^(k+1)) for k >= 2: every 10th step in 100-999, every
 proportion to the step (between 1/100 and 1/10 of it), so a run of any
 length has its formation in the first hundreds of steps recorded step by
 step, and a run of 10^n steps keeps about 100 + 90 (n - 2) snapshots.
-Plain Python, no torch (the configurations use it).
+A config's default, ``"auto"``, is the geometric schedule when the run
+records gradients and the model's own spacing otherwise
+(:func:`resolve_schedule`). Plain Python, no torch (the configurations use it).
 """
 
 from __future__ import annotations
@@ -17,27 +19,42 @@ from typing import Any
 
 from particles.core.validation import check_int, describe
 
-__all__ = ["GEOMETRIC", "GEOMETRIC_DENSE", "check_snapshot_every", "snapshot_due", "geometric_spacing"]
+__all__ = ["AUTO", "GEOMETRIC", "GEOMETRIC_DENSE", "check_snapshot_every", "resolve_schedule", "snapshot_due",
+           "geometric_spacing"]
 
 #: the name of the geometric schedule
 GEOMETRIC = "geometric"
+#: a config's default: the geometric schedule when gradients are recorded, else the model's own spacing
+AUTO = "auto"
 #: steps below this are all kept by the geometric schedule
 GEOMETRIC_DENSE = 100
 
 
-def check_snapshot_every(value: Any, name: str = "snapshot_every", high: int | None = None) -> int | str:
-    """An int >= 1 (at most ``high``) or ``"geometric"``; anything else raises, naming ``name``."""
-    if isinstance(value, str):
-        if value != GEOMETRIC:
-            raise ValueError(f"{name} must be an int >= 1 or {GEOMETRIC!r}, got {value!r}")
-        return value
+def check_snapshot_every(value: Any, name: str = "snapshot_every", high: int | None = None, *,
+                         auto: bool = False) -> int | str:
+    """An int >= 1 (at most ``high``) or ``"geometric"`` (or ``"auto"`` with
+    ``auto``); anything else raises, naming ``name``."""
+    names = f"{GEOMETRIC!r}" + (f" or {AUTO!r}" if auto else "")
     bound = "" if high is None else f" (at most {high})"
+    if isinstance(value, str):
+        if value != GEOMETRIC and not (auto and value == AUTO):
+            raise ValueError(f"{name} must be an int >= 1{bound} or {names}, got {value!r}")
+        return value
     try:
         return check_int(value, name, 1, high)
     except TypeError:
-        raise TypeError(f"{name} must be an int >= 1{bound} or {GEOMETRIC!r}, got {describe(value)}") from None
+        raise TypeError(f"{name} must be an int >= 1{bound} or {names}, got {describe(value)}") from None
     except ValueError:
-        raise ValueError(f"{name} must be an int >= 1{bound} or {GEOMETRIC!r}, got {value!r}") from None
+        raise ValueError(f"{name} must be an int >= 1{bound} or {names}, got {value!r}") from None
+
+
+def resolve_schedule(every: int | str, spacing: int, gradients: bool) -> int | str:
+    """The schedule a run keeps: ``every`` as given, or for ``"auto"`` the
+    geometric schedule when the run records gradients (the force fit needs
+    the formation's forces) and every ``spacing`` steps otherwise."""
+    if every == AUTO:
+        return GEOMETRIC if gradients else spacing
+    return every
 
 
 def geometric_spacing(step: int) -> int:

@@ -33,7 +33,7 @@ from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import TrainingConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import make_task
-from .schedule import snapshot_due
+from .schedule import resolve_schedule, snapshot_due
 from .threads import threads_for_work, torch_threads
 
 __all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
@@ -192,8 +192,9 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     if state is not None:
         task.load_state_dict(state["task"])
         start = rec.load_state(state["recorder"])
+    every = resolve_schedule(config.snapshot_every, config.spacing, gradients)  # "auto": geometric with gradients
     meta = {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
-            "config": config.to_dict(), "signal_power": 1, "version": package_version(),
+            "config": config.to_dict(), "snapshot_schedule": every, "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}
     train_set = getattr(task, "train_set", None)  # a pair model's training pairs (sequence models have none)
 
@@ -207,7 +208,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         E = task.embedding()
         S = fourier_signals(E, dc=True)
         values[DC_SCALAR] = float(S[0])
-        due = snapshot_due(t, config.snapshot_every)
+        due = snapshot_due(t, every)
         if due:
             rec.snapshot(t, E, task.probe_arrays())
         rec.record(t, values, S[1:])

@@ -36,3 +36,15 @@ def test_configs_take_the_schedule_and_refuse_others():
         with pytest.raises(kind, match="snapshot_every must be an int >= 1"):
             ConstantAttentionConfig(snapshot_every=bad)
     assert check_snapshot_every(7) == 7
+
+
+def test_auto_is_geometric_with_gradients_and_the_models_spacing_without():
+    from fitting.training.schedule import resolve_schedule
+
+    config = ConstantAttentionConfig()
+    assert config.snapshot_every == "auto"
+    assert resolve_schedule(config.snapshot_every, config.spacing, True) == "geometric"
+    assert resolve_schedule(config.snapshot_every, config.spacing, False) == 50
+    assert resolve_schedule(7, config.spacing, True) == 7  # a spacing given is kept
+    with pytest.raises(ValueError, match="'geometric'"):
+        check_snapshot_every("auto")  # the recorder's own schedule has no "auto"

@@ -329,10 +329,14 @@ def test_batched_trainer_records_the_same_gradients_as_one_run():
 
 
 def test_geometric_snapshots_with_gradients(tmp_path):
-    """snapshot_every="geometric": dense early, gradients and updates at every kept step (issue 53)."""
-    cfg = small("constant-attention").replace(steps=130, snapshot_every="geometric")
+    """snapshot_every="auto" (the default) with gradients is the geometric schedule: dense early, gradients
+    and updates at every kept step; without gradients the model's spacing (issue 53)."""
+    cfg = small("constant-attention").replace(steps=130, snapshot_every="auto")
     traj = train(cfg, seed=2, gradients=True)
     assert traj.snapshot_steps.tolist() == list(range(100)) + [100, 110, 120, 130]
+    assert traj.meta["snapshot_schedule"] == "geometric" and traj.meta["config"]["snapshot_every"] == "auto"
+    plain = train(cfg, seed=2)
+    assert plain.snapshot_steps.tolist() == [0, 50, 100, 130] and plain.meta["snapshot_schedule"] == 50
     assert len(traj.gradients) == len(traj.snapshot_steps)
     # the update of a snapshot one step before the next is that step's displacement
     np.testing.assert_allclose(traj.updates[:99], np.diff(traj.embeddings[:100], axis=0), atol=1e-12)
