@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import errno
 import socket
 import sys
@@ -69,8 +70,10 @@ def _cmd_explore(args: argparse.Namespace) -> int:
     else:
         hosts = ("127.0.0.1", "localhost", "::1", args.host)
     app = make_app(trajectories, phases, hosts=hosts)  # every file read and checked before the server starts
+    # Ctrl-C: connections get half a second to close (a live frame stops after its chunk), then their tasks
+    # are cancelled
     config = uvicorn.Config(app, host=args.host, port=port, log_level="warning", ws="websockets-sansio",
-                            lifespan="off")
+                            lifespan="off", timeout_graceful_shutdown=0.5)
     server = uvicorn.Server(config)
 
     def announce() -> None:
@@ -93,7 +96,15 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         server.run()  # Ctrl-C: Uvicorn closes the connections, then raises the interrupt again
     except KeyboardInterrupt:
         pass  # the way to end a server: a clean stop, exit 0
+    app.state.explorer.runs.close()  # the uploads' private folder
     print("embdyn explore: stopped", file=sys.stderr)
+    if threading.current_thread() is threading.main_thread() and os.environ.get("EMBDYN_EXPLORE_IN_PROCESS") is None:
+        # the server is the process: end it now (frames still computing end with it, and the interpreter's
+        # teardown of NumPy, SciPy and Numba, about half a second, is skipped); set EMBDYN_EXPLORE_IN_PROCESS
+        # to have main() return instead
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

@@ -130,7 +130,10 @@ class LiveSimulation:
         self.version = 0
         self.error: str | None = None
         self._basis: np.ndarray | None = None
-        self._set_preset(values.pop("preset", "clustering-alignment"))
+        self._stage_lock = threading.Lock()
+        self._pending: dict[str, Any] | None = None
+        self.staged_version = 0
+        self._base = self._preset_values(values.pop("preset", "clustering-alignment"), self.values)
         self.values.update({"p": 17, "d": 2, "seed": 0, "steps_per_frame": 20})
         self.update(values)
 
@@ -149,14 +152,16 @@ class LiveSimulation:
                 self._waiting -= 1
 
     # -- controls -------------------------------------------------------------------------------------
-    def _set_preset(self, name: str) -> None:
+    @staticmethod
+    def _preset_values(name: str, values: dict[str, Any]) -> Any:
+        """Set ``values``' preset, dt and force fields from the preset ``name``; returns the preset."""
         from particles.presets import preset
 
         config = preset(name)
-        self.values.update({"preset": name, "dt": config.dt})
+        values.update({"preset": name, "dt": config.dt})
         params = config.params.to_dict()
-        self.values.update({k: params[k] for k in FORCE_FIELDS})
-        self._base = config
+        values.update({k: params[k] for k in FORCE_FIELDS})
+        return config
 
     def check(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """``changes`` checked against :data:`CONTROLS`; a :class:`ControlError` (a
@@ -185,28 +190,51 @@ class LiveSimulation:
 
     def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Check, then apply, ``changes``; returns the control values now in force. Nothing
-        changes when any value is refused."""
+        changes when any value is refused.
+
+        The changes are staged and take effect at once when no frame is being
+        computed, else before the frame's next chunk: a control change never
+        waits for the steps of a heavy frame. ``version`` counts the changes
+        in force (a frame carries it); ``staged_version`` the changes made."""
         changes = self.check(changes)
-        with self._first():
-            old_values, old_base = dict(self.values), getattr(self, "_base", None)
+        with self._stage_lock:
+            pending = self._pending
+            values = dict(pending["values"] if pending else self.values)
+            base = pending["base"] if pending else self._base
             if "preset" in changes:
-                self._set_preset(changes["preset"])
-            self.values.update(changes)
+                base = self._preset_values(changes["preset"], values)
+            values.update(changes)
             try:
-                law = self.law_for(self._base, self.values)
+                law = self.law_for(base, values)
             except (ValueError, TypeError) as exc:
-                self.values, self._base = old_values, old_base
                 raise ControlError(None, f"these controls make no force law: {exc}") from None
-            self.law = law
-            self.version += 1
-            self._energy = float("nan")  # the frame's energy is that of the new law
-            if any(CONTROLS[name].restart for name in changes) or not hasattr(self, "x"):
-                self._restart()
-            return dict(self.values)
+            restart = any(CONTROLS[name].restart for name in changes) or bool(pending and pending["restart"])
+            self.staged_version += 1
+            self._pending = {"values": values, "base": base, "law": law, "restart": restart,
+                             "version": self.staged_version}
+        if self._lock.acquire(blocking=False):  # no frame running: in force now
+            try:
+                self._apply_pending()
+            finally:
+                self._lock.release()
+        return dict(values)
+
+    def _apply_pending(self) -> None:
+        """Put the staged changes in force (the caller holds the run's lock)."""
+        with self._stage_lock:
+            pending, self._pending = self._pending, None
+        if pending is None:
+            return
+        self.values, self._base, self.law = pending["values"], pending["base"], pending["law"]
+        self.version = pending["version"]
+        self._energy = float("nan")  # the frame's energy is that of the new law
+        if pending["restart"] or not hasattr(self, "x"):
+            self._restart()
 
     def reset(self) -> None:
         """Back to the seed's initial state (controls unchanged)."""
         with self._first():
+            self._apply_pending()
             self._restart()
 
     def _restart(self) -> None:
@@ -222,7 +250,7 @@ class LiveSimulation:
 
     # -- stepping -------------------------------------------------------------------------------------
     def advance(self, steps: int | None = None, *, budget: float | None = None,
-                stop: Callable[[], bool] | None = None) -> int:
+                stop: Callable[[], bool] | None = None, parallel: bool | None = None) -> int:
         """``steps`` Euler steps (default the control ``steps_per_frame``); returns
         the steps taken. A run that turns non-finite or runs away keeps its last
         good state and records why in ``error``.
@@ -233,19 +261,21 @@ class LiveSimulation:
         ``stop`` when it returns True (the page has gone): fewer steps than
         asked, said in ``cut`` (``{"done", "asked"}``, else None). Chunks give
         the same states as one call (the Euler steps do not depend on where a
-        call starts)."""
+        call starts). ``parallel`` as in :func:`particles.simulate` (False:
+        the serial kernels, which release Python's lock while they run)."""
         from particles.simulate import NonFiniteStateError, simulate
 
         n = int(self.values["steps_per_frame"] if steps is None else steps)
         began, done = time.perf_counter(), 0
         self.cut = None
         while done < n:
-            chunk = max(1, min(n - done, self._chunk))
             with self._lock:
+                self._apply_pending()  # a control change made while the frame ran
+                chunk = max(1, min(n - done, self._chunk))
                 t0 = time.perf_counter()
                 try:
                     traj = simulate(self.x, self.train, self.law, steps=chunk, dt=self.values["dt"],
-                                    record_every=chunk)
+                                    record_every=chunk, parallel=parallel)
                 except NonFiniteStateError as exc:
                     self.error = f"the run stopped: {exc}; change a control or reset"
                     return done
@@ -270,6 +300,7 @@ class LiveSimulation:
     def meta(self) -> dict[str, Any]:
         """What the page needs once per run: tokens, training pairs and their classes, controls."""
         with self._first():
+            self._apply_pending()
             return {"p": int(self.x.shape[0]), "d": int(self.x.shape[1]), "pairs": self.train.pairs.tolist(),
                     "labels": self.train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
 
@@ -281,6 +312,7 @@ class LiveSimulation:
         from particles.metrics import structure_metrics
 
         with self._lock:
+            self._apply_pending()
             x = self.x
             if not np.isfinite(self._energy):
                 self._energy = float(energy_and_forces(x, self.train, self.law)[0])

@@ -34,7 +34,7 @@ import re
 import secrets
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -107,6 +107,34 @@ async def _not_found(request: Request, exc: NotFound) -> Response:
     return _json({"error": str(exc), "parameter": None}, 404)
 
 
+class FramePool:
+    """Threads that compute live frames, as daemons: a frame still computing when the server stops
+    does not hold the process's exit (a ThreadPoolExecutor's threads are joined at exit). ``submit``
+    returns a ``concurrent.futures.Future``, as an executor's does (``loop.run_in_executor`` takes it)."""
+
+    def __init__(self, workers: int, name: str):
+        import queue
+
+        self._jobs: Any = queue.SimpleQueue()
+        for i in range(workers):
+            threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            future, fn, args = self._jobs.get()
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the awaiting request
+                future.set_exception(exc)
+
+    def submit(self, fn: Any, *args: Any) -> Future:
+        future: Future = Future()
+        self._jobs.put((future, fn, args))
+        return future
+
+
 class LiveSession:
     """One page's live run: the simulation, whether it plays, and the frames in flight."""
 
@@ -132,7 +160,7 @@ class Explorer:
         self.sessions: dict[str, LiveSession] = {}
         # live frames in threads of their own: a busy session never takes the threads that answer the run
         # endpoints and control changes (asyncio's default pool)
-        self.live_pool = ThreadPoolExecutor(MAX_SESSIONS, thread_name_prefix="embdyn-live")
+        self.live_pool = FramePool(MAX_SESSIONS, "embdyn-live")
 
     @staticmethod
     def warm_up() -> None:
@@ -179,7 +207,7 @@ class Explorer:
         session.force_frame = True
         session.wake.set()
         meta = await asyncio.to_thread(session.sim.meta) if restart else None  # waits for a chunk: off the loop
-        return _json({"values": values, "version": session.sim.version, "restart": restart, "meta": meta})
+        return _json({"values": values, "version": session.sim.staged_version, "restart": restart, "meta": meta})
 
     async def live_action(self, request: Request) -> Response:
         session = self._session(request)
@@ -264,8 +292,7 @@ class Explorer:
             if session.pending_steps > 0:
                 session.pending_steps -= 1
             session.force_frame = False
-            payload = await asyncio.get_running_loop().run_in_executor(self.live_pool, self._live_frame, session,
-                                                                       advance)
+            payload = await asyncio.wrap_future(self.live_pool.submit(self._live_frame, session, advance))
             if session.closed:
                 break
             session.credits -= 1
@@ -274,11 +301,14 @@ class Explorer:
                 session.playing = False
         reader.result()  # the page went away: re-raise its disconnect
 
-    @staticmethod
-    def _live_frame(session: LiveSession, advance: bool) -> bytes:
+    def _live_frame(self, session: LiveSession, advance: bool) -> bytes:
         began = time.perf_counter()
         if advance:
-            session.sim.advance(budget=FRAME_BUDGET, stop=lambda: session.closed)
+            # one live page: the engine's own choice (parallel kernels on large runs); several: each session on
+            # the serial kernels, which release Python's lock, so that sessions share the cores and the
+            # server's other threads keep going (same states either way)
+            session.sim.advance(budget=FRAME_BUDGET, stop=lambda: session.closed,
+                                parallel=None if len(self.sessions) <= 1 else False)
         header, arrays = session.sim.frame()
         header["compute_ms"] = 1e3 * (time.perf_counter() - began)
         header["playing"] = session.playing
