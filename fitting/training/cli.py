@@ -9,22 +9,21 @@ import sys
 from particles.core.cli import add_quiet
 from particles.core.validation import check_output_folder
 
-from .schedule import AUTO, GEOMETRIC
+from .schedule import AUTO, GEOMETRIC, check_snapshot_every
 
 __all__ = ["register_train", "register_toy_phases", "register_compare_network"]
 
 
 def _snapshot_every(text: str) -> int | str:
     """``--snapshot-every``: an int >= 1, "geometric" or "auto" (argparse prints a refusal as a usage line)."""
-    if text in (GEOMETRIC, AUTO):
-        return text
     try:
         value = int(text)
     except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be an int >= 1, {GEOMETRIC!r} or {AUTO!r}, got {text!r}")
-    return value
+        value = text
+    try:  # the configs' own check, in the flag's words
+        return check_snapshot_every(value, "--snapshot-every", auto=True)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(f"must be an int >= 1, {GEOMETRIC!r} or {AUTO!r}, got {text!r}") from None
 
 
 def _seeds_of(args: argparse.Namespace) -> list[int]:

@@ -23,7 +23,7 @@ from particles.core.validation import check_bool, check_int
 from particles.core.version import package_version
 
 from ..signals import fourier_signals
-from .schedule import GEOMETRIC, check_snapshot_every, snapshot_due
+from .schedule import AUTO, check_snapshot_every, resolve_schedule, snapshot_due
 
 __all__ = ["EmbeddingRecorder", "load_checkpoints"]
 
@@ -152,9 +152,9 @@ class EmbeddingRecorder:
         self._hook = None
         self.every = check_int(every, "every", 1)
         self.gradients = check_bool(gradients, "gradients")
-        if snapshot_every is None:  # forces for the force fit: the formation kept step by step
-            snapshot_every = GEOMETRIC if self.gradients else 100 * self.every
-        self.snapshot_every = check_snapshot_every(snapshot_every)
+        # None: the configs' "auto" (geometric with gradients: the formation kept step by step), else 100 x every
+        self.snapshot_every = resolve_schedule(AUTO, 100 * self.every, self.gradients) if snapshot_every is None \
+            else check_snapshot_every(snapshot_every)
         if power not in (1, 2):
             raise ValueError(f"power must be 1 or 2, got {power!r}")
         self.power = power
