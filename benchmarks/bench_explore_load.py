@@ -34,12 +34,14 @@ HEAVY = {"p": 113, "d": 8, "steps_per_frame": 1000}
 async def heavy_session(url: str, stop: asyncio.Event, frames: list) -> None:
     import websockets
 
+    from fitting.explore.frames import decode_frame
+
     async with websockets.connect(url.replace("http", "ws") + "api/live", max_size=None) as ws:
         sid = json.loads(await ws.recv())["session"]
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, post, f"{url}api/live/{sid}/controls", HEAVY)
         await loop.run_in_executor(None, post, f"{url}api/live/{sid}/action", {"action": "play"})
-        frames.append(sid)
+        counted = False
         while not stop.is_set():
             try:
                 message = await asyncio.wait_for(ws.recv(), timeout=0.5)
@@ -47,6 +49,10 @@ async def heavy_session(url: str, stop: asyncio.Event, frames: list) -> None:
                 continue
             if isinstance(message, bytes):
                 await ws.send('{"type":"ack"}')
+                # counted once its frames run at the heavy settings (a cold cache compiles their kernels first)
+                if not counted and decode_frame(message)[0]["p"] == HEAVY["p"]:
+                    frames.append(sid)
+                    counted = True
 
 
 def timed(fn, *args) -> float:
@@ -64,6 +70,9 @@ async def light_session(url: str, seconds: float) -> dict:
         sid = json.loads(await ws.recv())["session"]
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, post, f"{url}api/live/{sid}/action", {"action": "play"})
+        while not isinstance(await ws.recv(), bytes):  # the first frame (after any compilation) starts the clock
+            pass
+        await ws.send('{"type":"ack"}')
         gaps, changes, last, start = [], [], None, time.perf_counter()
         while time.perf_counter() - start < seconds:
             message = await ws.recv()
@@ -78,9 +87,14 @@ async def light_session(url: str, seconds: float) -> dict:
             if len(gaps) % 20 == 5:
                 changes.append(await loop.run_in_executor(None, timed, post, f"{url}api/live/{sid}/controls",
                                                           {"lam": 1.0 + 0.01 * len(changes)}))
-        return {"frame_gap_s": {"median": float(np.median(gaps)), "max": float(np.max(gaps)), "n": len(gaps)},
-                "control_change_s": {"median": float(np.median(changes)), "max": float(np.max(changes)),
-                                     "n": len(changes)}}
+        return {"frame_gap_s": spread(gaps), "control_change_s": spread(changes)}
+
+
+def spread(values: list) -> dict:
+    """Median, max and count (None for no values: nothing arrived in the time measured)."""
+    if not values:
+        return {"median": None, "max": None, "n": 0}
+    return {"median": float(np.median(values)), "max": float(np.max(values)), "n": len(values)}
 
 
 def get(url: str) -> None:
@@ -106,8 +120,7 @@ async def measure(url: str, heavy: int, seconds: float, proc) -> dict:
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     return {"ctrl_c_s": ctrl_c, "heavy_sessions": heavy, "heavy_controls": HEAVY, **light,
-            "heavy_control_change_s": {"median": float(np.median(heavy_change)), "max": float(np.max(heavy_change))},
-            "run_frame_s": {"median": float(np.median(run_frame)), "max": float(np.max(run_frame))}}
+            "heavy_control_change_s": spread(heavy_change), "run_frame_s": spread(run_frame)}
 
 
 def rss_mib(pid: int) -> dict:
@@ -181,8 +194,8 @@ def main(argv=None) -> int:
                 proc.kill()
     with tempfile.TemporaryDirectory() as folder:
         result["memory_mib"] = memory_budget(Path(folder), args.quick)
-    result["targets"] = {"light frame and control change within 1 s": result["frame_gap_s"]["max"] <= 1.0
-                         and result["control_change_s"]["max"] <= 1.0 and result["heavy_control_change_s"]["max"] <= 1.0,
+    worst = [result[k]["max"] for k in ("frame_gap_s", "control_change_s", "heavy_control_change_s")]
+    result["targets"] = {"light frame and control change within 1 s": None not in worst and max(worst) <= 1.0,
                          "Ctrl-C within 1 s": result["ctrl_c_s"] <= 1.0}
     print(json.dumps(result, indent=1))
     if args.out is not None:
