@@ -98,10 +98,14 @@ def check_term_names(terms: Any, names: Sequence[str]) -> tuple[str, ...]:
     return tuple(terms)
 
 
-#: pair interactions x snapshots of one call above which it spreads the snapshots over threads (about
-#: 10 ms of work); below, threads wait on each other more than they compute, and beside a busy
-#: neighbour far more (a p = 17 fit ran 5x slower on 2 threads next to another process)
-PARALLEL_WORK = 20_000_000
+#: pair interactions x snapshots of one call (pair_work's units) above which it spreads the snapshots
+#: over threads (about 25 ms of work on one thread); below, threads wait on each other more than they
+#: compute, and beside a busy neighbour far more (a p = 17 call of 1 ms ran 8 ms on 2 threads next to
+#: another process). Measured on 2 cores (2026-11-28): from 4.7e6 to 9e6 units, 2 threads took
+#: 0.41-0.55x one thread's time idle, and 1.68-1.86x their idle time beside a busy neighbour, never
+#: more than one thread beside it; at 2e6, 2.3x their idle time (20M until then: fits at d >= 64 ran
+#: their range search on one thread)
+PARALLEL_WORK = 5_000_000
 
 
 def _pair_kernel(law: Any, work: int, gram: bool) -> Callable:

@@ -16,7 +16,7 @@ from .data import ForceRun
 from .solve import nnls
 
 __all__ = ["search_rows", "profile_residual", "search_ranges", "design", "range_differences", "LOG_STEP",
-           "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS", "SCREEN_EVALUATIONS"]
+           "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS", "SCREEN_EVALUATIONS", "SEARCH_TOL"]
 
 #: relative step of the finite differences in log-range
 LOG_STEP = 1e-5
@@ -28,6 +28,12 @@ COARSE_SNAPSHOTS = 8
 #: for at most SCREEN_EVALUATIONS evaluations; the best goes on to convergence
 POLISH_STARTS = 3
 SCREEN_EVALUATIONS = 6
+#: the polishes' xtol, ftol and gtol. At 1e-12 a flat profile (a law that explains little, ranges at
+#: their bounds) never converged: a recorded MLP run spent the whole budget of 200 evaluations on cost
+#: changes below 1e-10 (52 s), where 1e-10 stops it after 33 (10 s). SciPy's default, 1e-8, stopped one
+#: of the interval-coverage test's 120 synthetic fits on a plateau (attraction switched off, sig_a at
+#: its lower bound); 1e-9 and 1e-10 found the true ranges there
+SEARCH_TOL = 1e-10
 
 
 def search_rows(runs: list[ForceRun], search_snapshots: int, count: int | None = None) -> list[np.ndarray]:
@@ -51,10 +57,9 @@ def profile_residual(basis: Basis, runs: list[ForceRun], rows: list[np.ndarray],
     for i, (run, r) in enumerate(zip(runs, rows)):
         if r.size == 0:
             continue
-        cols = basis.columns(theta, i, r)
-        A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.groups)))
+        A.append(term_major(basis.columns(theta, i, r)))
         b.append(run.G[r].ravel())
-    A = np.concatenate(A)
+    A = joined(A)
     b = np.concatenate(b)
     if not np.all(np.isfinite(A)):  # a range where a term overflows: a residual the search backs away from
         return np.full_like(b, 1e10 * (1.0 + float(np.sqrt(np.mean(b ** 2)))))
@@ -79,8 +84,8 @@ def search_ranges(basis: Basis, runs: list[ForceRun], ranges, log0, log_lo, log_
         values.append(float(r @ r))
     # polish the best few briefly on the search snapshots, then the best of those to convergence
     fun = lambda lt: profile_residual(basis, runs, rows, np.exp(lt), nonnegative)  # noqa: E731
-    options = dict(bounds=(log_lo, log_hi), method="trf", x_scale=1.0, diff_step=LOG_STEP, xtol=1e-12,
-                   ftol=1e-12, gtol=1e-12)
+    options = dict(bounds=(log_lo, log_hi), method="trf", x_scale=1.0, diff_step=LOG_STEP, xtol=SEARCH_TOL,
+                   ftol=SEARCH_TOL, gtol=SEARCH_TOL)
     result = None
     evaluations = 0
     order = [0] + [int(i) for i in np.argsort(values) if i != 0][:POLISH_STARTS - 1]  # the start always
@@ -109,13 +114,25 @@ def design(basis: Basis, runs: list[ForceRun], theta: np.ndarray, per_run: bool
     for i, run in enumerate(runs):
         cols = basis.columns(theta, i)
         T = cols.shape[0]
-        A.append(np.moveaxis(cols, 1, -1).reshape(-1, len(basis.groups)))
+        A.append(term_major(cols))
         b.append(run.G.ravel())
         size = run.X.shape[1] * run.X.shape[2]
         unit = np.full(T, i) if per_run else offset + np.arange(T)
         units.append(np.repeat(unit, size))
         offset += T
-    return np.concatenate(A), np.concatenate(b), np.concatenate(units)
+    return joined(A), np.concatenate(b), np.concatenate(units)
+
+
+def term_major(cols: np.ndarray) -> np.ndarray:
+    """(K, rows) unit forces from the columns (T, K, p, d): one copy, each
+    term's forces contiguous (its transpose is the design, in the column
+    order LAPACK works in)."""
+    return np.moveaxis(cols, 1, 0).reshape(cols.shape[1], -1)
+
+
+def joined(blocks: list[np.ndarray]) -> np.ndarray:
+    """The design (rows, K), Fortran-ordered, from runs' :func:`term_major` blocks."""
+    return (blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)).T
 
 
 def range_differences(basis: Basis, runs: list[ForceRun], theta: np.ndarray, A: np.ndarray, per_run: bool

@@ -49,7 +49,9 @@ __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "
            "GRAM_SCRATCH_ROWS"]
 
 #: scratch vectors of length n one block of the Gram path needs
-GRAM_SCRATCH_ROWS = 7
+GRAM_SCRATCH_ROWS = 8
+#: interleaved copies of the token accumulators (:func:`scatter_tokens`; flush_tokens sums 4)
+LANES = 4
 
 
 class GramWorkspace(NamedTuple):
@@ -68,7 +70,7 @@ class GramWorkspace(NamedTuple):
     block_energy: np.ndarray  # (n_blocks,)
     M: np.ndarray  # (p, p) the token matrix
     scratch: np.ndarray  # (n_threads, GRAM_SCRATCH_ROWS, n)
-    R: np.ndarray  # (n_threads, 3, p) row vectors over tokens
+    R: np.ndarray  # (n_threads, 3, LANES p) row vectors over tokens (scatter_tokens' lanes)
 
 
 def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int, polar: bool = True
@@ -82,22 +84,32 @@ def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int
                          np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty(n),
                          np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)), np.empty((n_blocks, n)),
                          np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks), np.empty((p, p)),
-                         np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 3, p)))  # R: zero between rows
+                         np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 3, LANES * p)))  # R: zero between rows
 
 
 @njit(cache=True, fastmath=FAST)
 def token_gram(x, g):
     """g = x x^T (p, p), a fixed-order loop (no BLAS: the same bits on any
-    number of threads)."""
+    number of threads). Each entry sums over k = 0, 1, ..., d - 1 in order;
+    the loop runs over tokens innermost (on x transposed), so it vectorises
+    across entries without reassociating any sum."""
     p = x.shape[0]
     d = x.shape[1]
+    xt = np.empty((d, p))
     for a in range(p):
+        for k in range(d):
+            xt[k, a] = x[a, k]
+    for a in range(p):
+        row = g[a]
         for c in range(a + 1):
-            s = 0.0
-            for k in range(d):
-                s += x[a, k] * x[c, k]
-            g[a, c] = s
-            g[c, a] = s
+            row[c] = 0.0
+        for k in range(d):
+            xa = x[a, k]
+            xk = xt[k]
+            for c in range(a + 1):
+                row[c] += xa * xk[c]
+        for c in range(a):
+            g[c, a] = row[c]
 
 
 @njit(cache=True)
@@ -126,22 +138,32 @@ def gram_row(u, g, first, second, lo, hi, hrow, G):
 
 @njit(cache=True, fastmath=FAST, inline="always")
 def scatter_tokens(coef, lo, hi, first, second, R):
-    """R[a_v] += coef[v] and R[b_v] += coef[v] for v in [lo, hi)."""
+    """R[a_v] += coef[v] and R[b_v] += coef[v] for v in [lo, hi), in
+    LANES interleaved copies (R has LANES p entries; v goes to copy v mod
+    LANES): consecutive pairs often share a token, and one copy would
+    chain each add on the store before it."""
     for v in range(lo, hi):
         cv = coef[v]
-        R[first[v]] += cv
-        R[second[v]] += cv
+        lane = v & np.uint64(LANES - 1)
+        R[LANES * first[v] + lane] += cv
+        R[LANES * second[v] + lane] += cv
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
 def flush_tokens(u, first, second, R, Up):
-    """Rows a_u and b_u of Up += R (twice row a for u = (a, a)); R back to 0."""
+    """Rows a_u and b_u of Up += R's lanes summed in a fixed order (twice
+    row a for u = (a, a)); R back to 0."""
     a = first[u]
     b = second[u]
-    for c in range(R.shape[0]):
-        Up[a, c] += R[c]
-        Up[b, c] += R[c]
-        R[c] = 0.0
+    for c in range(Up.shape[1]):
+        k = LANES * c
+        s = (R[k] + R[k + 1]) + (R[k + 2] + R[k + 3])
+        Up[a, c] += s
+        Up[b, c] += s
+        R[k] = 0.0
+        R[k + 1] = 0.0
+        R[k + 2] = 0.0
+        R[k + 3] = 0.0
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
@@ -174,25 +196,29 @@ def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def cosine_row(u, lo, hi, ru, rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh, t0, B):
+def cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh, t0, B):
     """Row u's cosine terms: dh[v] = lam h'(c) / (rho_u rho_v) (the
     gradient alignment's Q), the sums h'(c) c into B; returns their energy
-    (same-class partners replaced before the sum, as in :func:`distance_row`)."""
+    (same-class partners replaced before the sum, as in :func:`distance_row`).
+    ``inv_rho``: 1 / rho, so that the loops multiply."""
+    inv_ru = inv_rho[u]
     for v in range(lo, hi):
-        c = G[v] / (ru * rho[v])
+        c = G[v] * (inv_ru * inv_rho[v])
         cc[v] = c
         hv, dhv = cosine_other(c, law_c)
         w[v] = hv
         dh[v] = dhv
+        t0[v] = dhv * c
     for p in range(same_ptr[u], same_ptr[u + 1]):
-        hs, dhs = cosine_same(cc[same_idx[p]], law_c)
-        w[same_idx[p]] = hs
-        dh[same_idx[p]] = dhs
-    for v in range(lo, hi):
-        t0[v] = dh[v] * cc[v]
+        v = same_idx[p]
+        hs, dhs = cosine_same(cc[v], law_c)
+        w[v] = hs
+        dh[v] = dhs
+        t0[v] = dhs * cc[v]
     add_column(t0, lo, hi, B, u)
+    lam_ru = lam * inv_ru
     for v in range(lo, hi):
-        dh[v] = lam * dh[v] / (ru * rho[v])
+        dh[v] = lam_ru * dh[v] * inv_rho[v]
     return lane_sum(w, lo, hi)
 
 
@@ -216,6 +242,10 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
     polar = prm.polar
     e_clu = 0.0
     e_ali = 0.0
+    inv_rho = scratch[7]
+    if ali:
+        for v in range(n):
+            inv_rho[v] = 1.0 / ws.rho[v]
     for q in range(rows.shape[0]):
         u = rows[q]
         lo = np.uint64(u + 1)
@@ -229,7 +259,7 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
             for v in range(lo, hi):
                 coef[v] = 0.0
         if ali:
-            e_ali += cosine_row(u, lo, hi, ws.rho[u], ws.rho, G, same_ptr, same_idx, law_c, prm.lam, scratch[4],
+            e_ali += cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, prm.lam, scratch[4],
                                 scratch[2], dh, t0, ws.B[t])
             if polar:
                 for v in range(lo, hi):
@@ -452,15 +482,17 @@ def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
             scatter_tokens(coef, lo, hi, first, second, R1)
             flush_tokens(u, first, second, R1, Up[1])
         if which[3]:
-            lam_ru = lam / ru
+            inv_ru = inv_rho[u]
+            lam_ru = lam * inv_ru
             for v in range(lo, hi):
-                c = G[v] * (inv_rho[v] / ru)
+                c = G[v] * (inv_ru * inv_rho[v])
                 cc[v] = c
-                coef[v] = cosine_other(c, law_c)[1]
+                dhv = cosine_other(c, law_c)[1]
+                coef[v] = dhv
+                t0[v] = dhv * c
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 coef[same_idx[p]] = 0.0
-            for v in range(lo, hi):
-                t0[v] = coef[v] * cc[v]
+                t0[same_idx[p]] = 0.0
             add_column(t0, lo, hi, B[3], u)
             for v in range(lo, hi):
                 coef[v] *= lam_ru * inv_rho[v]
@@ -521,7 +553,7 @@ def gram_snapshot_term_forces(x, system, prm, which, force):
     B = np.zeros((4, n))
     T = np.zeros((4, n))
     scratch = np.empty((5, n))
-    R = np.zeros((3, p))
+    R = np.zeros((3, LANES * p))
     M = np.empty((p, p))
     token_gram(x, g)
     pair_norms(g, first, second, prm.eps, N, rho)

@@ -114,6 +114,7 @@ def test_token_and_pair_gram_equal_numpy(p, d, seed):
     g = np.empty((p, p))
     token_gram(x, g)
     assert np.allclose(g, token_gram_reference(x), rtol=1e-13, atol=1e-12)
+    assert np.array_equal(g, g.T)  # one sum per entry, mirrored
     G = pair_gram_reference(x, train.pairs)
     a, b = train.pairs[:, 0], train.pairs[:, 1]
     assert np.allclose(G, g[a][:, a] + g[a][:, b] + g[b][:, a] + g[b][:, b], rtol=1e-12, atol=1e-11)
