@@ -1,0 +1,219 @@
+"""The constant-attention network trained step by step, for a page that shows
+it while it learns (the explorer's Network tab) or a caller that steps it.
+
+:class:`LiveNetwork` is the trainer's own task (:func:`.models.make_task`)
+advanced one full-batch AdamW step at a time, so that with unchanged controls
+its states are those of ``embdyn train constant-attention`` with the same seed
+and settings. Controls (:data:`NETWORK_CONTROLS`) are checked all before any
+is applied; the learning rate and the weight decay (and where it acts) change
+the optimiser from the next step on; p, the seed, the training fraction and
+the hidden width start the run again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from particles.core.controls import Control, ControlError, check_changes, controls_spec
+
+from .configs import ConstantAttentionConfig
+from .models import make_task
+from .threads import threads_for_work, torch_threads
+
+__all__ = ["LiveNetwork", "NETWORK_CONTROLS", "DECAY_TARGETS", "network_control_spec"]
+
+#: where the weight decay acts: every parameter, the embedding only, or the classifier only
+DECAY_TARGETS = ("all", "embedding", "classifier")
+
+#: every control of a live network, with its accepted range
+NETWORK_CONTROLS: dict[str, Control] = {
+    "p": Control("int", 3, 97, restart=True, help="tokens (modular addition mod p)"),
+    "seed": Control("int", 0, 2 ** 31 - 1, restart=True, help="split and initialisation"),
+    "train_fraction": Control("float", 0.0, 1.0, strict=True, restart=True,
+                              help="share of the unordered pairs trained on"),
+    "hidden": Control("int", 1, 1024, restart=True, help="width of the hidden layer"),
+    "lr": Control("float", 0.0, 1.0, strict=True, help="AdamW learning rate"),
+    "weight_decay": Control("float", 0.0, 100.0, help="AdamW weight decay"),
+    "decay_on": Control("choice", choices=DECAY_TARGETS, help="what the weight decay acts on"),
+    "steps_per_frame": Control("int", 1, 1000, help="training steps between frames"),
+}
+
+
+def network_control_spec() -> dict[str, dict[str, Any]]:
+    """:data:`NETWORK_CONTROLS` as JSON for a page."""
+    return controls_spec(NETWORK_CONTROLS)
+
+
+def _config(values: Mapping[str, Any]) -> ConstantAttentionConfig:
+    """The trainer's configuration of ``values`` (its weight decay where ``decay_on`` puts it)."""
+    config = ConstantAttentionConfig(p=values["p"], hidden=values["hidden"], lr=values["lr"],
+                                     train_fraction=values["train_fraction"])
+    return config.replace(**_decays(values["weight_decay"], values["decay_on"]))
+
+
+def _decays(weight_decay: float, decay_on: str) -> dict[str, Any]:
+    if decay_on == "all":
+        return {"weight_decay": weight_decay, "embedding_weight_decay": None}
+    if decay_on == "embedding":
+        return {"weight_decay": 0.0, "embedding_weight_decay": weight_decay}
+    return {"weight_decay": weight_decay, "embedding_weight_decay": 0.0}
+
+
+class LiveNetwork:
+    """The constant-attention network (2-D embeddings) trained a frame at a time.
+
+    Parameters
+    ----------
+    **values
+        Initial control values (:data:`NETWORK_CONTROLS`); the others are the
+        trainer's defaults (p = 17, hidden 64, lr 0.01, weight decay 0.3 on
+        every parameter, training fraction 0.8), seed 0 and 20 steps a frame.
+
+    Thread-safe: :meth:`update`, :meth:`reset`, :meth:`advance` and
+    :meth:`frame` may be called from different threads.
+    """
+
+    def __init__(self, **values: Any):
+        base = ConstantAttentionConfig()
+        self.values: dict[str, Any] = {"p": base.p, "seed": 0, "train_fraction": base.train_fraction,
+                                       "hidden": base.hidden, "lr": base.lr, "weight_decay": base.weight_decay,
+                                       "decay_on": "all", "steps_per_frame": 20}
+        self.values.update(self.check(values))
+        self._lock = threading.Lock()
+        self.version = 0
+        self.restarts = -1
+        self.cut: dict[str, int] | None = None
+        self.error: str | None = None
+        self._restart()
+
+    # -- controls -------------------------------------------------------------------------------------
+    @staticmethod
+    def check(changes: Mapping[str, Any]) -> dict[str, Any]:
+        """``changes`` checked against :data:`NETWORK_CONTROLS`; a :class:`ControlError`
+        (a ``ValueError``) naming the first bad control and its accepted range."""
+        return check_changes(NETWORK_CONTROLS, changes)
+
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Check, then apply, ``changes`` (nothing changes when any is refused);
+        returns the control values now in force."""
+        changes = self.check(changes)
+        with self._lock:
+            values = {**self.values, **changes}
+            try:
+                _config(values)
+            except (ValueError, TypeError) as exc:
+                raise ControlError(None, f"these controls make no network: {exc}") from None
+            self.values = values
+            self.version += 1
+            if any(NETWORK_CONTROLS[name].restart for name in changes):
+                self._restart()
+            else:
+                self._set_optimiser()
+            return dict(self.values)
+
+    def _set_optimiser(self) -> None:
+        """The learning rate and weight decays of the controls on the running optimiser's groups
+        (one group over every parameter, or the embedding's and the classifier's)."""
+        decays = _decays(self.values["weight_decay"], self.values["decay_on"])
+        groups = self.task.optimizers[0].param_groups
+        if len(groups) == 1 and self.values["decay_on"] != "all":  # split the one group in two, state kept
+            self._split_groups()
+            groups = self.task.optimizers[0].param_groups
+        for group in groups:
+            group["lr"] = self.values["lr"]
+        if len(groups) == 1:
+            groups[0]["weight_decay"] = decays["weight_decay"]
+        else:
+            embedding = decays["embedding_weight_decay"]
+            groups[0]["weight_decay"] = decays["weight_decay"] if embedding is None else embedding
+            groups[1]["weight_decay"] = decays["weight_decay"]
+
+    def _split_groups(self) -> None:
+        """Replace the optimiser's one parameter group by the embedding's and the classifier's."""
+        opt = self.task.optimizers[0]
+        group = opt.param_groups[0]
+        model = self.task.model
+        classifier = [q for n, q in model.named_parameters() if n != "embedding"]
+        settings = {k: v for k, v in group.items() if k != "params"}
+        opt.param_groups = [{**settings, "params": [model.embedding]}, {**settings, "params": classifier}]
+
+    def reset(self) -> None:
+        """Back to the seed's initial network (controls unchanged)."""
+        with self._lock:
+            self._restart()
+
+    def _restart(self) -> None:
+        self.config = _config(self.values)
+        self.task = make_task(self.config, self.values["seed"])
+        self._threads = threads_for_work(self.task.step_work())
+        self.step = 0
+        self.last: dict[str, float] = {}
+        self.error = None
+        self.restarts += 1
+
+    # -- training -------------------------------------------------------------------------------------
+    def advance(self, steps: int | None = None, *, budget: float | None = None,
+                stop: Callable[[], bool] | None = None) -> int:
+        """``steps`` training steps (default the control ``steps_per_frame``);
+        returns the steps taken. With ``budget`` (seconds) the frame ends
+        after the step that passes it, with ``stop`` when it returns True:
+        fewer steps than asked, said in ``cut``. A non-finite loss stops the
+        run where it is and says so in ``error``."""
+        n = int(self.values["steps_per_frame"] if steps is None else steps)
+        began, done = time.perf_counter(), 0
+        self.cut = None
+        while done < n:
+            with self._lock, torch_threads(self._threads):
+                values = self.task.step()
+                if not np.isfinite(values["train_loss"]):
+                    self.error = (f"the training loss became {values['train_loss']} at step {self.step}; "
+                                  "change a control or reset")
+                    return done
+                self.task.apply_update()
+                self.step += 1
+                self.last = values
+            done += 1
+            if done < n and ((budget is not None and time.perf_counter() - began >= budget)
+                             or (stop is not None and stop())):
+                self.cut = {"done": done, "asked": n}
+                break
+        return done
+
+    def embedding(self) -> np.ndarray:
+        """The token embedding now, (p, 2)."""
+        with self._lock:
+            return self.task.embedding()
+
+    def meta(self) -> dict[str, Any]:
+        """What a page needs once per run: tokens, training pairs and their classes, controls."""
+        with self._lock:
+            train = self.task.train_set
+            return {"kind": "network", "p": int(self.values["p"]), "d": 2, "pairs": train.pairs.tolist(),
+                    "labels": train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
+
+    def frame(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The network now: header (step, train and validation loss and
+        accuracy, structure class and circularity of the embedding on the
+        training pairs, control version) and arrays: token positions (p, 2),
+        pair sums (n, 2) and minus the loss gradient on the embedding at the
+        last step (p, 2; zeros before the first step)."""
+        from particles.metrics import structure_metrics
+
+        with self._lock, torch_threads(self._threads):
+            E = self.task.embedding()
+            train = self.task.train_set
+            val = self.task.evaluate()
+            metrics = structure_metrics(E, train)
+            header = {"kind": "network", "step": self.step, "train_loss": self.last.get("train_loss"),
+                      "train_acc": self.last.get("train_acc"), "val_loss": val["val_loss"],
+                      "val_acc": val["val_acc"], "structure": metrics["structure"],
+                      "circularity": metrics["circularity"], "frequency": metrics["frequency"],
+                      "version": self.version, "restarts": self.restarts, "error": self.error, "cut": self.cut,
+                      "p": int(E.shape[0]), "d": int(E.shape[1])}
+            sums = E[train.pairs[:, 0]] + E[train.pairs[:, 1]]
+            force = -self.task.embedding_gradient()
+            return header, {"positions": E, "pair_sums": sums, "force": force}

@@ -1,0 +1,89 @@
+"""The live network of the explorer's Network tab (fitting.training.live): the
+trainer's trajectory, control changes, reset, refusals. Skipped without torch;
+CI's torch step runs it with EMBDYN_REQUIRE_TORCH=1."""
+
+import os
+
+import numpy as np
+import pytest
+
+from particles.core.controls import ControlError
+
+if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the extra: never skip
+    import torch
+else:
+    torch = pytest.importorskip("torch")
+from fitting.training import ConstantAttentionConfig, train  # noqa: E402
+from fitting.training.live import NETWORK_CONTROLS, LiveNetwork, network_control_spec  # noqa: E402
+
+
+@pytest.mark.parametrize("decay_on, wd", [("all", 0.3), ("embedding", 1.0)])
+def test_it_follows_the_trainer_step_for_step(decay_on, wd):
+    steps = 120
+    live = LiveNetwork(p=11, seed=4, hidden=16, lr=0.02, weight_decay=wd, decay_on=decay_on, train_fraction=0.7)
+    assert live.advance(steps) == steps
+    extra = {} if decay_on == "all" else {"weight_decay": 0.0, "embedding_weight_decay": wd}
+    cfg = ConstantAttentionConfig(p=11, hidden=16, lr=0.02, train_fraction=0.7, steps=steps,
+                                  **({"weight_decay": wd} | extra))
+    traj = train(cfg, seed=4)
+    np.testing.assert_allclose(live.embedding(), traj.embeddings[-1], rtol=1e-6, atol=1e-7)
+    header, arrays = live.frame()
+    assert header["step"] == steps
+    # the last step's training loss and accuracy (taken before its update, as the trainer records them)
+    assert header["train_acc"] == pytest.approx(float(traj.scalars["train_acc"][-1]), abs=1e-9)
+    assert header["train_loss"] == pytest.approx(float(traj.scalars["train_loss"][-1]), rel=1e-6)
+    assert arrays["positions"].shape == (11, 2)
+    assert arrays["pair_sums"].shape == (len(traj.train), 2)
+    assert np.any(arrays["force"] != 0)
+
+
+def test_a_control_change_acts_from_the_next_step_and_reset_goes_back():
+    live = LiveNetwork(p=7, seed=1, hidden=8)
+    start = live.embedding()
+    live.advance(5)
+    same = LiveNetwork(p=7, seed=1, hidden=8)
+    same.advance(5)
+    np.testing.assert_array_equal(live.embedding(), same.embedding())
+    live.update({"lr": 0.05, "weight_decay": 2.0, "decay_on": "embedding"})
+    same.advance(5)
+    live.advance(5)
+    assert not np.allclose(live.embedding(), same.embedding())
+    groups = live.task.optimizers[0].param_groups
+    assert [g["weight_decay"] for g in groups] == [2.0, 0.0] and all(g["lr"] == 0.05 for g in groups)
+    live.update({"decay_on": "classifier"})
+    assert [g["weight_decay"] for g in live.task.optimizers[0].param_groups] == [0.0, 2.0]
+    assert live.version == 2
+    live.reset()
+    assert live.step == 0
+    # the controls stay; the state is the seed's initial one
+    np.testing.assert_array_equal(live.embedding(), start)
+    live.update({"p": 9})  # a restart control: a new run
+    assert live.embedding().shape == (9, 2) and live.restarts == 2
+
+
+def test_refused_controls_name_themselves_and_change_nothing():
+    live = LiveNetwork(p=7, hidden=8)
+    before = dict(live.values)
+    for changes, name in [({"lr": 0.0}, "lr"), ({"p": 2}, "p"), ({"decay_on": "bias"}, "decay_on"),
+                          ({"weight_decay": -1}, "weight_decay"), ({"speed": 3}, "speed"),
+                          ({"lr": 0.1, "hidden": 0}, "hidden")]:
+        with pytest.raises(ControlError, match=name) as info:
+            live.update(changes)
+        assert info.value.parameter == name
+    assert live.values == before and live.version == 0
+    with pytest.raises(ControlError, match="hidden"):
+        LiveNetwork(hidden=2048)
+
+
+def test_a_budget_cuts_a_frame_and_says_so():
+    live = LiveNetwork(p=7, hidden=8)
+    done = live.advance(10_000, budget=0.0)
+    assert done == 1 and live.cut == {"done": 1, "asked": 10_000}
+    assert live.advance(3) == 3 and live.cut is None
+
+
+def test_the_spec_lists_every_control_with_its_range():
+    spec = network_control_spec()
+    assert set(spec) == set(NETWORK_CONTROLS)
+    assert spec["decay_on"]["choices"] == ["all", "embedding", "classifier"]
+    assert spec["lr"]["accepted"] == "a number in (0, 1]"
