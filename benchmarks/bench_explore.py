@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
 import os
 import subprocess
@@ -54,14 +55,16 @@ def post(url, body):
     return json.loads(urllib.request.urlopen(req, timeout=60).read())
 
 
-async def live_rate(url, p, seconds, steps_per_frame=20, changes=0):
+async def live_rate(url, p, seconds, steps_per_frame=20, changes=0, kind="particles"):
     """Frames a second a page-like client receives; with ``changes``, how many frames still
-    carry the old control values after a change was accepted."""
+    carry the old control values after a change was accepted. ``kind="network"``: the Network
+    tab's session (the constant-attention network training), the change a weight decay."""
     import websockets
 
     from fitting.explore.frames import decode_frame
 
-    async with websockets.connect(url.replace("http", "ws") + "api/live", max_size=None) as ws:
+    query = "" if kind == "particles" else f"?kind={kind}"
+    async with websockets.connect(url.replace("http", "ws") + "api/live" + query, max_size=None) as ws:
         sid = json.loads(await ws.recv())["session"]
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, post, f"{url}api/live/{sid}/controls",
@@ -87,13 +90,14 @@ async def live_rate(url, p, seconds, steps_per_frame=20, changes=0):
             first_step = header["step"] if first_step is None else first_step
             n += 1
         elapsed = time.perf_counter() - start
-        out = {"p": p, "steps_per_frame": steps_per_frame, "frames_per_s": n / elapsed,
+        out = {"kind": kind, "p": p, "steps_per_frame": steps_per_frame, "frames_per_s": n / elapsed,
                "steps_per_s": (header["step"] - first_step) / elapsed}
         stale = []
         for i in range(changes):
             # the change is sent while frames flow; count frames that arrive after it was accepted and
             # still carry the old version
-            task = loop.run_in_executor(None, post, f"{url}api/live/{sid}/controls", {"lam": 1.0 + 0.01 * i})
+            change = {"lam": 1.0 + 0.01 * i} if kind == "particles" else {"weight_decay": 0.3 + 0.01 * i}
+            task = loop.run_in_executor(None, post, f"{url}api/live/{sid}/controls", change)
             while not task.done():
                 await frame()
             version = (await task)["version"]
@@ -230,6 +234,9 @@ def main(argv=None):
                 case = {"busy_neighbour": busy, "server_start_s": start_s}
                 case["live"] = [asyncio.run(live_rate(url, p, seconds, changes=0 if args.quick else 20))
                                 for p in (17, 59)]
+                if importlib.util.find_spec("torch") is not None:  # the Network tab trains with torch
+                    case["network"] = [asyncio.run(live_rate(url, 17, seconds, steps_per_frame=spf, kind="network",
+                                                             changes=0 if args.quick else 20)) for spf in (10, 20)]
                 case["run_tab"] = run_tab(url, 0, 20 if args.quick else 200, rng)
                 case["open_by_upload"] = upload_open(url, path)
                 if args.browser:
@@ -241,6 +248,11 @@ def main(argv=None):
         live = ", ".join(f"p = {r['p']}: {r['frames_per_s']:.1f} frames/s"
                          + (f" (old frames after a change: max {r['old_frames_after_change']['max']})"
                             if "old_frames_after_change" in r else "") for r in case["live"])
+        if "network" in case:
+            live += "; network p = 17: " + ", ".join(
+                f"{r['frames_per_s']:.1f} frames/s at {r['steps_per_frame']} steps a frame"
+                + (f" (old frames after a change: max {r['old_frames_after_change']['max']})"
+                   if "old_frames_after_change" in r else "") for r in case["network"])
         rt = case["run_tab"]
         print(f"{'busy neighbour' if busy else 'idle'}: live {live}; run tab first paint {rt['first_paint_s']:.2f} s "
               f"(upload + paint {case['open_by_upload']['upload_and_first_paint_s']:.2f} s), scrub median "

@@ -69,6 +69,9 @@ class LiveSimulation:
     Thread-safe: :meth:`update` and :meth:`advance` may be called from different threads.
     """
 
+    #: the controls a page may send (a restart control starts the run again)
+    controls = CONTROLS
+
     def __init__(self, **values: Any):
         self._lock = threading.Lock()
         self._waiting = 0  # calls waiting for the lock that go before a frame's next chunk

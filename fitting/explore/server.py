@@ -49,10 +49,12 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from particles.core.io import json_loads_bounded
 from particles.trajectory import TrajectoryFormatError
 
+from particles.core.controls import controls_spec
 from particles.core.io import json_safe
 
 from .frames import encode_frame
 from .live import LiveSimulation, control_spec
+from .network import live_network_class
 from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
 
@@ -136,11 +138,14 @@ class FramePool:
 
 
 class LiveSession:
-    """One page's live run: the simulation, whether it plays, and the frames in flight."""
+    """One page's live run: the particle simulation (``kind="particles"``, the
+    Live tab) or the network in training (``"network"``, the Network tab),
+    whether it plays, and the frames in flight."""
 
-    def __init__(self, sid: str):
+    def __init__(self, sid: str, kind: str = "particles"):
         self.sid = sid
-        self.sim = LiveSimulation()
+        self.kind = kind
+        self.sim = LiveSimulation() if kind == "particles" else live_network_class()()
         self.playing = False
         self.pending_steps = 0
         self.credits = FRAMES_IN_FLIGHT
@@ -188,6 +193,14 @@ class Explorer:
                              "description": config.description}
         return _json({"controls": control_spec(), "presets": presets})
 
+    async def network_controls(self, request: Request) -> Response:
+        """The Network tab's controls, or why there are none (torch missing: how to install it)."""
+        try:
+            cls = await asyncio.to_thread(live_network_class)
+        except RuntimeError as exc:
+            return _json({"available": False, "error": str(exc)})
+        return _json({"available": True, "controls": controls_spec(cls.controls)})
+
     # -- live --------------------------------------------------------------------------------------
     def _session(self, request: Request) -> LiveSession:
         sid = request.path_params["sid"]
@@ -200,7 +213,7 @@ class Explorer:
         try:
             changes = await _body_json(request)
             checked = session.sim.check(changes)
-            restart = any(k in ("preset", "p", "d", "seed") for k in checked)
+            restart = any(session.sim.controls[k].restart for k in checked)
             values = await asyncio.to_thread(session.sim.update, checked)
         except (ValueError, TypeError) as exc:
             return _error(exc, 422, getattr(exc, "parameter", None))
@@ -239,8 +252,16 @@ class Explorer:
                                                     "another explorer page")
             return
         await websocket.accept()
+        kind = websocket.query_params.get("kind", "particles")
         sid = secrets.token_urlsafe(12)
-        session = LiveSession(sid)
+        try:
+            if kind not in ("particles", "network"):
+                raise ValueError(f"kind must be particles or network, got {kind!r}")
+            session = await asyncio.to_thread(LiveSession, sid, kind)  # a network's first build imports torch
+        except (RuntimeError, ValueError) as exc:  # torch missing (said how to install it), or a bad kind
+            await websocket.send_text(json.dumps({"type": "error", "error": str(exc)}))
+            await websocket.close(code=1011 if isinstance(exc, RuntimeError) else 1008, reason=str(exc)[:120])
+            return
         self.sessions[sid] = session
         try:
             await websocket.send_text(json.dumps(json_safe({"type": "hello", "session": sid,
@@ -409,6 +430,7 @@ class Explorer:
         return [
             Route("/", self.index),
             Route("/api/controls", self.controls),
+            Route("/api/network/controls", self.network_controls),
             WebSocketRoute("/api/live", self.live_socket),
             Route("/api/live/{sid}/controls", self.live_controls, methods=["POST"]),
             Route("/api/live/{sid}/action", self.live_action, methods=["POST"]),

@@ -77,6 +77,9 @@ class LiveNetwork:
     :meth:`frame` may be called from different threads.
     """
 
+    #: the controls a page may send (a restart control starts the run again)
+    controls = NETWORK_CONTROLS
+
     def __init__(self, **values: Any):
         base = ConstantAttentionConfig()
         self.values: dict[str, Any] = {"p": base.p, "seed": 0, "train_fraction": base.train_fraction,
@@ -156,18 +159,27 @@ class LiveNetwork:
         self.restarts += 1
 
     # -- training -------------------------------------------------------------------------------------
+    @property
+    def staged_version(self) -> int:
+        """The control changes made (all in force at once: a step is short)."""
+        return self.version
+
     def advance(self, steps: int | None = None, *, budget: float | None = None,
-                stop: Callable[[], bool] | None = None) -> int:
+                stop: Callable[[], bool] | None = None, parallel: bool | None = None) -> int:
         """``steps`` training steps (default the control ``steps_per_frame``);
         returns the steps taken. With ``budget`` (seconds) the frame ends
         after the step that passes it, with ``stop`` when it returns True:
         fewer steps than asked, said in ``cut``. A non-finite loss stops the
-        run where it is and says so in ``error``."""
+        run where it is and says so in ``error``. ``parallel=False``: torch on
+        one thread (several pages training at once share the cores); else its
+        threads sized to the step's work. The states are the same either way
+        to float rounding."""
         n = int(self.values["steps_per_frame"] if steps is None else steps)
+        threads = 1 if parallel is False else self._threads
         began, done = time.perf_counter(), 0
         self.cut = None
         while done < n:
-            with self._lock, torch_threads(self._threads):
+            with self._lock, torch_threads(threads):
                 values = self.task.step()
                 if not np.isfinite(values["train_loss"]):
                     self.error = (f"the training loss became {values['train_loss']} at step {self.step}; "

@@ -29,6 +29,7 @@ function showTab(name) {
   for (const button of document.querySelectorAll("nav button.tab")) button.classList.toggle("active", button.dataset.tab === name);
   document.body.dataset.tab = name;
   if (name === "run" && state.run === null && $("run-select").options.length) safeOpenRun(Number($("run-select").value));
+  if (name === "network" && typeof openNetworkTab === "function") openNetworkTab();  // network.js
 }
 
 // ---- live -------------------------------------------------------------------------------------------
@@ -82,20 +83,27 @@ function showValues(values, force) {
   for (const id of ["slider-bias_scale", "ctl-bias_scale"]) { const el = $(id); if (el) el.disabled = !classifier; }
 }
 
-// one request at a time; the newest change waits for the one in flight
-const pending = { busy: false, changes: {} };
-function sendControl(name, value) { pending.changes[name] = value; flushControls(); }
-async function flushControls() {
-  if (pending.busy || !state.session || Object.keys(pending.changes).length === 0) return;
-  const changes = pending.changes; pending.changes = {}; pending.busy = true;
-  try {
-    const body = await (await postJSON(`/api/live/${state.session}/controls`, changes)).json();
-    clearError(); showValues(body.values);
-    if (body.meta) resetLive(body.meta);
-  } catch (e) {
-    showValues(state.values, true);  // the server kept its last good values
-  } finally { pending.busy = false; flushControls(); }
+// one request at a time; the newest change waits for the one in flight. A sender per tab: ``session()``
+// its live session, ``shown(values, force)`` puts values in its boxes, ``restarted(meta)`` a new run.
+function controlSender(session, shown, restarted) {
+  const pending = { busy: false, changes: {} };
+  async function flush() {
+    if (pending.busy || !session() || Object.keys(pending.changes).length === 0) return;
+    const changes = pending.changes; pending.changes = {}; pending.busy = true;
+    try {
+      const body = await (await postJSON(`/api/live/${session()}/controls`, changes)).json();
+      clearError(); shown(body.values);
+      if (body.meta) restarted(body.meta);
+    } catch (e) {
+      shown(null, true);  // the server kept its last good values
+    } finally { pending.busy = false; flush(); }
+  }
+  return { pending, flush, send(name, value) { pending.changes[name] = value; flush(); } };
 }
+const liveSender = controlSender(() => state.session, (values, force) => showValues(values || state.values, force),
+                                 meta => resetLive(meta));
+const pending = liveSender.pending;
+const sendControl = liveSender.send, flushControls = liveSender.flush;
 
 async function action(name) {
   if (!state.session) return;

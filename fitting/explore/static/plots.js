@@ -187,6 +187,20 @@ class EmbeddingView {
       ctx.globalAlpha = 1;
     }
     const p = tokens.length / 2;
+    if (opts.arrows) {  // a vector per token, the longest drawn at an eighth of the view
+      let longest = 0;
+      for (let i = 0; i < p; i++) longest = Math.max(longest, Math.hypot(opts.arrows[2 * i], opts.arrows[2 * i + 1]));
+      const scale = longest > 0 ? (x1 - x0) / 8 / longest : 0;
+      ctx.strokeStyle = "#1a202c"; ctx.lineWidth = 1.3;
+      for (let i = 0; i < p; i++) {
+        const ax = sx(tokens[2 * i]), ay = sy(tokens[2 * i + 1]);
+        const bx = sx(tokens[2 * i] + scale * opts.arrows[2 * i]), by = sy(tokens[2 * i + 1] + scale * opts.arrows[2 * i + 1]);
+        const t = Math.atan2(by - ay, bx - ax);
+        ctx.beginPath(); ctx.moveTo(ax, ay); ctx.lineTo(bx, by);
+        ctx.lineTo(bx - 6 * Math.cos(t - 0.4), by - 6 * Math.sin(t - 0.4)); ctx.moveTo(bx, by);
+        ctx.lineTo(bx - 6 * Math.cos(t + 0.4), by - 6 * Math.sin(t + 0.4)); ctx.stroke();
+      }
+    }
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "bottom";
     for (let i = 0; i < p; i++) {
       const px = sx(tokens[2 * i]), py = sy(tokens[2 * i + 1]);

@@ -214,3 +214,38 @@ def test_explorer_in_chromium(files, server, browser, shots):
     logs = severe(d)
     assert all("422" in e["message"] for e in logs), logs  # only the two refused requests
 
+
+
+def test_network_tab_in_chromium(server, browser, shots):
+    """The Network tab (issue 52, first step): the network trains on the server, frames arrive, the accuracy
+    rises, a weight-decay change reaches the run, and the console stays clean."""
+    if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # CI's browser step: never skip
+        import torch  # noqa: F401
+    else:
+        pytest.importorskip("torch")
+    from selenium.webdriver.common.keys import Keys
+
+    d = browser
+    d.get(server)
+    wait_for(lambda: d.find_element("tag name", "body").get_attribute("data-ready") == "1", "the page to load")
+    d.find_element("id", "tab-button-network").click()
+    wait_for(lambda: d.find_element("tag name", "body").get_attribute("data-network-session"), "the network session")
+    d.find_element("id", "net-play").click()
+    wait_for(lambda: int(text(d, "net-step-count") or 0) > 0, "a first training frame")
+    first_acc = float(text(d, "net-train-acc"))
+    frames0 = int(d.execute_script("return net.frames"))
+    time.sleep(2.0)
+    frames1 = int(d.execute_script("return net.frames"))
+    assert frames1 - frames0 >= 5, f"only {frames1 - frames0} frames in two seconds"  # rates: the benchmark
+    wait_for(lambda: float(text(d, "net-train-acc")) > max(first_acc, 0.5), "the training accuracy to rise", 60)
+    version = int(d.find_element("id", "net-step-count").get_attribute("data-version"))
+    box = d.find_element("id", "net-weight_decay")
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys("1", Keys.ENTER)
+    wait_for(lambda: int(d.find_element("id", "net-step-count").get_attribute("data-version")) > version,
+             "a frame under the new weight decay")
+    d.find_element("id", "net-show-pairs").click()
+    time.sleep(1.0)
+    assert not severe(d), severe(d)
+    d.save_screenshot(str(shots / "explore_network.png"))
+    d.find_element("id", "net-pause").click()

@@ -1,0 +1,115 @@
+// The Network tab: the constant-attention network trained on the server (fitting/training/live.py), its
+// frames over the Live tab's WebSocket protocol (/api/live?kind=network). Uses app.js's $, api, postJSON,
+// showError, clearError, controlSender and plots.js's decodeFrame, EmbeddingView, lineChart.
+"use strict";
+
+const net = { opened: false, session: null, meta: null, values: {}, controls: {}, frames: 0, frameTimes: [],
+              series: { x: [], ta: [], va: [], tl: [], vl: [] }, lastRestarts: -1, view: null };
+
+async function openNetworkTab() {
+  if (net.opened) return;
+  net.opened = true;
+  const body = await (await api("/api/network/controls")).json().catch(() => null);
+  if (!body || !body.available) {
+    $("network-status").textContent = body ? body.error : "the Network tab could not ask the server for its controls";
+    for (const el of document.querySelectorAll("#network-controls input, #network-controls select, #network-controls button")) el.disabled = true;
+    document.body.dataset.network = "unavailable";
+    return;
+  }
+  net.controls = body.controls;
+  buildNetworkControls();
+  connectNetwork();
+}
+
+function buildNetworkControls() {
+  const select = $("net-decay_on");
+  for (const choice of net.controls.decay_on.choices) { const o = document.createElement("option"); o.textContent = choice; select.appendChild(o); }
+  for (const input of document.querySelectorAll("#network-controls [data-net-control]")) {
+    const name = input.dataset.netControl, spec = net.controls[name];
+    input.title = `${spec.help}: ${spec.accepted}`;
+    if (input.tagName === "SELECT") input.addEventListener("change", () => sendNetworkControl(name, input.value));
+    else input.addEventListener("change", () => {
+      const text = input.value.trim();
+      if (text === "") { input.value = net.values[name]; return; }
+      sendNetworkControl(name, isFinite(Number(text)) ? Number(text) : text);
+    });
+  }
+  for (const name of ["play", "pause", "step", "reset"]) $("net-" + name).addEventListener("click", () => networkAction(name));
+}
+
+function showNetworkValues(values, force) {
+  net.values = values;
+  for (const [name, value] of Object.entries(values)) {
+    const box = $("net-" + name); if (box && (force || document.activeElement !== box)) box.value = value;
+  }
+}
+
+const networkSender = controlSender(() => net.session, (values, force) => showNetworkValues(values || net.values, force),
+                                    meta => resetNetwork(meta));
+const sendNetworkControl = networkSender.send;
+
+async function networkAction(name) {
+  if (!net.session) return;
+  try { await postJSON(`/api/live/${net.session}/action`, { action: name }); clearError(); } catch (e) { /* shown */ }
+  if (name === "reset") resetNetworkSeries();
+}
+
+function resetNetworkSeries() { net.series = { x: [], ta: [], va: [], tl: [], vl: [] }; }
+function resetNetwork(meta) { net.meta = meta; net.view = null; resetNetworkSeries(); }
+const fixed = (v, digits) => (v === null || v === undefined ? "–" : v.toFixed(digits));
+
+function onNetworkFrame(frame) {
+  const h = frame.header;
+  if (h.restarts !== net.lastRestarts) { net.lastRestarts = h.restarts; resetNetworkSeries(); net.view = null; }
+  net.frames += 1;
+  const now = performance.now(); net.frameTimes.push(now);
+  while (net.frameTimes.length && net.frameTimes[0] < now - 1000) net.frameTimes.shift();
+  const counter = $("net-step-count"); counter.textContent = h.step; counter.dataset.version = h.version;
+  $("net-train-acc").textContent = fixed(h.train_acc, 3);
+  $("net-val-acc").textContent = fixed(h.val_acc, 3);
+  $("net-train-loss").textContent = fixed(h.train_loss, 4);
+  $("net-val-loss").textContent = fixed(h.val_loss, 4);
+  $("net-structure").textContent = h.structure;
+  $("net-circularity").textContent = h.circularity === null ? "–" : `${h.circularity.toFixed(3)} (k = ${h.frequency})`;
+  $("net-fps").textContent = net.frameTimes.length;
+  $("net-cut").textContent = h.cut ? `${h.cut.done} of ${h.cut.asked} (cut at the frame's time budget)` : "as set";
+  if (h.error) showError(h.error);
+  const s = net.series;
+  if (h.train_acc !== null && (!s.x.length || s.x[s.x.length - 1] !== h.step)) {
+    s.x.push(h.step); s.ta.push(h.train_acc); s.va.push(h.val_acc); s.tl.push(h.train_loss); s.vl.push(h.val_loss);
+    if (s.x.length > 3000) { for (const arr of Object.values(s)) arr.splice(0, arr.length - 2000); }
+  }
+  if (!net.view) net.view = new EmbeddingView($("network-canvas"), ["embedding 1", "embedding 2"]);
+  net.view.draw(frame.arrays.positions.data, { labels: true, p: h.p,
+    pairs: $("net-show-pairs").checked && net.meta ? frame.arrays.pair_sums.data : null,
+    pairLabels: net.meta ? net.meta.labels : null,
+    arrows: $("net-show-force").checked ? frame.arrays.force.data : null,
+    title: `${h.structure} · step ${h.step}` });
+  lineChart($("net-accuracy-plot"), [{ x: s.x, y: s.ta, color: "#2b6cb0" }, { x: s.x, y: s.va, color: "#c05621" }],
+    { xlabel: "training step", ylabel: "accuracy", ylim: [0, 1.02], title: "accuracy",
+      legend: [{ label: "train", color: "#2b6cb0" }, { label: "validation", color: "#c05621" }] });
+  lineChart($("net-loss-plot"), [{ x: s.x, y: s.tl, color: "#2b6cb0" }, { x: s.x, y: s.vl, color: "#c05621" }],
+    { xlabel: "training step", ylabel: "cross-entropy", title: "loss",
+      legend: [{ label: "train", color: "#2b6cb0" }, { label: "validation", color: "#c05621" }] });
+}
+
+function connectNetwork() {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live?kind=network`);
+  ws.binaryType = "arraybuffer";
+  ws.onclose = ev => {
+    net.session = null;
+    $("network-status").textContent = ev.reason ? `closed by the server: ${ev.reason}` : "disconnected: reload the page";
+  };
+  ws.onmessage = ev => {
+    if (typeof ev.data === "string") {
+      const msg = JSON.parse(ev.data);
+      if (msg.type === "hello") {
+        net.session = msg.session; resetNetwork(msg.meta); showNetworkValues(msg.meta.values);
+        document.body.dataset.networkSession = msg.session;
+        $("network-status").textContent = "connected";
+      } else if (msg.type === "error") { showError(msg.error); $("network-status").textContent = msg.error; }
+      return;
+    }
+    try { onNetworkFrame(decodeFrame(ev.data)); } finally { ws.send(JSON.stringify({ type: "ack" })); }
+  };
+}

@@ -1,0 +1,82 @@
+"""The Network tab's endpoints, in-process: a network session over the Live
+tab's WebSocket protocol (frames, controls, actions, refusals), and the page's
+answer without torch."""
+
+import os
+
+import numpy as np
+import pytest
+from starlette.testclient import TestClient
+
+from fitting.explore import make_app
+from fitting.explore import server as server_module
+
+from .test_server import frames
+
+WS = "ws://127.0.0.1:8050/api/live?kind=network"
+
+
+@pytest.fixture(scope="module")
+def client():
+    with TestClient(make_app([], []), base_url="http://127.0.0.1:8050") as c:
+        yield c
+
+
+def test_without_torch_the_tab_says_how_to_install_it(client, monkeypatch):
+    def missing(name="constant-attention"):
+        raise RuntimeError("the Network tab trains the network with torch, which is not installed: "
+                           "pip install 'embedding-dynamics[torch]'")
+
+    monkeypatch.setattr(server_module, "live_network_class", missing)
+    body = client.get("/api/network/controls").json()
+    assert body["available"] is False and "embedding-dynamics[torch]" in body["error"]
+    with client.websocket_connect(WS) as ws:
+        msg = ws.receive_json()
+        assert msg["type"] == "error" and "pip install" in msg["error"]
+    # the particle tab still works
+    with client.websocket_connect("ws://127.0.0.1:8050/api/live") as ws:
+        assert ws.receive_json()["type"] == "hello"
+
+
+def test_a_bad_kind_is_refused_by_name(client):
+    with client.websocket_connect("ws://127.0.0.1:8050/api/live?kind=rocket") as ws:
+        msg = ws.receive_json()
+        assert msg["type"] == "error" and "kind" in msg["error"] and "rocket" in msg["error"]
+
+
+def test_network_session_trains_and_takes_controls(client):
+    if os.environ.get("EMBDYN_REQUIRE_TORCH"):
+        import torch  # noqa: F401
+    else:
+        pytest.importorskip("torch")
+    spec = client.get("/api/network/controls").json()
+    assert spec["available"] and spec["controls"]["decay_on"]["choices"] == ["all", "embedding", "classifier"]
+    with client.websocket_connect(WS) as ws:
+        hello = ws.receive_json()
+        sid = hello["session"]
+        assert hello["type"] == "hello" and hello["meta"]["kind"] == "network" and hello["meta"]["p"] == 17
+        (header, arrays), = frames(ws, 1)
+        assert header["step"] == 0 and arrays["positions"].shape == (17, 2)
+        assert np.all(arrays["force"] == 0)  # no step yet: no gradient
+        assert client.post(f"/api/live/{sid}/action", json={"action": "play"}).status_code == 200
+        got = frames(ws, 6)
+        steps = [h["step"] for h, _ in got]
+        assert steps == sorted(steps) and steps[-1] >= 60
+        assert all(0.0 <= h["train_acc"] <= 1.0 and h["structure"] for h, _ in got[1:])
+        r = client.post(f"/api/live/{sid}/controls", json={"weight_decay": 1.0, "decay_on": "embedding",
+                                                           "steps_per_frame": 5})
+        assert r.status_code == 200 and not r.json()["restart"] and r.json()["values"]["decay_on"] == "embedding"
+        version = r.json()["version"]
+        later = frames(ws, 4)
+        assert later[-1][0]["version"] == version and later[-1][0]["step"] - later[-2][0]["step"] == 5
+        for body, name in [({"lr": 0}, "lr"), ({"decay_on": "bias"}, "decay_on"), ({"p": 2}, "p"), ({"wd": 1}, "wd")]:
+            bad = client.post(f"/api/live/{sid}/controls", json=body)
+            assert bad.status_code == 422 and bad.json()["parameter"] == name, bad.json()
+        client.post(f"/api/live/{sid}/action", json={"action": "pause"})
+        r = client.post(f"/api/live/{sid}/controls", json={"p": 11})
+        assert r.json()["restart"] and r.json()["meta"]["p"] == 11
+        for _ in range(4):
+            (header, arrays), = frames(ws, 1)
+            if header["p"] == 11:
+                break
+        assert header["p"] == 11 and header["step"] == 0
