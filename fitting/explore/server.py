@@ -197,7 +197,7 @@ class Explorer:
         """The Network tab's controls, or why there are none (torch missing: how to install it)."""
         try:
             cls = await asyncio.to_thread(live_network_class)
-        except RuntimeError as exc:
+        except (RuntimeError, ValueError) as exc:  # torch missing, or no network registered (not installed)
             return _json({"available": False, "error": str(exc)})
         return _json({"available": True, "controls": controls_spec(cls.controls)})
 
@@ -259,8 +259,13 @@ class Explorer:
                 raise ValueError(f"kind must be particles or network, got {kind!r}")
             session = await asyncio.to_thread(LiveSession, sid, kind)  # a network's first build imports torch
         except (RuntimeError, ValueError) as exc:  # torch missing (said how to install it), or a bad kind
-            await websocket.send_text(json.dumps({"type": "error", "error": str(exc)}))
-            await websocket.close(code=1011 if isinstance(exc, RuntimeError) else 1008, reason=str(exc)[:120])
+            try:
+                await websocket.send_text(json.dumps({"type": "error", "error": str(exc)}))
+                # a close reason holds at most 123 bytes
+                await websocket.close(code=1011 if isinstance(exc, RuntimeError) else 1008,
+                                      reason=str(exc).encode()[:120].decode(errors="ignore"))
+            except (WebSocketDisconnect, RuntimeError, ConnectionError):
+                pass  # the page has gone already
             return
         self.sessions[sid] = session
         try:

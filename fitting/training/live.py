@@ -24,7 +24,10 @@ from .configs import ConstantAttentionConfig
 from .models import make_task
 from .threads import threads_for_work, torch_threads
 
-__all__ = ["LiveNetwork", "NETWORK_CONTROLS", "DECAY_TARGETS", "network_control_spec"]
+__all__ = ["LiveNetwork", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "network_control_spec"]
+
+#: an embedding entry beyond this stops the run (the structure metrics refuse such values)
+MAX_EMBEDDING = 1e12
 
 #: where the weight decay acts: every parameter, the embedding only, or the classifier only
 DECAY_TARGETS = ("all", "embedding", "classifier")
@@ -33,7 +36,7 @@ DECAY_TARGETS = ("all", "embedding", "classifier")
 NETWORK_CONTROLS: dict[str, Control] = {
     "p": Control("int", 3, 97, restart=True, help="tokens (modular addition mod p)"),
     "seed": Control("int", 0, 2 ** 31 - 1, restart=True, help="split and initialisation"),
-    "train_fraction": Control("float", 0.0, 1.0, strict=True, restart=True,
+    "train_fraction": Control("float", 0.0, 1.0, strict=True, strict_high=True, restart=True,
                               help="share of the unordered pairs trained on"),
     "hidden": Control("int", 1, 1024, restart=True, help="width of the hidden layer"),
     "lr": Control("float", 0.0, 1.0, strict=True, help="AdamW learning rate"),
@@ -91,7 +94,7 @@ class LiveNetwork:
         self.restarts = -1
         self.cut: dict[str, int] | None = None
         self.error: str | None = None
-        self._restart()
+        self._start(*self._build(self.values))
 
     # -- controls -------------------------------------------------------------------------------------
     @staticmethod
@@ -106,14 +109,12 @@ class LiveNetwork:
         changes = self.check(changes)
         with self._lock:
             values = {**self.values, **changes}
-            try:
-                _config(values)
-            except (ValueError, TypeError) as exc:
-                raise ControlError(None, f"these controls make no network: {exc}") from None
+            restart = any(NETWORK_CONTROLS[name].restart for name in changes)
+            built = self._build(values) if restart else None  # may refuse (an empty split): nothing changed yet
             self.values = values
             self.version += 1
-            if any(NETWORK_CONTROLS[name].restart for name in changes):
-                self._restart()
+            if built is not None:
+                self._start(*built)
             else:
                 self._set_optimiser()
             return dict(self.values)
@@ -147,12 +148,22 @@ class LiveNetwork:
     def reset(self) -> None:
         """Back to the seed's initial network (controls unchanged)."""
         with self._lock:
-            self._restart()
+            self._start(*self._build(self.values))
 
-    def _restart(self) -> None:
-        self.config = _config(self.values)
-        self.task = make_task(self.config, self.values["seed"])
-        self._threads = threads_for_work(self.task.step_work())
+    @staticmethod
+    def _build(values: Mapping[str, Any]) -> tuple[ConstantAttentionConfig, Any]:
+        """The configuration and a fresh task of ``values``; a :class:`ControlError` when they make
+        no network (a split with no training pair), before anything changes."""
+        try:
+            config = _config(values)
+            return config, make_task(config, values["seed"])
+        except (ValueError, TypeError) as exc:
+            raise ControlError(None, f"these controls make no network: {exc}") from None
+
+    def _start(self, config: ConstantAttentionConfig, task: Any) -> None:
+        self.config = config
+        self.task = task
+        self._threads = threads_for_work(task.step_work())
         self.step = 0
         self.last: dict[str, float] = {}
         self.error = None
@@ -169,8 +180,9 @@ class LiveNetwork:
         """``steps`` training steps (default the control ``steps_per_frame``);
         returns the steps taken. With ``budget`` (seconds) the frame ends
         after the step that passes it, with ``stop`` when it returns True:
-        fewer steps than asked, said in ``cut``. A non-finite loss stops the
-        run where it is and says so in ``error``. ``parallel=False``: torch on
+        fewer steps than asked, said in ``cut``. A non-finite loss, or an
+        embedding entry beyond :data:`MAX_EMBEDDING`, stops the run where it
+        is and says so in ``error`` (until a reset or a restart). ``parallel=False``: torch on
         one thread (several pages training at once share the cores); else its
         threads sized to the step's work. The states are the same either way
         to float rounding."""
@@ -182,12 +194,17 @@ class LiveNetwork:
             with self._lock, torch_threads(threads):
                 values = self.task.step()
                 if not np.isfinite(values["train_loss"]):
-                    self.error = (f"the training loss became {values['train_loss']} at step {self.step}; "
-                                  "change a control or reset")
+                    self.error = (f"the training loss became {values['train_loss']} at step {self.step}: reset, "
+                                  "or start again with another p, seed, training fraction or width")
                     return done
                 self.task.apply_update()
                 self.step += 1
                 self.last = values
+                E = self.task.embedding()
+                if not np.all(np.isfinite(E)) or np.max(np.abs(E)) > MAX_EMBEDDING:  # at most x 100 a step
+                    self.error = (f"the embedding ran away at step {self.step} (beyond {MAX_EMBEDDING:g} or not "
+                                  "finite): lower the learning rate or the weight decay and reset")
+                    return done + 1
             done += 1
             if done < n and ((budget is not None and time.perf_counter() - began >= budget)
                              or (stop is not None and stop())):
@@ -219,7 +236,9 @@ class LiveNetwork:
             E = self.task.embedding()
             train = self.task.train_set
             val = self.task.evaluate()
-            metrics = structure_metrics(E, train)
+            tame = bool(np.all(np.isfinite(E))) and float(np.max(np.abs(E))) <= MAX_EMBEDDING
+            metrics = structure_metrics(E, train) if tame else {"structure": "undefined", "circularity": None,
+                                                                 "frequency": None}
             header = {"kind": "network", "step": self.step, "train_loss": self.last.get("train_loss"),
                       "train_acc": self.last.get("train_acc"), "val_loss": val["val_loss"],
                       "val_acc": val["val_acc"], "structure": metrics["structure"],

@@ -12,6 +12,8 @@
                     stderr (``--quiet``, the progress bar, the compile note);
                     subcommands come from the ``embdyn.commands`` entry points
 ``lazy``            lazy package attributes (``import fitting`` stays cheap)
+``controls``        a value a page may change while something runs: its
+                    kind, range, restart flag and the message naming it
 ``version``         the installed version
 ``limits``          distribution-wide limits (``MAX_STEPS``)
 ==================  ==========================================================

@@ -23,13 +23,14 @@ class ControlError(ValueError):
 @dataclass(frozen=True)
 class Control:
     """One control of the Live tab: ``kind`` "int", "float" or "choice"; the range
-    [low, high] (``strict``: low itself excluded, high included); ``restart``: a change
+    [low, high] (``strict``: low itself excluded; ``strict_high``: high excluded); ``restart``: a change
     starts the run again."""
 
     kind: str
     low: float | None = None
     high: float | None = None
     strict: bool = False
+    strict_high: bool = False
     choices: tuple[str, ...] = ()
     restart: bool = False
     help: str = ""
@@ -47,7 +48,8 @@ class Control:
             value = check_int(value, name) if self.kind == "int" else check_float(value, name)
         except (ValueError, TypeError):
             raise wrong from None
-        if value < self.low or value > self.high or (self.strict and value == self.low):
+        if value < self.low or value > self.high or (self.strict and value == self.low) or \
+                (self.strict_high and value == self.high):
             raise wrong
         return value
 
@@ -56,9 +58,10 @@ class Control:
         if self.kind == "choice":
             return "one of " + ", ".join(self.choices)
         left = "(" if self.strict else "["
+        right = ")" if self.strict_high else "]"
         if self.kind == "int":
-            return f"an int in {left}{int(self.low)}, {int(self.high)}]"
-        return f"a number in {left}{self.low:g}, {self.high:g}]"
+            return f"an int in {left}{int(self.low)}, {int(self.high)}{right}"
+        return f"a number in {left}{self.low:g}, {self.high:g}{right}"
 
 
 def check_changes(controls: Mapping[str, Control], changes: Any) -> dict[str, Any]:
@@ -77,5 +80,5 @@ def check_changes(controls: Mapping[str, Control], changes: Any) -> dict[str, An
 
 def controls_spec(controls: Mapping[str, Control]) -> dict[str, dict[str, Any]]:
     """The controls as JSON for a page: kind, range, choices, restart, help and the accepted-range text."""
-    return {name: {"kind": c.kind, "low": c.low, "high": c.high, "strict": c.strict, "choices": list(c.choices),
+    return {name: {"kind": c.kind, "low": c.low, "high": c.high, "strict": c.strict, "strict_high": c.strict_high, "choices": list(c.choices),
                    "restart": c.restart, "help": c.help, "accepted": c.describe()} for name, c in controls.items()}

@@ -9,9 +9,14 @@ const net = { opened: false, session: null, meta: null, values: {}, controls: {}
 async function openNetworkTab() {
   if (net.opened) return;
   net.opened = true;
-  const body = await (await api("/api/network/controls")).json().catch(() => null);
-  if (!body || !body.available) {
-    $("network-status").textContent = body ? body.error : "the Network tab could not ask the server for its controls";
+  let body = null;
+  try { body = await (await api("/api/network/controls")).json(); } catch (e) {
+    net.opened = false;  // asked again the next time the tab opens; the error is shown by api()
+    $("network-status").textContent = "the Network tab could not ask the server for its controls";
+    return;
+  }
+  if (!body.available) {
+    $("network-status").textContent = body.error;
     for (const el of document.querySelectorAll("#network-controls input, #network-controls select, #network-controls button")) el.disabled = true;
     document.body.dataset.network = "unavailable";
     return;

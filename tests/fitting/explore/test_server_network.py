@@ -42,6 +42,18 @@ def test_a_bad_kind_is_refused_by_name(client):
     with client.websocket_connect("ws://127.0.0.1:8050/api/live?kind=rocket") as ws:
         msg = ws.receive_json()
         assert msg["type"] == "error" and "kind" in msg["error"] and "rocket" in msg["error"]
+    # a long non-ASCII kind: the close reason is cut to the protocol's 123 bytes, not a server error
+    with client.websocket_connect("ws://127.0.0.1:8050/api/live?kind=" + "\u00fc" * 100) as ws:
+        assert ws.receive_json()["type"] == "error"
+
+
+def test_no_registered_network_is_said_not_raised(client, monkeypatch):
+    def unregistered(name="constant-attention"):
+        raise ValueError("network must be one of [], got 'constant-attention' (is the package installed?)")
+
+    monkeypatch.setattr(server_module, "live_network_class", unregistered)
+    r = client.get("/api/network/controls")
+    assert r.status_code == 200 and r.json()["available"] is False and "installed" in r.json()["error"]
 
 
 def test_network_session_trains_and_takes_controls(client):

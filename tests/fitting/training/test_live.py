@@ -87,3 +87,23 @@ def test_the_spec_lists_every_control_with_its_range():
     assert set(spec) == set(NETWORK_CONTROLS)
     assert spec["decay_on"]["choices"] == ["all", "embedding", "classifier"]
     assert spec["lr"]["accepted"] == "a number in (0, 1]"
+
+
+def test_a_restart_the_split_refuses_changes_nothing():
+    live = LiveNetwork(p=3, hidden=4)
+    before, version = dict(live.values), live.version
+    with pytest.raises(ControlError, match="no network"):
+        live.update({"train_fraction": 0.05})  # no training pair at p = 3
+    assert live.values == before and live.version == version
+    live.reset()  # still works
+    assert live.update({"seed": 2})["seed"] == 2
+
+
+def test_a_runaway_network_stops_with_its_reason_and_still_frames():
+    live = LiveNetwork(p=5, hidden=4, lr=1.0, weight_decay=100.0)
+    done = live.advance(500)
+    assert done < 500 and live.error is not None and ("ran away" in live.error or "loss" in live.error)
+    header, arrays = live.frame()  # no exception: the page is told, the session lives
+    assert header["error"] == live.error
+    live.reset()
+    assert live.error is None and live.step == 0
