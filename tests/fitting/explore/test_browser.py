@@ -101,6 +101,19 @@ def severe(driver):
     return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
 
 
+def wait_for_version(driver, element_id, version, what):
+    """Until the frame counter ``element_id`` carries a control version above ``version``."""
+    wait_for(lambda: int(driver.find_element("id", element_id).get_attribute("data-version")) > version, what)
+
+
+def toggle_and_shoot(driver, checkbox_id, path, settle):
+    """Tick a view's checkbox, let frames draw, check the console is clean, save the screenshot."""
+    driver.find_element("id", checkbox_id).click()
+    time.sleep(settle)
+    assert not severe(driver), severe(driver)
+    driver.save_screenshot(str(path))
+
+
 def test_explorer_in_chromium(files, server, browser, shots):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
@@ -145,12 +158,8 @@ def test_explorer_in_chromium(files, server, browser, shots):
     slider = d.find_element("id", "slider-lam")
     ActionChains(d).click_and_hold(slider).move_by_offset(-slider.size["width"] // 3, 0).release().perform()
     wait_for(lambda: float(d.find_element("id", "ctl-lam").get_attribute("value")) != 3.0, "lam to change")
-    wait_for(lambda: int(d.find_element("id", "live-step").get_attribute("data-version")) > version,
-             "a frame under the new lam")
-    d.find_element("id", "show-pairs").click()
-    time.sleep(0.5)
-    assert not severe(d), severe(d)
-    d.save_screenshot(str(shots / "explore_live.png"))
+    wait_for_version(d, "live-step", version, "a frame under the new lam")
+    toggle_and_shoot(d, "show-pairs", shots / "explore_live.png", 0.5)
 
     # --- Run: scrub, fit a window ------------------------------------------------------------------------
     d.find_element("id", "tab-button-run").click()
@@ -242,10 +251,6 @@ def test_network_tab_in_chromium(server, browser, shots):
     box = d.find_element("id", "net-weight_decay")
     box.send_keys(Keys.CONTROL, "a")
     box.send_keys("1", Keys.ENTER)
-    wait_for(lambda: int(d.find_element("id", "net-step-count").get_attribute("data-version")) > version,
-             "a frame under the new weight decay")
-    d.find_element("id", "net-show-pairs").click()
-    time.sleep(1.0)
-    assert not severe(d), severe(d)
-    d.save_screenshot(str(shots / "explore_network.png"))
+    wait_for_version(d, "net-step-count", version, "a frame under the new weight decay")
+    toggle_and_shoot(d, "net-show-pairs", shots / "explore_network.png", 1.0)
     d.find_element("id", "net-pause").click()
