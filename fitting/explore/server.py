@@ -163,6 +163,7 @@ class Explorer:
             self.runs.add_path(path)
         self.phases = [load_phase_file(path) for path in phases]
         self.sessions: dict[str, LiveSession] = {}
+        self.opening = 0  # sessions being built (a network's first build takes seconds), counted in the cap
         # live frames in threads of their own: a busy session never takes the threads that answer the run
         # endpoints and control changes (asyncio's default pool)
         self.live_pool = FramePool(MAX_SESSIONS, "embdyn-live")
@@ -245,19 +246,21 @@ class Explorer:
         return _json({"playing": session.playing, "step": session.sim.step})
 
     async def live_socket(self, websocket: WebSocket) -> None:
-        if len(self.sessions) >= MAX_SESSIONS:
+        if len(self.sessions) + self.opening >= MAX_SESSIONS:
             # accepted, then closed with the reason: a refusal before the handshake reaches the page as a bare 403
             await websocket.accept()
             await websocket.close(code=1013, reason=f"at most {MAX_SESSIONS} live sessions at a time: close "
                                                     "another explorer page")
             return
-        await websocket.accept()
-        kind = websocket.query_params.get("kind", "particles")
-        sid = secrets.token_urlsafe(12)
+        self.opening += 1  # counted from the check on (no await between): pages connecting at once keep the cap
         try:
+            await websocket.accept()
+            kind = websocket.query_params.get("kind", "particles")
+            sid = secrets.token_urlsafe(12)
             if kind not in ("particles", "network"):
                 raise ValueError(f"kind must be particles or network, got {kind!r}")
             session = await asyncio.to_thread(LiveSession, sid, kind)  # a network's first build imports torch
+            self.sessions[sid] = session
         except (RuntimeError, ValueError) as exc:  # torch missing (said how to install it), or a bad kind
             try:
                 await websocket.send_text(json.dumps({"type": "error", "error": str(exc)}))
@@ -267,7 +270,8 @@ class Explorer:
             except (WebSocketDisconnect, RuntimeError, ConnectionError):
                 pass  # the page has gone already
             return
-        self.sessions[sid] = session
+        finally:
+            self.opening -= 1
         try:
             await websocket.send_text(json.dumps(json_safe({"type": "hello", "session": sid,
                                                             "meta": session.sim.meta()})))
