@@ -436,7 +436,6 @@ def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
         hi = np.uint64(n)
         gram_row(u, g, first, second, lo, hi, hrow, G)
         nu = N[u]
-        ru = rho[u]
         a = first[u]
         b = second[u]
         # the same-class partners, one by one
@@ -454,11 +453,11 @@ def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
                 Up[0, b, av] += c0
                 Up[0, b, bv] += c0
             if which[2]:
-                c = G[v] / (ru * rho[v])
+                c = G[v] * (inv_rho[u] * inv_rho[v])  # as gram_block and the other-class loop: multiplied
                 dhs = cosine_same(c, law_c)[1]
                 B[2, u] += dhs * c
                 B[2, v] += dhs * c
-                k = lam * dhs / (ru * rho[v])
+                k = lam * dhs * (inv_rho[u] * inv_rho[v])
                 T[2, u] += k * G[v]
                 T[2, v] += k * G[v]
                 ku = k * nu if polar else k
