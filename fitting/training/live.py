@@ -120,21 +120,18 @@ class LiveNetwork:
             return dict(self.values)
 
     def _set_optimiser(self) -> None:
-        """The learning rate and weight decays of the controls on the running optimiser's groups
-        (one group over every parameter, or the embedding's and the classifier's)."""
-        decays = _decays(self.values["weight_decay"], self.values["decay_on"])
-        groups = self.task.optimizers[0].param_groups
-        if len(groups) == 1 and self.values["decay_on"] != "all":  # split the one group in two, state kept
+        """The learning rate and weight decays of the controls on the running optimiser, as two groups:
+        the embedding's and the classifier's (one group over every parameter is split first, state kept;
+        per parameter the steps are the same)."""
+        if len(self.task.optimizers[0].param_groups) == 1:
             self._split_groups()
-            groups = self.task.optimizers[0].param_groups
-        for group in groups:
+        decays = _decays(self.values["weight_decay"], self.values["decay_on"])
+        embedding, classifier = self.task.optimizers[0].param_groups
+        embedding["weight_decay"] = (decays["weight_decay"] if decays["embedding_weight_decay"] is None
+                                     else decays["embedding_weight_decay"])
+        classifier["weight_decay"] = decays["weight_decay"]
+        for group in (embedding, classifier):
             group["lr"] = self.values["lr"]
-        if len(groups) == 1:
-            groups[0]["weight_decay"] = decays["weight_decay"]
-        else:
-            embedding = decays["embedding_weight_decay"]
-            groups[0]["weight_decay"] = decays["weight_decay"] if embedding is None else embedding
-            groups[1]["weight_decay"] = decays["weight_decay"]
 
     def _split_groups(self) -> None:
         """Replace the optimiser's one parameter group by the embedding's and the classifier's."""
