@@ -157,7 +157,7 @@ FITTING_LAYERS = {
     "training": {"signals"},
     "forcefit": {"ode"},
     "demo": {"signals", "ode", "survival"},
-    "explore": {"signals", "ode"},
+    "explore": {"signals", "ode", "forcefit"},
 }
 #: the old names kept at fitting's top level and in fitting.backend: each only warns and answers with a new module
 FITTING_OLD_NAMES = {"backend", "derivatives", "frequencies", "force_law", "plot", "report", "analysis", "examples",

@@ -48,6 +48,7 @@ CONTROLS: dict[str, Control] = {
     "eps": Control("float", 0.0, 100.0, strict=True, help="softening of the alignment's norm"),
     "bias_scale": Control("float", 0.0, 100.0, strict=True,
                           help="classifier bias scale (acts only with wd_target = classifier)"),
+    "force_terms": Control("choice", choices=("off", "on"), help="each term's force on the tokens in the frames"),
 }
 
 
@@ -86,7 +87,8 @@ class LiveSimulation:
         self._pending: dict[str, Any] | None = None
         self.staged_version = 0
         self._base = self._preset_values(values.pop("preset", "clustering-alignment"), self.values)
-        self.values.update({"p": 17, "d": 2, "seed": 0, "steps_per_frame": 20})
+        self.values.update({"p": 17, "d": 2, "seed": 0, "steps_per_frame": 20, "force_terms": "off"})
+        self._origin: tuple[np.ndarray, Any, str] | None = None  # a handed-over state that a reset comes back to
         self.update(values)
 
     @contextmanager
@@ -174,6 +176,7 @@ class LiveSimulation:
         self.version = pending["version"]
         self._energy = float("nan")  # the frame's energy is that of the new law
         if pending["restart"] or not hasattr(self, "x"):
+            self._origin = None  # another preset, p, d or seed: that seed's state, not a handed-over one
             self._restart()
 
     def reset(self) -> None:
@@ -182,9 +185,51 @@ class LiveSimulation:
             self._apply_pending()
             self._restart()
 
+    def start_from(self, x: np.ndarray, train: Any, law: Any, origin: str, preset: str | None = None
+                   ) -> dict[str, Any]:
+        """Run from the state ``x`` (p, d) on the training pairs ``train`` under
+        the ForceParams ``law`` (a network's embedding handed over, under a
+        preset's or a fitted law), from step 0. The controls take the law's
+        values (so a later change acts on it); a reset comes back to this
+        state, a restart control (preset, p, d, seed) to a seed's. ``origin``
+        says where the state came from (the frames carry it); ``preset``
+        (default the current one) gives the time step and the law's other
+        settings. Returns the control values now in force."""
+        from particles.datasets import PairDataset
+        from particles.params import ForceParams
+
+        if not isinstance(law, ForceParams):
+            raise TypeError(f"law must be a ForceParams, got {type(law).__name__}")
+        if not isinstance(train, PairDataset):
+            raise TypeError(f"train must be a PairDataset, got {type(train).__name__}")
+        x = np.array(x, dtype=float)
+        if x.ndim != 2 or x.shape[0] != train.p or not np.all(np.isfinite(x)):
+            raise ValueError(f"x must be a finite ({train.p}, d) array, got shape {x.shape}")
+        changes = self.check({"p": x.shape[0], "d": x.shape[1], **({} if preset is None else {"preset": preset})})
+        with self._first():
+            self._apply_pending()
+            values = dict(self.values)
+            base = self._preset_values(preset, values) if preset is not None else self._base
+            params = law.to_dict()
+            values.update({**changes, **{k: params[k] for k in FORCE_FIELDS}})
+            base = base.replace(**params)
+            built = self.law_for(base, values)
+            if built != law:  # the controls could not hold this law
+                raise ValueError(f"the law {law} does not fit the Live controls (they give {built})")
+            with self._stage_lock:
+                self.staged_version += 1
+                self.version = self.staged_version
+            self.values, self._base, self.law = values, base, law
+            self._origin = (x.copy(), train, str(origin))
+            self._restart()
+            return dict(self.values)
+
     def _restart(self) -> None:
-        config = self._base.replace(p=self.values["p"], d=self.values["d"])
-        self.x, self.train, _ = config.sample(self.values["seed"])
+        if self._origin is not None:
+            self.x, self.train = self._origin[0].copy(), self._origin[1]
+        else:
+            config = self._base.replace(p=self.values["p"], d=self.values["d"])
+            self.x, self.train, _ = config.sample(self.values["seed"])
         self.step = 0
         self.time = 0.0
         self.error = None
@@ -254,6 +299,7 @@ class LiveSimulation:
         circularity, pair-sum accuracy, explained variance, control version) and the
         projected token positions and pair sums."""
         from particles.energy import energy_and_forces
+        from particles.law_terms import force_terms
         from particles.metrics import structure_metrics
 
         with self._lock:
@@ -269,5 +315,11 @@ class LiveSimulation:
                       "structure": metrics["structure"], "circularity": metrics["circularity"],
                       "frequency": metrics["frequency"], "accuracy": metrics["accuracy_euclidean"],
                       "explained": explained, "version": self.version, "restarts": self.restarts,
-                      "error": self.error, "p": int(x.shape[0]), "d": int(x.shape[1]), "cut": self.cut}
-            return header, {"positions": project(x, center, basis), "pair_sums": project(sums, center, basis)}
+                      "error": self.error, "p": int(x.shape[0]), "d": int(x.shape[1]), "cut": self.cut,
+                      "origin": None if self._origin is None else self._origin[2]}
+            arrays = {"positions": project(x, center, basis), "pair_sums": project(sums, center, basis)}
+            if self.values["force_terms"] == "on":  # each term's force, in the view's plane (a direction: no center)
+                terms = force_terms(self.law, x, self.train)
+                header["terms"] = list(terms)
+                arrays.update({f"term:{name}": project(f, np.zeros(x.shape[1]), basis) for name, f in terms.items()})
+            return header, arrays

@@ -11,6 +11,10 @@ Endpoints
 ``POST /api/live/{sid}/controls``     ``{control: value, ...}``: 200 with the values in force, or 422
                                       naming the control and its range (nothing changed)
 ``POST /api/live/{sid}/action``       ``{"action": "play" | "pause" | "step" | "reset"}``
+``POST /api/live/{sid}/handover``     ``{"from": network sid, "law": "preset" | "fitted", "preset": name}``: the
+                                      particle session ``sid`` runs from that network's embedding now
+                                      (:mod:`.handover`); 200 with the law (and the fit), 422 naming the
+                                      refused field, 404 for a session the server does not have
 ``GET /api/runs``                     the trajectories the server holds (given on the command line or uploaded)
 ``POST /api/runs?name=F``             upload a trajectory file (the request body); 422 with the
                                       ``TrajectoryFormatError`` message for a damaged or foreign file
@@ -49,7 +53,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from particles.core.io import json_loads_bounded
 from particles.trajectory import TrajectoryFormatError
 
-from particles.core.controls import controls_spec
+from particles.core.controls import ControlError, controls_spec
 from particles.core.io import json_safe
 
 from .frames import encode_frame
@@ -244,6 +248,39 @@ class Explorer:
             session.force_frame = True
         session.wake.set()
         return _json({"playing": session.playing, "step": session.sim.step})
+
+    async def live_handover(self, request: Request) -> Response:
+        """The particle session ``sid`` started from a network session's embedding, under a preset's law or
+        the law fitted to the network's last steps (:mod:`.handover`)."""
+        from .handover import handover_law
+        from .live import PRESET_NAMES
+
+        session = self._session(request)
+        try:
+            body = await _body_json(request)
+            if not isinstance(body, dict):
+                raise ControlError(None, 'the hand-over needs a JSON object {"from": sid, "law": ..., "preset": ...}')
+            if session.kind != "particles":
+                raise ControlError(None, f"session {session.sid!r} trains a network: hand over to a particle session")
+            source = self.sessions.get(body.get("from")) if isinstance(body.get("from"), str) else None
+            if source is None or source.kind != "network":
+                raise ControlError("from", f"from must name a live network session of this server, got "
+                                           f"{str(body.get('from'))[:40]!r}")
+            name = body.get("preset", "clustering-alignment")
+            if name not in PRESET_NAMES:
+                raise ControlError("preset", f"preset must be one of {', '.join(PRESET_NAMES)}, got {name!r}")
+            recorded = await asyncio.to_thread(source.sim.recorded)
+            law, fit = await asyncio.to_thread(handover_law, body.get("law", "preset"), name, recorded)
+            origin = f"network step {recorded['step']}, {body.get('law', 'preset')} law"
+            values = await asyncio.to_thread(session.sim.start_from, recorded["now"], recorded["train"], law, origin,
+                                           name)
+        except (ValueError, TypeError) as exc:
+            return _error(exc, 422, getattr(exc, "parameter", None))
+        session.force_frame = True
+        session.wake.set()
+        meta = await asyncio.to_thread(session.sim.meta)
+        return _json({"values": values, "version": session.sim.staged_version, "meta": meta, "law": law.to_dict(),
+                      "fit": fit, "origin": origin})
 
     async def live_socket(self, websocket: WebSocket) -> None:
         if len(self.sessions) + self.opening >= MAX_SESSIONS:
@@ -443,6 +480,7 @@ class Explorer:
             WebSocketRoute("/api/live", self.live_socket),
             Route("/api/live/{sid}/controls", self.live_controls, methods=["POST"]),
             Route("/api/live/{sid}/action", self.live_action, methods=["POST"]),
+            Route("/api/live/{sid}/handover", self.live_handover, methods=["POST"]),
             Route("/api/runs", self.run_list, methods=["GET"]),
             Route("/api/runs", self.run_upload, methods=["POST"]),
             Route("/api/runs/{rid}", self.run_summary),

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -24,7 +25,11 @@ from .configs import ConstantAttentionConfig
 from .models import make_task
 from .threads import threads_for_work, torch_threads
 
-__all__ = ["LiveNetwork", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "network_control_spec"]
+__all__ = ["LiveNetwork", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "RECORDED", "network_control_spec"]
+
+#: the last steps whose embedding and minus loss gradient a live network keeps (:meth:`LiveNetwork.recorded`),
+#: for a force law fitted to them
+RECORDED = 200
 
 #: an embedding entry beyond this stops the run (the structure metrics refuse such values)
 MAX_EMBEDDING = 1e12
@@ -165,6 +170,7 @@ class LiveNetwork:
         self.last: dict[str, float] = {}
         self.error = None
         self.restarts += 1
+        self._recorded: deque = deque(maxlen=RECORDED)
 
     # -- training -------------------------------------------------------------------------------------
     @property
@@ -194,6 +200,8 @@ class LiveNetwork:
                     self.error = (f"the training loss became {values['train_loss']} at step {self.step}: reset, "
                                   "or start again with another p, seed, training fraction or width")
                     return done
+                # the state the gradient was taken at, before the update
+                self._recorded.append((self.step, self.task.embedding(), -self.task.embedding_gradient()))
                 self.task.apply_update()
                 self.step += 1
                 self.last = values
@@ -213,6 +221,19 @@ class LiveNetwork:
         """The token embedding now, (p, 2)."""
         with self._lock:
             return self.task.embedding()
+
+    def recorded(self) -> dict[str, Any]:
+        """The last steps of the run (at most :data:`RECORDED`), for a force law fitted to them: ``steps``
+        (T,), the embedding before each step ``X`` (T, p, 2), minus the loss gradient there ``G`` (T, p, 2),
+        the training set ``train``, the embedding ``now`` (p, 2) and its ``step``. The gradient is the loss's only: the
+        optimiser's decoupled weight decay is not in it."""
+        with self._lock:
+            steps = np.array([s for s, _, _ in self._recorded], dtype=np.int64)
+            shape = (0, int(self.values["p"]), 2)
+            X = np.array([x for _, x, _ in self._recorded]) if len(steps) else np.zeros(shape)
+            G = np.array([g for _, _, g in self._recorded]) if len(steps) else np.zeros(shape)
+            return {"steps": steps, "X": X, "G": G, "train": self.task.train_set, "now": self.task.embedding(),
+                    "step": self.step}
 
     def meta(self) -> dict[str, Any]:
         """What a page needs once per run: tokens, training pairs and their classes, controls."""

@@ -17,7 +17,7 @@ async function openNetworkTab() {
   }
   if (!body.available) {
     $("network-status").textContent = body.error;
-    for (const el of document.querySelectorAll("#network-controls input, #network-controls select, #network-controls button")) el.disabled = true;
+    for (const el of document.querySelectorAll("#network-controls input, #network-controls select, #network-controls button, #particle-controls input, #particle-controls select, #particle-controls button")) el.disabled = true;
     document.body.dataset.network = "unavailable";
     return;
   }
@@ -60,7 +60,7 @@ async function networkAction(name) {
 }
 
 function resetNetworkSeries() { net.series = { x: [], ta: [], va: [], tl: [], vl: [] }; }
-function resetNetwork(meta) { net.meta = meta; net.view = null; resetNetworkSeries(); }
+function resetNetwork(meta) { net.meta = meta; net.view = null; net.frameMs = undefined; resetNetworkSeries(); }
 const fixed = (v, digits) => (v === null || v === undefined ? "–" : v.toFixed(digits));
 
 function onNetworkFrame(frame) {
@@ -78,7 +78,13 @@ function onNetworkFrame(frame) {
   $("net-circularity").textContent = h.circularity === null ? "–" : `${h.circularity.toFixed(3)} (k = ${h.frequency})`;
   $("net-fps").textContent = net.frameTimes.length;
   $("net-cut").textContent = h.cut ? `${h.cut.done} of ${h.cut.asked} (cut at the frame's time budget)` : "as set";
+  // a model too large to stream at 20 frames a second says so (the frame's compute time, averaged over about ten
+  // frames so that one slow frame does not)
+  net.frameMs = net.frameMs === undefined ? h.compute_ms : 0.9 * net.frameMs + 0.1 * h.compute_ms;
+  $("net-rate").textContent = net.frameMs > 50 ? `${net.frameMs.toFixed(0)} ms: too large for 20 frames a second at ` +
+    "these steps a frame (lower steps/frame, hidden or p)" : `${net.frameMs.toFixed(0)} ms`;
   if (h.error) showError(h.error);
+  networkFrameForParticles(h);  // handover.js
   const s = net.series;
   if (h.train_acc !== null && (!s.x.length || s.x[s.x.length - 1] !== h.step)) {
     s.x.push(h.step); s.ta.push(h.train_acc); s.va.push(h.val_acc); s.tl.push(h.train_loss); s.vl.push(h.val_loss);

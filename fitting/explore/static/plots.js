@@ -187,19 +187,33 @@ class EmbeddingView {
       ctx.globalAlpha = 1;
     }
     const p = tokens.length / 2;
-    if (opts.arrows) {  // a vector per token, the longest drawn at an eighth of the view
-      let longest = 0;
-      for (let i = 0; i < p; i++) longest = Math.max(longest, Math.hypot(opts.arrows[2 * i], opts.arrows[2 * i + 1]));
-      const scale = longest > 0 ? (x1 - x0) / 8 / longest : 0;
-      ctx.strokeStyle = "#1a202c"; ctx.lineWidth = 1.3;
+    // vectors per token: ``arrows`` one set (dark), ``arrowSets`` [{data, color, label}] several on one scale;
+    // the longest of all drawn at an eighth of the view
+    const sets = opts.arrowSets || (opts.arrows ? [{ data: opts.arrows, color: "#1a202c" }] : []);
+    let longest = 0;
+    for (const set of sets) for (let i = 0; i < p; i++) longest = Math.max(longest, Math.hypot(set.data[2 * i], set.data[2 * i + 1]));
+    const scale = longest > 0 ? (x1 - x0) / 8 / longest : 0;
+    ctx.lineWidth = 1.3;
+    for (const set of sets) {
+      ctx.strokeStyle = set.color;
       for (let i = 0; i < p; i++) {
         const ax = sx(tokens[2 * i]), ay = sy(tokens[2 * i + 1]);
-        const bx = sx(tokens[2 * i] + scale * opts.arrows[2 * i]), by = sy(tokens[2 * i + 1] + scale * opts.arrows[2 * i + 1]);
+        const bx = sx(tokens[2 * i] + scale * set.data[2 * i]), by = sy(tokens[2 * i + 1] + scale * set.data[2 * i + 1]);
+        if (Math.hypot(bx - ax, by - ay) < 0.5) continue;
         const t = Math.atan2(by - ay, bx - ax);
         ctx.beginPath(); ctx.moveTo(ax, ay); ctx.lineTo(bx, by);
         ctx.lineTo(bx - 6 * Math.cos(t - 0.4), by - 6 * Math.sin(t - 0.4)); ctx.moveTo(bx, by);
         ctx.lineTo(bx - 6 * Math.cos(t + 0.4), by - 6 * Math.sin(t + 0.4)); ctx.stroke();
       }
+    }
+    if (sets.some(set => set.label)) {  // the legend, top left
+      ctx.font = "12px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "top";
+      sets.forEach((set, k) => {
+        const y = box.top + 6 + 16 * k;
+        ctx.fillStyle = "rgba(255,255,255,0.8)"; ctx.fillRect(box.left + 4, y - 2, 150, 16);
+        ctx.fillStyle = set.color; ctx.fillRect(box.left + 8, y + 4, 16, 3);
+        ctx.fillStyle = "#222"; ctx.fillText(set.label || "", box.left + 30, y);
+      });
     }
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "bottom";
     for (let i = 0; i < p; i++) {

@@ -226,13 +226,15 @@ def test_explorer_in_chromium(files, server, browser, shots):
 
 
 def test_network_tab_in_chromium(server, browser, shots):
-    """The Network tab (issue 52, first step): the network trains on the server, frames arrive, the accuracy
-    rises, a weight-decay change reaches the run, and the console stays clean."""
+    """The Network tab (issue 52): the network trains on the server, frames arrive, the accuracy rises, a
+    weight-decay change reaches the run, the particle panel starts from the network's embedding under the
+    preset's law and then the fitted one and compares the structures, and the console stays clean."""
     if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # CI's browser step: never skip
         import torch  # noqa: F401
     else:
         pytest.importorskip("torch")
     from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
 
     d = browser
     d.get(server)
@@ -253,4 +255,25 @@ def test_network_tab_in_chromium(server, browser, shots):
     box.send_keys("1", Keys.ENTER)
     wait_for_version(d, "net-step-count", version, "a frame under the new weight decay")
     toggle_and_shoot(d, "net-show-pairs", shots / "explore_network.png", 1.0)
+    # the particle panel: from the network's embedding under the preset's law, then under the fitted one
+    body = d.find_element("tag name", "body")
+    d.find_element("id", "hand-start").click()
+    wait_for(lambda: (body.get_attribute("data-handover") or "").startswith("preset:"), "the preset hand-over")
+    wait_for(lambda: text(d, "part-origin").startswith("network step"), "a particle frame from the network")
+    wait_for(lambda: int(text(d, "part-step") or 0) > 0, "the particle panel to run")
+    Select(d.find_element("id", "hand-law")).select_by_value("fitted")
+    d.find_element("id", "hand-start").click()
+    wait_for(lambda: (body.get_attribute("data-handover") or "").startswith("fitted:"), "the fitted hand-over", 60)
+    summary = text(d, "hand-law-summary")
+    assert "R²" in summary and "chance" in summary, summary
+    wait_for(lambda: body.get_attribute("data-agree") in ("yes", "no"), "the structures compared")
+    assert text(d, "hand-agree").startswith("agree" if body.get_attribute("data-agree") == "yes" else "differ")
+    d.set_window_size(1500, 1900)
+    try:
+        time.sleep(1.0)
+        assert not severe(d), severe(d)
+        d.save_screenshot(str(shots / "explore_handover.png"))
+    finally:
+        d.set_window_size(1500, 1000)
+    d.find_element("id", "part-pause").click()
     d.find_element("id", "net-pause").click()

@@ -9,6 +9,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from fitting.explore import make_app
+from particles.presets import preset
 from fitting.explore import server as server_module
 
 from .test_server import frames
@@ -92,3 +93,65 @@ def test_network_session_trains_and_takes_controls(client):
             if header["p"] == 11:
                 break
         assert header["p"] == 11 and header["step"] == 0
+
+
+def require_torch():
+    if os.environ.get("EMBDYN_REQUIRE_TORCH"):
+        import torch  # noqa: F401
+    else:
+        pytest.importorskip("torch")
+
+
+def test_a_particle_session_takes_over_the_network_embedding(client):
+    """The hand-over endpoint: the particle session starts from the network's embedding (to float32 rounding,
+    the frames' precision) under the preset's law and then the fitted one, draws each term's force when asked,
+    and refuses what it cannot do by field name, with nothing changed."""
+    require_torch()
+    with client.websocket_connect(WS) as net_ws, client.websocket_connect("ws://127.0.0.1:8050/api/live") as ws:
+        net_sid = net_ws.receive_json()["session"]
+        sid = ws.receive_json()["session"]
+        frames(net_ws, 1)
+        frames(ws, 1)
+        url = f"/api/live/{sid}/handover"
+        too_early = client.post(url, json={"from": net_sid, "law": "fitted"})  # no training step recorded yet
+        assert too_early.status_code == 422 and too_early.json()["parameter"] == "law"
+        assert "at least 20" in too_early.json()["error"]
+        client.post(f"/api/live/{net_sid}/controls", json={"steps_per_frame": 40})
+        client.post(f"/api/live/{net_sid}/action", json={"action": "step"})
+        for _ in range(4):  # the control change's own frame may come first
+            (net_header, net_arrays), = frames(net_ws, 1)
+            if net_header["step"]:
+                break
+        assert net_header["step"] == 40
+        r = client.post(url, json={"from": net_sid, "law": "preset", "preset": "grids"})
+        assert r.status_code == 200, r.json()
+        body = r.json()
+        grids = preset("grids")
+        assert body["fit"] is None and body["law"] == grids.params.to_dict()
+        assert body["values"]["preset"] == "grids" and body["values"]["dt"] == grids.dt
+        assert body["origin"] == "network step 40, preset law"
+        client.post(f"/api/live/{sid}/controls", json={"force_terms": "on"})
+        for _ in range(6):
+            (header, arrays), = frames(ws, 1)
+            if header["origin"] and "terms" in header:
+                break
+        assert header["origin"] == body["origin"] and header["step"] == 0
+        np.testing.assert_array_equal(arrays["positions"], net_arrays["positions"])
+        assert header["terms"][0] == "attraction"
+        total = sum(arrays[f"term:{name}"].astype(float) for name in header["terms"])
+        assert np.abs(total).max() > 0
+        fitted = client.post(url, json={"from": net_sid, "law": "fitted"}).json()
+        assert fitted["fit"]["snapshots"] == 40 and fitted["fit"]["steps"] == [0, 39]
+        assert 0.0 <= fitted["fit"]["r2"] <= 1.0 and fitted["fit"]["null_r2"] is not None
+        assert fitted["values"]["k_a"] == fitted["law"]["k_a"]
+        for body, name in [({"from": "nobody", "law": "preset"}, "from"), ({"from": net_sid, "law": "oracle"}, "law"),
+                           ({"from": net_sid, "preset": "spirals"}, "preset"), ({"from": sid}, "from")]:
+            bad = client.post(url, json=body)
+            assert bad.status_code == 422 and bad.json()["parameter"] == name, bad.json()
+        # a network session cannot be handed to
+        wrong = client.post(f"/api/live/{net_sid}/handover", json={"from": net_sid})
+        assert wrong.status_code == 422 and "particle session" in wrong.json()["error"]
+        assert client.post("/api/live/nosuch/handover", json={"from": net_sid}).status_code == 404
+        # nothing changed by the refusals
+        again = client.post(f"/api/live/{sid}/controls", json={"dt": 0.02}).json()
+        assert again["values"]["k_a"] == fitted["law"]["k_a"]

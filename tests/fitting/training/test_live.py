@@ -107,3 +107,25 @@ def test_a_runaway_network_stops_with_its_reason_and_still_frames():
     assert header["error"] == live.error
     live.reset()
     assert live.error is None and live.step == 0
+
+
+def test_the_last_steps_are_recorded_for_a_fitted_law():
+    from fitting.training.live import RECORDED
+
+    net = LiveNetwork(p=7, seed=2, steps_per_frame=1)
+    empty = net.recorded()
+    assert empty["X"].shape == (0, 7, 2) and empty["steps"].size == 0
+    E0 = net.embedding()
+    net.advance(25)
+    rec = net.recorded()
+    assert rec["steps"].tolist() == list(range(25)) and rec["step"] == 25
+    np.testing.assert_array_equal(rec["X"][0], E0)  # the state each gradient was taken at: before the step
+    header, arrays = net.frame()
+    np.testing.assert_array_equal(rec["G"][-1], arrays["force"])  # minus the last step's loss gradient
+    np.testing.assert_array_equal(rec["now"], net.embedding())
+    assert not np.array_equal(rec["X"][-1], rec["now"])  # the last step moved it
+    net.advance(RECORDED)
+    rec = net.recorded()
+    assert len(rec["steps"]) == RECORDED and rec["steps"][0] == 25 and rec["steps"][-1] == RECORDED + 24
+    net.reset()
+    assert net.recorded()["steps"].size == 0

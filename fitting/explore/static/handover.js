@@ -1,0 +1,130 @@
+// The Network tab's particle panel: a Live particle session (/api/live, kind particles) started from the network's
+// embedding by POST /api/live/{sid}/handover (fitting/explore/handover.py), under the preset's law or the law fitted
+// to the network's last steps; its frames carry each term's force when asked. Uses app.js's $, api, postJSON,
+// showError, clearError, controlSender, network.js's net and plots.js's decodeFrame, EmbeddingView.
+"use strict";
+
+const part = { session: null, connecting: null, view: null, values: {}, lastRestarts: -1, structure: null,
+               autoDone: false, busy: false };
+//: colours of the force terms, in particles.law_terms' order
+const TERM_COLORS = { attraction: "#2b6cb0", repulsion: "#c53030", alignment_same: "#2f855a", alignment_other: "#b7791f",
+                      decay: "#6b46c1", distance: "#2b6cb0", cosine: "#2f855a" };
+
+function connectParticles() {
+  if (part.connecting) return part.connecting;
+  part.connecting = new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live?kind=particles`);
+    ws.binaryType = "arraybuffer";
+    ws.onclose = ev => {
+      part.session = null; part.connecting = null;
+      $("hand-status").textContent = ev.reason ? `closed by the server: ${ev.reason}` : "disconnected: reload the page";
+      reject(new Error(ev.reason || "the particle session closed"));
+    };
+    ws.onmessage = ev => {
+      if (typeof ev.data === "string") {
+        const msg = JSON.parse(ev.data);
+        if (msg.type === "hello") { part.session = msg.session; document.body.dataset.particleSession = msg.session; resolve(msg.session); }
+        else if (msg.type === "error") showError(msg.error);
+        return;
+      }
+      try { onParticleFrame(decodeFrame(ev.data)); } finally { ws.send(JSON.stringify({ type: "ack" })); }
+    };
+  });
+  return part.connecting;
+}
+
+function showParticleValues(values, force) {
+  part.values = values;
+  for (const name of ["dt", "steps_per_frame"]) {
+    const box = $("part-" + name); if (box && (force || document.activeElement !== box)) box.value = values[name];
+  }
+}
+
+const particleSender = controlSender(() => part.session, (values, force) => showParticleValues(values || part.values, force),
+                                     () => { part.view = null; });
+
+const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
+
+function describeLaw(body) {
+  const law = body.law;
+  if (!body.fit) return `${$("hand-preset").value}'s own: k_a ${fmt(law.k_a, 3)}, sig_a ${fmt(law.sig_a, 3)}, k_r ${fmt(law.k_r, 3)}, lam ${fmt(law.lam, 3)}`;
+  const f = body.fit;
+  return `fitted to steps ${f.steps[0]}-${f.steps[1]} (${f.snapshots} snapshots): R² ${fmt(f.r2, 3)} ` +
+         `against ${fmt(f.null_r2, 3)} with the tokens relabelled (chance)`;
+}
+
+async function handOver() {
+  if (!net.session || part.busy) return;
+  part.busy = true;
+  const law = $("hand-law").value, preset = $("hand-preset").value;
+  $("hand-status").textContent = law === "fitted" ? "fitting the law to the network's last steps…" : "starting…";
+  try {
+    const sid = await connectParticles();
+    await postJSON(`/api/live/${sid}/action`, { action: "pause" });
+    const body = await (await postJSON(`/api/live/${sid}/handover`, { from: net.session, law, preset })).json();
+    clearError(); part.view = null; showParticleValues(body.values, true);
+    if (body.values.force_terms !== ($("part-show-terms").checked ? "on" : "off")) particleSender.send("force_terms", $("part-show-terms").checked ? "on" : "off");
+    // the fit's warnings (a range at its bound, a search stopped at its limit) said beside it, never hidden
+    const warned = body.fit && body.fit.warnings.length ? ` The fit warns: ${body.fit.warnings.join(" ")}` : "";
+    $("hand-status").textContent = `started from ${body.origin}.${warned}`;
+    $("hand-law-summary").textContent = describeLaw(body);
+    document.body.dataset.handover = `${law}:${body.version}`;
+    await postJSON(`/api/live/${sid}/action`, { action: "play" });
+  } catch (e) {
+    $("hand-status").textContent = `the hand-over did not happen: ${e.message}`;
+  } finally { part.busy = false; }
+}
+
+// called by network.js on every network frame: the automatic hand-over, and the network's structure for the comparison
+function networkFrameForParticles(h) {
+  $("part-net-structure").textContent = h.structure;
+  part.network = h.structure;
+  const at = $("hand-at").value.trim();
+  if (at !== "" && isFinite(Number(at)) && !part.autoDone && h.step >= Number(at)) { part.autoDone = true; handOver(); }
+  showAgreement();
+}
+
+function showAgreement() {
+  const box = $("hand-agree");
+  if (!part.structure || !part.network) { box.textContent = "–"; delete document.body.dataset.agree; return; }
+  const same = part.structure === part.network;
+  box.textContent = same ? `agree: both ${part.structure}` : `differ: network ${part.network}, particles ${part.structure}`;
+  document.body.dataset.agree = same ? "yes" : "no";
+}
+
+function onParticleFrame(frame) {
+  const h = frame.header;
+  if (h.restarts !== part.lastRestarts) { part.lastRestarts = h.restarts; part.view = null; }
+  const step = $("part-step"); step.textContent = h.step; step.dataset.version = h.version;
+  $("part-origin").textContent = h.origin || "its own seed (not handed over yet)";
+  part.structure = h.origin ? h.structure : null;
+  $("part-structure").textContent = h.structure;
+  $("part-circularity").textContent = h.circularity === null ? "–" : `${h.circularity.toFixed(3)} (k = ${h.frequency})`;
+  showAgreement();
+  if (h.error) showError(h.error);
+  const sets = (h.terms && $("part-show-terms").checked)
+    ? h.terms.map(name => ({ data: frame.arrays["term:" + name].data, color: TERM_COLORS[name] || "#1a202c", label: name })) : null;
+  if (!part.view) part.view = new EmbeddingView($("particle-canvas"), ["x1", "x2"]);
+  part.view.draw(frame.arrays.positions.data, { labels: true, p: h.p, arrowSets: sets,
+    title: `particles: ${h.structure} · step ${h.step}` });
+}
+
+function setUpParticlePanel() {
+  $("hand-start").addEventListener("click", () => handOver());
+  $("hand-at").addEventListener("change", () => { part.autoDone = false; });
+  for (const name of ["play", "pause", "reset"]) {
+    $("part-" + name).addEventListener("click", async () => {
+      if (!part.session) return;
+      try { await postJSON(`/api/live/${part.session}/action`, { action: name }); clearError(); } catch (e) { /* shown */ }
+    });
+  }
+  for (const input of document.querySelectorAll("#particle-controls [data-part-control]")) {
+    input.addEventListener("change", () => {
+      const text = input.value.trim();
+      if (text === "") { input.value = part.values[input.dataset.partControl] ?? ""; return; }
+      particleSender.send(input.dataset.partControl, isFinite(Number(text)) ? Number(text) : text);
+    });
+  }
+  $("part-show-terms").addEventListener("change", ev => particleSender.send("force_terms", ev.target.checked ? "on" : "off"));
+}
+setUpParticlePanel();
