@@ -55,10 +55,29 @@ def post(url, body):
     return json.loads(urllib.request.urlopen(req, timeout=60).read())
 
 
-async def live_rate(url, p, seconds, steps_per_frame=20, changes=0, kind="particles"):
+async def particle_panel(url, network_sid, ready):
+    """The Network tab's particle panel, playing beside the network: a particle session handed the network's
+    embedding (the preset's law, each term's force in the frames), its frames taken and acknowledged as a page
+    does, until cancelled."""
+    import websockets
+
+    loop = asyncio.get_running_loop()
+    async with websockets.connect(url.replace("http", "ws") + "api/live", max_size=None) as ws:
+        sid = json.loads(await ws.recv())["session"]
+        await loop.run_in_executor(None, post, f"{url}api/live/{sid}/handover", {"from": network_sid, "law": "preset"})
+        await loop.run_in_executor(None, post, f"{url}api/live/{sid}/controls", {"force_terms": "on"})
+        await loop.run_in_executor(None, post, f"{url}api/live/{sid}/action", {"action": "play"})
+        ready.set()
+        while True:
+            if isinstance(await ws.recv(), bytes):
+                await ws.send('{"type":"ack"}')
+
+
+async def live_rate(url, p, seconds, steps_per_frame=20, changes=0, kind="particles", beside=False):
     """Frames a second a page-like client receives; with ``changes``, how many frames still
     carry the old control values after a change was accepted. ``kind="network"``: the Network
-    tab's session (the constant-attention network training), the change a weight decay."""
+    tab's session (the constant-attention network training), the change a weight decay;
+    ``beside``: with the tab's particle panel playing beside it."""
     import websockets
 
     from fitting.explore.frames import decode_frame
@@ -69,6 +88,11 @@ async def live_rate(url, p, seconds, steps_per_frame=20, changes=0, kind="partic
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, post, f"{url}api/live/{sid}/controls",
                                    {"p": p, "steps_per_frame": steps_per_frame})
+        panel = None
+        if beside:
+            ready = asyncio.Event()
+            panel = asyncio.create_task(particle_panel(url, sid, ready))
+            await ready.wait()
         await loop.run_in_executor(None, post, f"{url}api/live/{sid}/action", {"action": "play"})
 
         async def frame():
@@ -107,6 +131,9 @@ async def live_rate(url, p, seconds, steps_per_frame=20, changes=0, kind="partic
             stale.append(old)
         if stale:
             out["old_frames_after_change"] = {"max": max(stale), "mean": float(np.mean(stale)), "n": len(stale)}
+        if panel is not None:
+            out["particle_panel_beside"] = True
+            panel.cancel()
         return out
 
 
@@ -236,7 +263,8 @@ def main(argv=None):
                                 for p in (17, 59)]
                 if importlib.util.find_spec("torch") is not None:  # the Network tab trains with torch
                     case["network"] = [asyncio.run(live_rate(url, 17, seconds, steps_per_frame=spf, kind="network",
-                                                             changes=0 if args.quick else 20)) for spf in (10, 20)]
+                                                             changes=0 if args.quick else 20, beside=beside))
+                                       for beside in (False, True) for spf in (10, 20)]
                 case["run_tab"] = run_tab(url, 0, 20 if args.quick else 200, rng)
                 case["open_by_upload"] = upload_open(url, path)
                 if args.browser:
@@ -251,6 +279,7 @@ def main(argv=None):
         if "network" in case:
             live += "; network p = 17: " + ", ".join(
                 f"{r['frames_per_s']:.1f} frames/s at {r['steps_per_frame']} steps a frame"
+                + (" with the particle panel" if r.get("particle_panel_beside") else "")
                 + (f" (old frames after a change: max {r['old_frames_after_change']['max']})"
                    if "old_frames_after_change" in r else "") for r in case["network"])
         rt = case["run_tab"]

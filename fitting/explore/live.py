@@ -17,6 +17,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from particles.core.controls import Control, ControlError, check_changes, controls_spec
+from particles.core.throttle import Throttled
 
 from .projection import principal_plane, project
 
@@ -89,6 +90,7 @@ class LiveSimulation:
         self._base = self._preset_values(values.pop("preset", "clustering-alignment"), self.values)
         self.values.update({"p": 17, "d": 2, "seed": 0, "steps_per_frame": 20, "force_terms": "off"})
         self._origin: tuple[np.ndarray, Any, str] | None = None  # a handed-over state that a reset comes back to
+        self.metrics = Throttled()  # the frames' structure metrics, a few times a second
         self.update(values)
 
     @contextmanager
@@ -297,7 +299,10 @@ class LiveSimulation:
     def frame(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The current state as a frame: header (step, time, energy, structure class,
         circularity, pair-sum accuracy, explained variance, control version) and the
-        projected token positions and pair sums."""
+        projected token positions and pair sums (and each term's force with the
+        control ``force_terms`` on). The structure metrics are measured a few
+        times a second (:mod:`particles.core.throttle`): ``metrics_step`` says
+        at which step."""
         from particles.energy import energy_and_forces
         from particles.law_terms import force_terms
         from particles.metrics import structure_metrics
@@ -310,13 +315,13 @@ class LiveSimulation:
             sums = x[self.train.pairs[:, 0]] + x[self.train.pairs[:, 1]]
             center, basis, explained = principal_plane(x, self._basis)
             self._basis = basis
-            metrics = structure_metrics(x, self.train)
+            metrics, measured = self.metrics.get(self.restarts, self.step, lambda: structure_metrics(x, self.train))
             header = {"kind": "live", "step": self.step, "time": self.time, "energy": self._energy,
                       "structure": metrics["structure"], "circularity": metrics["circularity"],
                       "frequency": metrics["frequency"], "accuracy": metrics["accuracy_euclidean"],
                       "explained": explained, "version": self.version, "restarts": self.restarts,
                       "error": self.error, "p": int(x.shape[0]), "d": int(x.shape[1]), "cut": self.cut,
-                      "origin": None if self._origin is None else self._origin[2]}
+                      "origin": None if self._origin is None else self._origin[2], "metrics_step": measured}
             arrays = {"positions": project(x, center, basis), "pair_sums": project(sums, center, basis)}
             if self.values["force_terms"] == "on":  # each term's force, in the view's plane (a direction: no center)
                 terms = force_terms(self.law, x, self.train)

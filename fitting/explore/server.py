@@ -7,7 +7,9 @@ Endpoints
 ``GET /api/controls``                 the Live controls with their ranges
 ``WS  /api/live``                     a live session: the server sends ``hello`` (JSON: session id, run
                                       meta) and then binary frames (:mod:`.frames`); the page answers
-                                      each frame with ``{"type": "ack"}`` (at most two frames in flight)
+                                      each frame with ``{"type": "ack"}`` (at most two frames in flight);
+                                      ``?kind=network&model=NAME`` trains a registered network instead
+                                      (:mod:`.network`; ``GET /api/network/controls`` lists them)
 ``POST /api/live/{sid}/controls``     ``{control: value, ...}``: 200 with the values in force, or 422
                                       naming the control and its range (nothing changed)
 ``POST /api/live/{sid}/action``       ``{"action": "play" | "pause" | "step" | "reset"}``
@@ -58,7 +60,7 @@ from particles.core.io import json_safe
 
 from .frames import encode_frame
 from .live import LiveSimulation, control_spec
-from .network import live_network_class
+from .network import live_network_class, live_network_names
 from .phases import load_phase_file
 from .runs import MAX_UPLOAD_BYTES, RunStore
 
@@ -146,10 +148,10 @@ class LiveSession:
     Live tab) or the network in training (``"network"``, the Network tab),
     whether it plays, and the frames in flight."""
 
-    def __init__(self, sid: str, kind: str = "particles"):
+    def __init__(self, sid: str, kind: str = "particles", model: str = "constant-attention"):
         self.sid = sid
         self.kind = kind
-        self.sim = LiveSimulation() if kind == "particles" else live_network_class()()
+        self.sim = LiveSimulation() if kind == "particles" else live_network_class(model)()
         self.playing = False
         self.pending_steps = 0
         self.credits = FRAMES_IN_FLIGHT
@@ -202,9 +204,11 @@ class Explorer:
         """The Network tab's controls, or why there are none (torch missing: how to install it)."""
         try:
             cls = await asyncio.to_thread(live_network_class)
+            models = [{"name": name, "description": (await asyncio.to_thread(live_network_class, name)).description}
+                      for name in live_network_names()]
         except (RuntimeError, ValueError) as exc:  # torch missing, or no network registered (not installed)
             return _json({"available": False, "error": str(exc)})
-        return _json({"available": True, "controls": controls_spec(cls.controls)})
+        return _json({"available": True, "controls": controls_spec(cls.controls), "models": models})
 
     # -- live --------------------------------------------------------------------------------------
     def _session(self, request: Request) -> LiveSession:
@@ -296,7 +300,8 @@ class Explorer:
             sid = secrets.token_urlsafe(12)
             if kind not in ("particles", "network"):
                 raise ValueError(f"kind must be particles or network, got {kind!r}")
-            session = await asyncio.to_thread(LiveSession, sid, kind)  # a network's first build imports torch
+            model = websocket.query_params.get("model", "constant-attention")
+            session = await asyncio.to_thread(LiveSession, sid, kind, model)  # a network's first build imports torch
             self.sessions[sid] = session
         except (RuntimeError, ValueError) as exc:  # torch missing (said how to install it), or a bad kind
             try:

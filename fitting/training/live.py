@@ -20,12 +20,13 @@ from typing import Any, Callable, Mapping
 import numpy as np
 
 from particles.core.controls import Control, ControlError, check_changes, controls_spec
+from particles.core.throttle import Throttled
 
-from .configs import ConstantAttentionConfig
+from .configs import ConstantAttentionConfig, SurvivalMLPConfig
 from .models import make_task
 from .threads import threads_for_work, torch_threads
 
-__all__ = ["LiveNetwork", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "RECORDED", "network_control_spec"]
+__all__ = ["LiveNetwork", "LiveSurvivalMLP", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "RECORDED", "network_control_spec"]
 
 #: the last steps whose embedding and minus loss gradient a live network keeps (:meth:`LiveNetwork.recorded`),
 #: for a force law fitted to them
@@ -56,13 +57,6 @@ def network_control_spec() -> dict[str, dict[str, Any]]:
     return controls_spec(NETWORK_CONTROLS)
 
 
-def _config(values: Mapping[str, Any]) -> ConstantAttentionConfig:
-    """The trainer's configuration of ``values`` (its weight decay where ``decay_on`` puts it)."""
-    config = ConstantAttentionConfig(p=values["p"], hidden=values["hidden"], lr=values["lr"],
-                                     train_fraction=values["train_fraction"])
-    return config.replace(**_decays(values["weight_decay"], values["decay_on"]))
-
-
 def _decays(weight_decay: float, decay_on: str) -> dict[str, Any]:
     if decay_on == "all":
         return {"weight_decay": weight_decay, "embedding_weight_decay": None}
@@ -82,19 +76,38 @@ class LiveNetwork:
         every parameter, training fraction 0.8), seed 0 and 20 steps a frame.
 
     Thread-safe: :meth:`update`, :meth:`reset`, :meth:`advance` and
-    :meth:`frame` may be called from different threads.
+    :meth:`frame` may be called from different threads. Another pair model
+    with a token embedding, one AdamW optimiser and these controls is a
+    subclass that says how ``values`` make its configuration
+    (:meth:`configure`, :attr:`defaults`), as :class:`LiveSurvivalMLP` does.
     """
 
     #: the controls a page may send (a restart control starts the run again)
     controls = NETWORK_CONTROLS
+    #: the model's name (as ``embdyn train`` knows it) and what it is, for a page
+    model = "constant-attention"
+    description = ("the constant-attention network: s = E_a + E_b (2-D embeddings), a ReLU hidden layer, full-batch "
+                   "AdamW on unordered pairs")
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The control values a run starts from when not given."""
+        base = ConstantAttentionConfig()
+        return {"p": base.p, "seed": 0, "train_fraction": base.train_fraction, "hidden": base.hidden, "lr": base.lr,
+                "weight_decay": base.weight_decay, "decay_on": "all", "steps_per_frame": 20}
+
+    @staticmethod
+    def configure(values: Mapping[str, Any]) -> Any:
+        """The trainer's configuration of ``values`` (its weight decay where ``decay_on`` puts it)."""
+        config = ConstantAttentionConfig(p=values["p"], hidden=values["hidden"], lr=values["lr"],
+                                         train_fraction=values["train_fraction"])
+        return config.replace(**_decays(values["weight_decay"], values["decay_on"]))
 
     def __init__(self, **values: Any):
-        base = ConstantAttentionConfig()
-        self.values: dict[str, Any] = {"p": base.p, "seed": 0, "train_fraction": base.train_fraction,
-                                       "hidden": base.hidden, "lr": base.lr, "weight_decay": base.weight_decay,
-                                       "decay_on": "all", "steps_per_frame": 20}
+        self.values: dict[str, Any] = self.defaults()
         self.values.update(self.check(values))
         self._lock = threading.Lock()
+        self.metrics = Throttled()  # the frames' structure metrics, a few times a second
         self.version = 0
         self.restarts = -1
         self.cut: dict[str, int] | None = None
@@ -152,17 +165,16 @@ class LiveNetwork:
         with self._lock:
             self._start(*self._build(self.values))
 
-    @staticmethod
-    def _build(values: Mapping[str, Any]) -> tuple[ConstantAttentionConfig, Any]:
+    def _build(self, values: Mapping[str, Any]) -> tuple[Any, Any]:
         """The configuration and a fresh task of ``values``; a :class:`ControlError` when they make
         no network (a split with no training pair), before anything changes."""
         try:
-            config = _config(values)
+            config = self.configure(values)
             return config, make_task(config, values["seed"])
         except (ValueError, TypeError) as exc:
             raise ControlError(None, f"these controls make no network: {exc}") from None
 
-    def _start(self, config: ConstantAttentionConfig, task: Any) -> None:
+    def _start(self, config: Any, task: Any) -> None:
         self.config = config
         self.task = task
         self._threads = threads_for_work(task.step_work())
@@ -239,7 +251,8 @@ class LiveNetwork:
         """What a page needs once per run: tokens, training pairs and their classes, controls."""
         with self._lock:
             train = self.task.train_set
-            return {"kind": "network", "p": int(self.values["p"]), "d": 2, "pairs": train.pairs.tolist(),
+            return {"kind": "network", "model": self.model, "description": self.description,
+                    "p": int(self.values["p"]), "d": 2, "pairs": train.pairs.tolist(),
                     "labels": train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
 
     def frame(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
@@ -247,7 +260,9 @@ class LiveNetwork:
         accuracy, structure class and circularity of the embedding on the
         training pairs, control version) and arrays: token positions (p, 2),
         pair sums (n, 2) and minus the loss gradient on the embedding at the
-        last step (p, 2; zeros before the first step)."""
+        last step (p, 2; zeros before the first step). The structure metrics
+        are measured a few times a second (:mod:`particles.core.throttle`):
+        ``metrics_step`` says at which step."""
         from particles.metrics import structure_metrics
 
         with self._lock, torch_threads(self._threads):
@@ -255,14 +270,45 @@ class LiveNetwork:
             train = self.task.train_set
             val = self.task.evaluate()
             tame = bool(np.all(np.isfinite(E))) and float(np.max(np.abs(E))) <= MAX_EMBEDDING
-            metrics = structure_metrics(E, train) if tame else {"structure": "undefined", "circularity": None,
-                                                                 "frequency": None}
-            header = {"kind": "network", "step": self.step, "train_loss": self.last.get("train_loss"),
+            undefined = {"structure": "undefined", "circularity": None, "frequency": None}
+            metrics, measured = self.metrics.get(self.restarts, self.step,
+                                                 lambda: structure_metrics(E, train) if tame else undefined)
+            header = {"kind": "network", "model": self.model, "step": self.step, "train_loss": self.last.get("train_loss"),
                       "train_acc": self.last.get("train_acc"), "val_loss": val["val_loss"],
                       "val_acc": val["val_acc"], "structure": metrics["structure"],
                       "circularity": metrics["circularity"], "frequency": metrics["frequency"],
                       "version": self.version, "restarts": self.restarts, "error": self.error, "cut": self.cut,
-                      "p": int(E.shape[0]), "d": int(E.shape[1])}
+                      "p": int(E.shape[0]), "d": int(E.shape[1]), "metrics_step": measured}
             sums = E[train.pairs[:, 0]] + E[train.pairs[:, 1]]
             force = -self.task.embedding_gradient()
             return header, {"positions": E, "pair_sums": sums, "force": force}
+
+
+class LiveSurvivalMLP(LiveNetwork):
+    """The survival paper's MLP on [E_a, E_b] (ordered pairs, two SiLU hidden
+    layers, AdamW on every parameter, float64) at d = 2, trained a frame at a
+    time with the controls of :class:`LiveNetwork`: with unchanged controls
+    its states are those of ``embdyn train survival-mlp`` with d = 2 and the
+    same seed and settings. ``decay_on`` other than "all" splits its optimiser
+    into the embedding's and the layers' groups from the first step (the
+    trainer has no such setting)."""
+
+    model = "survival-mlp"
+    description = ("the survival paper's MLP: [E_a, E_b] (2-D embeddings) through two SiLU hidden layers, full-batch "
+                   "AdamW on ordered pairs")
+
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        base = SurvivalMLPConfig()
+        return {"p": 17, "seed": 0, "train_fraction": base.train_fraction, "hidden": base.hidden, "lr": base.lr,
+                "weight_decay": base.weight_decay, "decay_on": "all", "steps_per_frame": 20}
+
+    @staticmethod
+    def configure(values: Mapping[str, Any]) -> Any:
+        return SurvivalMLPConfig(p=values["p"], d=2, hidden=values["hidden"], lr=values["lr"],
+                                 weight_decay=values["weight_decay"], train_fraction=values["train_fraction"])
+
+    def _start(self, config: Any, task: Any) -> None:
+        super()._start(config, task)
+        if self.values["decay_on"] != "all":
+            self._set_optimiser()

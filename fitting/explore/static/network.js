@@ -1,9 +1,9 @@
-// The Network tab: the constant-attention network trained on the server (fitting/training/live.py), its
-// frames over the Live tab's WebSocket protocol (/api/live?kind=network). Uses app.js's $, api, postJSON,
+// The Network tab: a registered network (fitting/training/live.py: constant-attention, survival-mlp) trained on the
+// server, its frames over the Live tab's WebSocket protocol (/api/live?kind=network&model=NAME). Uses app.js's $, api, postJSON,
 // showError, clearError, controlSender and plots.js's decodeFrame, EmbeddingView, lineChart.
 "use strict";
 
-const net = { opened: false, session: null, meta: null, values: {}, controls: {}, frames: 0, frameTimes: [],
+const net = { opened: false, session: null, ws: null, models: [], meta: null, values: {}, controls: {}, frames: 0, frameTimes: [],
               series: { x: [], ta: [], va: [], tl: [], vl: [] }, lastRestarts: -1, view: null };
 
 async function openNetworkTab() {
@@ -22,8 +22,12 @@ async function openNetworkTab() {
     return;
   }
   net.controls = body.controls;
+  net.models = body.models;
+  const models = $("net-model");
+  for (const m of body.models) { const o = document.createElement("option"); o.textContent = m.name; models.appendChild(o); }
+  models.addEventListener("change", () => switchModel(models.value));
   buildNetworkControls();
-  connectNetwork();
+  switchModel(models.value);
 }
 
 function buildNetworkControls() {
@@ -104,19 +108,31 @@ function onNetworkFrame(frame) {
       legend: [{ label: "train", color: "#2b6cb0" }, { label: "validation", color: "#c05621" }] });
 }
 
-function connectNetwork() {
-  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live?kind=network`);
+// another model is another session: the old one is closed (the server stops its training) and a new one opened
+function switchModel(name) {
+  const model = net.models.find(m => m.name === name);
+  $("net-model-description").textContent = model ? model.description : "";
+  if (net.ws) { net.ws.onclose = null; net.ws.close(); net.session = null; }
+  net.lastRestarts = -1; resetNetwork(null);
+  connectNetwork(name);
+}
+
+function connectNetwork(model) {
+  const ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/api/live?kind=network&model=${encodeURIComponent(model)}`);
+  net.ws = ws;
   ws.binaryType = "arraybuffer";
   ws.onclose = ev => {
+    if (net.ws !== ws) return;  // a session the page has left for another model
     net.session = null;
     $("network-status").textContent = ev.reason ? `closed by the server: ${ev.reason}` : "disconnected: reload the page";
   };
   ws.onmessage = ev => {
+    if (net.ws !== ws) return;  // a frame of the session left behind
     if (typeof ev.data === "string") {
       const msg = JSON.parse(ev.data);
       if (msg.type === "hello") {
-        net.session = msg.session; resetNetwork(msg.meta); showNetworkValues(msg.meta.values);
-        document.body.dataset.networkSession = msg.session;
+        net.session = msg.session; resetNetwork(msg.meta); showNetworkValues(msg.meta.values, true);
+        document.body.dataset.networkSession = msg.session; document.body.dataset.networkModel = msg.meta.model;
         $("network-status").textContent = "connected";
       } else if (msg.type === "error") { showError(msg.error); $("network-status").textContent = msg.error; }
       return;

@@ -276,4 +276,13 @@ def test_network_tab_in_chromium(server, browser, shots):
     finally:
         d.set_window_size(1500, 1000)
     d.find_element("id", "part-pause").click()
+    # another model is another session, trained from its own defaults
+    session = body.get_attribute("data-network-session")
+    Select(d.find_element("id", "net-model")).select_by_visible_text("survival-mlp")
+    wait_for(lambda: body.get_attribute("data-network-model") == "survival-mlp"
+             and body.get_attribute("data-network-session") != session, "the survival MLP's session")
+    assert d.find_element("id", "net-hidden").get_attribute("value") == "100"
+    d.find_element("id", "net-play").click()
+    wait_for(lambda: int(text(d, "net-step-count") or 0) > 0, "a survival-MLP training frame")
+    assert not severe(d), severe(d)
     d.find_element("id", "net-pause").click()

@@ -155,3 +155,23 @@ def test_a_particle_session_takes_over_the_network_embedding(client):
         # nothing changed by the refusals
         again = client.post(f"/api/live/{sid}/controls", json={"dt": 0.02}).json()
         assert again["values"]["k_a"] == fitted["law"]["k_a"]
+
+
+def test_the_network_tab_offers_each_registered_model(client):
+    require_torch()
+    body = client.get("/api/network/controls").json()
+    names = [m["name"] for m in body["models"]]
+    assert names == ["constant-attention", "survival-mlp"] and all(m["description"] for m in body["models"])
+    with client.websocket_connect(WS + "&model=survival-mlp") as ws:
+        hello = ws.receive_json()
+        assert hello["meta"]["model"] == "survival-mlp" and hello["meta"]["values"]["hidden"] == 100
+        sid = hello["session"]
+        client.post(f"/api/live/{sid}/controls", json={"steps_per_frame": 3, "hidden": 16})
+        client.post(f"/api/live/{sid}/action", json={"action": "play"})
+        got = frames(ws, 4)
+        assert got[-1][0]["model"] == "survival-mlp" and got[-1][0]["step"] > 0
+        # ordered pairs: each unordered one twice, so more training pairs than the constant-attention network's
+        assert len(hello["meta"]["pairs"]) > 140
+    with client.websocket_connect(WS + "&model=rocket") as ws:
+        msg = ws.receive_json()
+        assert msg["type"] == "error" and "survival-mlp" in msg["error"] and "rocket" in msg["error"]

@@ -13,8 +13,8 @@ if os.environ.get("EMBDYN_REQUIRE_TORCH"):  # the CI step that installed the ext
     import torch
 else:
     torch = pytest.importorskip("torch")
-from fitting.training import ConstantAttentionConfig, train  # noqa: E402
-from fitting.training.live import NETWORK_CONTROLS, LiveNetwork, network_control_spec  # noqa: E402
+from fitting.training import ConstantAttentionConfig, SurvivalMLPConfig, train  # noqa: E402
+from fitting.training.live import NETWORK_CONTROLS, LiveNetwork, LiveSurvivalMLP, network_control_spec  # noqa: E402
 
 
 @pytest.mark.parametrize("decay_on, wd", [("all", 0.3), ("embedding", 1.0)])
@@ -129,3 +129,27 @@ def test_the_last_steps_are_recorded_for_a_fitted_law():
     assert len(rec["steps"]) == RECORDED and rec["steps"][0] == 25 and rec["steps"][-1] == RECORDED + 24
     net.reset()
     assert net.recorded()["steps"].size == 0
+
+
+def test_the_survival_mlp_follows_its_trainer_at_d_2():
+    steps = 60
+    live = LiveSurvivalMLP(p=11, seed=4, hidden=24, lr=0.02, weight_decay=0.4, train_fraction=0.7)
+    assert live.advance(steps) == steps
+    traj = train(SurvivalMLPConfig(p=11, d=2, hidden=24, lr=0.02, weight_decay=0.4, train_fraction=0.7, steps=steps),
+                 seed=4)
+    np.testing.assert_allclose(live.embedding(), traj.embeddings[-1], rtol=1e-12, atol=1e-12)  # float64
+    header, arrays = live.frame()
+    assert header["model"] == "survival-mlp" and live.meta()["model"] == "survival-mlp"
+    assert header["train_loss"] == pytest.approx(float(traj.scalars["train_loss"][-1]), rel=1e-9)
+    assert arrays["pair_sums"].shape == (len(traj.train), 2)  # ordered pairs
+
+
+def test_the_survival_mlp_decay_on_the_embedding_only():
+    """decay_on = "embedding": the layers undecayed from the first step; a step equals an AdamW step with the
+    decay on the embedding's group only."""
+    net = LiveSurvivalMLP(p=7, seed=1, hidden=8, weight_decay=2.0, decay_on="embedding")
+    embedding, layers = net.task.optimizers[0].param_groups
+    assert embedding["weight_decay"] == 2.0 and layers["weight_decay"] == 0.0
+    assert embedding["params"][0] is net.task.model.embedding
+    net.update({"decay_on": "all"})
+    assert [g["weight_decay"] for g in net.task.optimizers[0].param_groups] == [2.0, 2.0]
