@@ -14,6 +14,7 @@ the law explains more than chance.
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any, Mapping
 
@@ -31,6 +32,9 @@ HANDOVER_LAWS = ("preset", "fitted")
 MIN_SNAPSHOTS = 20
 #: relabellings of the tokens in the fitted law's null
 HANDOVER_NULL = 5
+#: one fit at a time: the warnings a fit gives are caught through the process-wide warnings state, which two
+#: fits at once would mix up (pages asking together wait for each other, a second or two each)
+_FIT_LOCK = threading.Lock()
 
 
 def fitted_law(recorded: Mapping[str, Any], preset_name: str, seed: int = 0) -> tuple[Any, dict[str, Any]]:
@@ -60,7 +64,7 @@ def fitted_law(recorded: Mapping[str, Any], preset_name: str, seed: int = 0) -> 
                                   f"network has {len(steps)}: train it further first")
     estimator = ForceLawFit(preset_name, tie_alignment=True, normalize="rms", n_bootstrap=0, null=HANDOVER_NULL,
                             seed=seed)
-    with warnings.catch_warnings(record=True) as caught:
+    with _FIT_LOCK, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         estimator.fit(recorded["X"], recorded["G"], train=recorded["train"], steps=steps)
     law = estimator.to_law()

@@ -207,20 +207,25 @@ class LiveSimulation:
         x = np.array(x, dtype=float)
         if x.ndim != 2 or x.shape[0] != train.p or not np.all(np.isfinite(x)):
             raise ValueError(f"x must be a finite ({train.p}, d) array, got shape {x.shape}")
-        changes = self.check({"p": x.shape[0], "d": x.shape[1], **({} if preset is None else {"preset": preset})})
-        with self._first():
-            self._apply_pending()
-            values = dict(self.values)
-            base = self._preset_values(preset, values) if preset is not None else self._base
-            params = law.to_dict()
-            values.update({**changes, **{k: params[k] for k in FORCE_FIELDS}})
+        params = law.to_dict()
+        # the law's values must be ones the controls accept (a later change of one is checked against its range)
+        changes = self.check({"p": x.shape[0], "d": x.shape[1], **({} if preset is None else {"preset": preset}),
+                              **{k: params[k] for k in FORCE_FIELDS}})
+        with self._first(), self._stage_lock:
+            # built on the staged values and put in force at once, under the staging lock: a control change made
+            # meanwhile waits and then builds on the handed-over law (it never brings the old one back)
+            pending = self._pending
+            values = dict(pending["values"] if pending else self.values)
+            base = self._preset_values(preset, values) if preset is not None else (pending or {}).get("base",
+                                                                                                     self._base)
+            values.update(changes)
             base = base.replace(**params)
             built = self.law_for(base, values)
-            if built != law:  # the controls could not hold this law
+            if built != law:  # the controls could not hold this law: nothing changed
                 raise ValueError(f"the law {law} does not fit the Live controls (they give {built})")
-            with self._stage_lock:
-                self.staged_version += 1
-                self.version = self.staged_version
+            self._pending = None
+            self.staged_version += 1
+            self.version = self.staged_version
             self.values, self._base, self.law = values, base, law
             self._origin = (x.copy(), train, str(origin))
             self._restart()

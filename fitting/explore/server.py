@@ -275,7 +275,7 @@ class Explorer:
                 raise ControlError("preset", f"preset must be one of {', '.join(PRESET_NAMES)}, got {name!r}")
             recorded = await asyncio.to_thread(source.sim.recorded)
             law, fit = await asyncio.to_thread(handover_law, body.get("law", "preset"), name, recorded)
-            origin = f"network step {recorded['step']}, {body.get('law', 'preset')} law"
+            origin = f"{source.sim.model} step {recorded['step']}, {body.get('law', 'preset')} law"
             values = await asyncio.to_thread(session.sim.start_from, recorded["now"], recorded["train"], law, origin,
                                            name)
         except (ValueError, TypeError) as exc:

@@ -43,7 +43,7 @@ NETWORK_CONTROLS: dict[str, Control] = {
     "p": Control("int", 3, 97, restart=True, help="tokens (modular addition mod p)"),
     "seed": Control("int", 0, 2 ** 31 - 1, restart=True, help="split and initialisation"),
     "train_fraction": Control("float", 0.0, 1.0, strict=True, strict_high=True, restart=True,
-                              help="share of the unordered pairs trained on"),
+                              help="share of the model's pairs trained on (unordered or ordered, by model)"),
     "hidden": Control("int", 1, 1024, restart=True, help="width of the hidden layer"),
     "lr": Control("float", 0.0, 1.0, strict=True, help="AdamW learning rate"),
     "weight_decay": Control("float", 0.0, 100.0, help="AdamW weight decay"),
@@ -79,7 +79,7 @@ class LiveNetwork:
     :meth:`frame` may be called from different threads. Another pair model
     with a token embedding, one AdamW optimiser and these controls is a
     subclass that says how ``values`` make its configuration
-    (:meth:`configure`, :attr:`defaults`), as :class:`LiveSurvivalMLP` does.
+    (:meth:`configure`, :attr:`base_config`), as :class:`LiveSurvivalMLP` does.
     """
 
     #: the controls a page may send (a restart control starts the run again)
@@ -89,12 +89,16 @@ class LiveNetwork:
     description = ("the constant-attention network: s = E_a + E_b (2-D embeddings), a ReLU hidden layer, full-batch "
                    "AdamW on unordered pairs")
 
+    #: the trainer's configuration whose settings are the defaults, and p when not its (None: its)
+    base_config: Any = ConstantAttentionConfig
+    default_p: int | None = None
+
     @classmethod
     def defaults(cls) -> dict[str, Any]:
-        """The control values a run starts from when not given."""
-        base = ConstantAttentionConfig()
-        return {"p": base.p, "seed": 0, "train_fraction": base.train_fraction, "hidden": base.hidden, "lr": base.lr,
-                "weight_decay": base.weight_decay, "decay_on": "all", "steps_per_frame": 20}
+        """The control values a run starts from when not given: :attr:`base_config`'s."""
+        base = cls.base_config()
+        return {"p": cls.default_p or base.p, "seed": 0, "train_fraction": base.train_fraction, "hidden": base.hidden,
+                "lr": base.lr, "weight_decay": base.weight_decay, "decay_on": "all", "steps_per_frame": 20}
 
     @staticmethod
     def configure(values: Mapping[str, Any]) -> Any:
@@ -297,11 +301,8 @@ class LiveSurvivalMLP(LiveNetwork):
     description = ("the survival paper's MLP: [E_a, E_b] (2-D embeddings) through two SiLU hidden layers, full-batch "
                    "AdamW on ordered pairs")
 
-    @classmethod
-    def defaults(cls) -> dict[str, Any]:
-        base = SurvivalMLPConfig()
-        return {"p": 17, "seed": 0, "train_fraction": base.train_fraction, "hidden": base.hidden, "lr": base.lr,
-                "weight_decay": base.weight_decay, "decay_on": "all", "steps_per_frame": 20}
+    base_config = SurvivalMLPConfig
+    default_p = 17  # the trainer's 59 steps too slowly to watch at d = 2
 
     @staticmethod
     def configure(values: Mapping[str, Any]) -> Any:

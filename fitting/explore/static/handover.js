@@ -47,40 +47,55 @@ const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).to
 
 function describeLaw(body) {
   const law = body.law;
-  if (!body.fit) return `${$("hand-preset").value}'s own: k_a ${fmt(law.k_a, 3)}, sig_a ${fmt(law.sig_a, 3)}, k_r ${fmt(law.k_r, 3)}, lam ${fmt(law.lam, 3)}`;
+  if (!body.fit) return `${body.values.preset}'s own: k_a ${fmt(law.k_a, 3)}, sig_a ${fmt(law.sig_a, 3)}, k_r ${fmt(law.k_r, 3)}, lam ${fmt(law.lam, 3)}`;
   const f = body.fit;
   return `fitted to steps ${f.steps[0]}-${f.steps[1]} (${f.snapshots} snapshots): R² ${fmt(f.r2, 3)} ` +
          `against ${fmt(f.null_r2, 3)} with the tokens relabelled (chance)`;
 }
 
-async function handOver() {
-  if (!net.session || part.busy) return;
+// returns whether a hand-over was started (not while another one is in flight or before the network is connected)
+function handOver() {
+  const from = net.session;
+  if (!from || part.busy) return false;
   part.busy = true;
+  runHandOver(from).finally(() => { part.busy = false; });
+  return true;
+}
+
+async function runHandOver(from) {
   const law = $("hand-law").value, preset = $("hand-preset").value;
   $("hand-status").textContent = law === "fitted" ? "fitting the law to the network's last steps…" : "starting…";
+  const wasRunning = part.structure !== null;
+  let sid = null;
   try {
-    const sid = await connectParticles();
+    sid = await connectParticles();
     await postJSON(`/api/live/${sid}/action`, { action: "pause" });
-    const body = await (await postJSON(`/api/live/${sid}/handover`, { from: net.session, law, preset })).json();
+    const body = await (await postJSON(`/api/live/${sid}/handover`, { from, law, preset })).json();
     clearError(); part.view = null; showParticleValues(body.values, true);
-    if (body.values.force_terms !== ($("part-show-terms").checked ? "on" : "off")) particleSender.send("force_terms", $("part-show-terms").checked ? "on" : "off");
+    const terms = $("part-show-terms").checked ? "on" : "off";
+    if (body.values.force_terms !== terms) particleSender.send("force_terms", terms);
     // the fit's warnings (a range at its bound, a search stopped at its limit) said beside it, never hidden
     const warned = body.fit && body.fit.warnings.length ? ` The fit warns: ${body.fit.warnings.join(" ")}` : "";
-    $("hand-status").textContent = `started from ${body.origin}.${warned}`;
+    const moved = net.session !== from ? " The network tab has since switched to another session: its structure is not this one's." : "";
+    $("hand-status").textContent = `started from ${body.origin}.${warned}${moved}`;
     $("hand-law-summary").textContent = describeLaw(body);
     document.body.dataset.handover = `${law}:${body.version}`;
     await postJSON(`/api/live/${sid}/action`, { action: "play" });
   } catch (e) {
     $("hand-status").textContent = `the hand-over did not happen: ${e.message}`;
-  } finally { part.busy = false; }
+    if (sid && wasRunning) postJSON(`/api/live/${sid}/action`, { action: "play" }).catch(() => {});  // as it was
+  }
 }
 
 // called by network.js on every network frame: the automatic hand-over, and the network's structure for the comparison
 function networkFrameForParticles(h) {
   $("part-net-structure").textContent = h.structure;
   part.network = h.structure;
+  // the automatic hand-over: once per network run (a reset, a restart or another model arms it again)
+  const run = `${net.session}:${h.restarts}`;
+  if (run !== part.autoRun) { part.autoRun = run; part.autoDone = false; }
   const at = $("hand-at").value.trim();
-  if (at !== "" && isFinite(Number(at)) && !part.autoDone && h.step >= Number(at)) { part.autoDone = true; handOver(); }
+  if (at !== "" && isFinite(Number(at)) && !part.autoDone && h.step >= Number(at) && handOver()) part.autoDone = true;
   showAgreement();
 }
 

@@ -113,6 +113,7 @@ function switchModel(name) {
   const model = net.models.find(m => m.name === name);
   $("net-model-description").textContent = model ? model.description : "";
   if (net.ws) { net.ws.onclose = null; net.ws.close(); net.session = null; }
+  networkSender.pending.changes = {};  // changes meant for the old model's session
   net.lastRestarts = -1; resetNetwork(null);
   connectNetwork(name);
 }

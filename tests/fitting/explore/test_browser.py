@@ -259,7 +259,7 @@ def test_network_tab_in_chromium(server, browser, shots):
     body = d.find_element("tag name", "body")
     d.find_element("id", "hand-start").click()
     wait_for(lambda: (body.get_attribute("data-handover") or "").startswith("preset:"), "the preset hand-over")
-    wait_for(lambda: text(d, "part-origin").startswith("network step"), "a particle frame from the network")
+    wait_for(lambda: text(d, "part-origin").startswith("constant-attention step"), "a particle frame from the network")
     wait_for(lambda: int(text(d, "part-step") or 0) > 0, "the particle panel to run")
     Select(d.find_element("id", "hand-law")).select_by_value("fitted")
     d.find_element("id", "hand-start").click()

@@ -119,3 +119,47 @@ def test_every_builtin_law_survives_the_controls(k_a, sig_a, lam, bias, decay, t
     sim = LiveSimulation(p=7)
     sim.start_from(rec["now"], rec["train"], law, "x")
     assert sim.law == law
+
+
+def test_a_change_staged_before_or_during_a_hand_over_builds_on_it():
+    """A control change staged while a frame ran is kept by the hand-over, and one made while the hand-over
+    runs builds on the handed-over law: the old law never comes back and the version never goes backwards."""
+    import threading
+
+    law = pt.preset("circles").params.replace(k_a=3.0)
+    rec = recorded_from(pt.preset("clustering-alignment").params, steps=2)
+    sim = LiveSimulation(p=11)
+    with sim._lock:  # a frame running: the change is staged
+        sim.update({"dt": 0.02})
+    values = sim.start_from(rec["now"], rec["train"], law, "x", "circles")
+    assert values["preset"] == "circles" and sim.law == law
+    assert values["dt"] == pt.preset("circles").dt  # the preset's time step replaces the staged one
+    version = sim.version
+    sim.frame()
+    assert sim.law == law and sim.version == version
+    # a change sent while the hand-over runs (injected where it builds the law, given 0.2 s to be staged)
+    changer = []
+    law_for = LiveSimulation.law_for
+
+    def building(base, values):
+        if not changer:
+            changer.append(threading.Thread(target=sim.update, args=({"lam": 0.5},)))
+            changer[0].start()
+            changer[0].join(0.2)
+        return law_for(base, values)
+
+    sim.law_for = building
+    sim.start_from(rec["now"], rec["train"], law, "y", "circles")
+    changer[0].join()
+    sim.frame()
+    assert sim.values["preset"] == "circles" and sim.law == law.replace(lam=0.5)
+    assert sim.version == sim.staged_version >= version + 2
+
+
+def test_a_law_outside_the_controls_ranges_is_refused_by_name():
+    rec = recorded_from(pt.preset("clustering-alignment").params, steps=2)
+    sim = LiveSimulation(p=11)
+    law, version = sim.law, sim.version
+    with pytest.raises(ControlError, match="k_a") as err:
+        sim.start_from(rec["now"], rec["train"], law.replace(k_a=500.0), "x")
+    assert err.value.parameter == "k_a" and sim.law == law and sim.version == version

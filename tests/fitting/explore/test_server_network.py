@@ -129,7 +129,7 @@ def test_a_particle_session_takes_over_the_network_embedding(client):
         grids = preset("grids")
         assert body["fit"] is None and body["law"] == grids.params.to_dict()
         assert body["values"]["preset"] == "grids" and body["values"]["dt"] == grids.dt
-        assert body["origin"] == "network step 40, preset law"
+        assert body["origin"] == "constant-attention step 40, preset law"
         client.post(f"/api/live/{sid}/controls", json={"force_terms": "on"})
         for _ in range(6):
             (header, arrays), = frames(ws, 1)
