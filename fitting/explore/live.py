@@ -259,15 +259,20 @@ class LiveSimulation:
         asked, said in ``cut`` (``{"done", "asked"}``, else None). Chunks give
         the same states as one call (the Euler steps do not depend on where a
         call starts). ``parallel`` as in :func:`particles.simulate` (False:
-        the serial kernels, which release Python's lock while they run)."""
+        the serial kernels, which release Python's lock while they run). A
+        restart or reset made while the frame runs ends it (the new run starts
+        at step 0, not a frame's steps in)."""
         from particles.simulate import NonFiniteStateError, simulate
 
         n = int(self.values["steps_per_frame"] if steps is None else steps)
-        began, done = time.perf_counter(), 0
+        began, done, run = time.perf_counter(), 0, None
         self.cut = None
         while done < n:
             with self._lock:
                 self._apply_pending()  # a control change made while the frame ran
+                run = self.restarts if run is None else run
+                if self.restarts != run:  # restarted during the frame: the rest of its steps were the old run's
+                    break
                 chunk = max(1, min(n - done, self._chunk))
                 t0 = time.perf_counter()
                 try:

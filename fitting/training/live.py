@@ -204,13 +204,17 @@ class LiveNetwork:
         is and says so in ``error`` (until a reset or a restart). ``parallel=False``: torch on
         one thread (several pages training at once share the cores); else its
         threads sized to the step's work. The states are the same either way
-        to float rounding."""
+        to float rounding. A restart or reset made while the frame runs ends
+        it (the new run starts at step 0, not a frame's steps in)."""
         n = int(self.values["steps_per_frame"] if steps is None else steps)
         threads = 1 if parallel is False else self._threads
-        began, done = time.perf_counter(), 0
+        began, done, run = time.perf_counter(), 0, None
         self.cut = None
         while done < n:
             with self._lock, torch_threads(threads):
+                run = self.restarts if run is None else run
+                if self.restarts != run:  # a restart or reset during the frame: the rest of its steps were the old run's
+                    break
                 values = self.task.step()
                 if not np.isfinite(values["train_loss"]):
                     self.error = (f"the training loss became {values['train_loss']} at step {self.step}: reset, "
