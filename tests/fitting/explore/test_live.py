@@ -130,17 +130,7 @@ def test_a_control_change_goes_before_the_rest_of_a_long_frame():
     assert sim.cut is not None and sim.cut["done"] == sim.step
 
 
-def test_a_reset_during_a_frame_ends_it():
-    import threading
-    import time
-
+def test_a_reset_during_a_frame_ends_it(interrupted_frame):
     sim = LiveSimulation(p=13, seed=1)
-    done = []
-    thread = threading.Thread(target=lambda: done.append(sim.advance(10_000_000)))
-    thread.start()
-    while sim.step < 5:
-        time.sleep(0.001)
-    sim.reset()
-    thread.join(60)
-    assert not thread.is_alive() and done[0] < 10_000_000
+    assert interrupted_frame(sim, 10_000_000, sim.reset) < 10_000_000
     assert sim.step == 0

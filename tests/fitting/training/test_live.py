@@ -155,19 +155,9 @@ def test_the_survival_mlp_decay_on_the_embedding_only():
     assert [g["weight_decay"] for g in net.task.optimizers[0].param_groups] == [2.0, 2.0]
 
 
-def test_a_restart_during_a_frame_ends_it():
+def test_a_restart_during_a_frame_ends_it(interrupted_frame):
     """The rest of a frame's steps belong to the old run: after a restart sent mid-frame the new run is at
     step 0 (a paused page would otherwise see it a few steps in)."""
-    import threading
-    import time
-
     net = LiveNetwork(p=13, seed=1)
-    done = []
-    thread = threading.Thread(target=lambda: done.append(net.advance(100_000)))
-    thread.start()
-    while net.step < 5:
-        time.sleep(0.001)
-    net.update({"p": 11})
-    thread.join(30)
-    assert not thread.is_alive() and done[0] < 100_000
+    assert interrupted_frame(net, 100_000, lambda: net.update({"p": 11})) < 100_000
     assert net.step == 0 and net.values["p"] == 11 and net.embedding().shape == (11, 2)
