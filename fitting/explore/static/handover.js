@@ -1,7 +1,7 @@
 // The Network tab's particle panel: a Live particle session (/api/live, kind particles) started from the network's
 // embedding by POST /api/live/{sid}/handover (fitting/explore/handover.py), under the preset's law or the law fitted
 // to the network's last steps; its frames carry each term's force when asked. Uses app.js's $, api, postJSON,
-// showError, clearError, controlSender, network.js's net and plots.js's decodeFrame, EmbeddingView.
+// showError, clearError, controlSender, network.js's net and fixed, and plots.js's decodeFrame, EmbeddingView.
 "use strict";
 
 const part = { session: null, connecting: null, view: null, values: {}, lastRestarts: -1, structure: null,
@@ -43,14 +43,12 @@ function showParticleValues(values, force) {
 const particleSender = controlSender(() => part.session, (values, force) => showParticleValues(values || part.values, force),
                                      () => { part.view = null; });
 
-const fmt = (v, digits) => (v === null || v === undefined ? "–" : Number(v).toFixed(digits));
-
 function describeLaw(body) {
   const law = body.law;
-  if (!body.fit) return `${body.values.preset}'s own: k_a ${fmt(law.k_a, 3)}, sig_a ${fmt(law.sig_a, 3)}, k_r ${fmt(law.k_r, 3)}, lam ${fmt(law.lam, 3)}`;
+  if (!body.fit) return `${body.values.preset}'s own: k_a ${fixed(law.k_a, 3)}, sig_a ${fixed(law.sig_a, 3)}, k_r ${fixed(law.k_r, 3)}, lam ${fixed(law.lam, 3)}`;
   const f = body.fit;
-  return `fitted to steps ${f.steps[0]}-${f.steps[1]} (${f.snapshots} snapshots): R² ${fmt(f.r2, 3)} ` +
-         `against ${fmt(f.null_r2, 3)} with the tokens relabelled (chance)`;
+  return `fitted to steps ${f.steps[0]}-${f.steps[1]} (${f.snapshots} snapshots): R² ${fixed(f.r2, 3)} ` +
+         `against ${fixed(f.null_r2, 3)} with the tokens relabelled (chance)`;
 }
 
 // returns whether a hand-over was started (not while another one is in flight or before the network is connected)
