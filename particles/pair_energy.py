@@ -429,7 +429,7 @@ class PairEnergy(_Immutable):
         key = (tuple(t.functions() if t else None for t in (self.distance, self.cosine)), tuple(layout))
         cached = _COMPILED.get(key)
         if cached is None:
-            from .kernels import euler, forces, gram, minimize, terms
+            from .kernels import euler, forces, gram, gram_terms, minimize, terms
             from .kernels.rebind import rebind
 
             slots: dict[str, Any] = {"EXACT_SAME": True}
@@ -453,14 +453,14 @@ class PairEnergy(_Immutable):
             # the step loop with this law's force kernel in its law_forces slot, once per kernel
             loops = [rebind(loop, {**slots, "law_forces": kernel}, {})
                      for loop, kernel in ((euler.run_euler_serial, serial), (euler.run_euler, parallel))]
-            # the Gram path (particles.kernels.gram): its force kernels, their step loops and term forces
+            # the Gram path (particles.kernels.gram, .gram_terms): its force kernels, their step loops and term forces
             gram_kernels = (rebind(gram.gram_forces_serial, slots, memo), rebind(gram.gram_forces_parallel, slots, memo))
             gram_loops = [rebind(loop, {**slots, "law_forces": kernel}, {})
                           for loop, kernel in zip((euler.run_euler_serial, euler.run_euler), gram_kernels)]
             cached = Kernels(serial, parallel, *loops, rebind(minimize.minimize_serial, slots, memo),
                              rebind(terms.term_forces_many, slots, memo), rebind(terms.term_forces_serial, slots, memo),
-                             *gram_kernels, *gram_loops, rebind(gram.gram_term_forces_many, slots, memo),
-                             rebind(gram.gram_term_forces_serial, slots, memo))
+                             *gram_kernels, *gram_loops, rebind(gram_terms.gram_term_forces_many, slots, memo),
+                             rebind(gram_terms.gram_term_forces_serial, slots, memo))
             _COMPILED[key] = cached
         object.__setattr__(self, "_kernels", cached)
         return cached

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from . import euler, forces, gram, minimize, terms
+from . import euler, forces, gram, gram_terms, minimize, terms
 
 __all__ = ["Kernels", "BUILTIN_KERNELS"]
 
@@ -22,7 +22,7 @@ class Kernels(NamedTuple):
     minimize: Any
     term_forces: Any
     term_forces_serial: Any
-    # the Gram path's (particles.kernels.gram); None for a law without one, which then runs the direct path
+    # the Gram path's (particles.kernels.gram, .gram_terms); None for a law without one, which then runs the direct path
     gram_forces_serial: Any = None
     gram_forces_parallel: Any = None
     gram_euler_serial: Any = None
@@ -35,4 +35,4 @@ class Kernels(NamedTuple):
 BUILTIN_KERNELS = Kernels(forces.forces_serial, forces.forces_parallel, euler.run_euler_serial, euler.run_euler,
                           minimize.minimize_serial, terms.term_forces_many, terms.term_forces_serial,
                           gram.gram_forces_serial, gram.gram_forces_parallel, euler.run_euler_serial, euler.run_euler,
-                          gram.gram_term_forces_many, gram.gram_term_forces_serial)
+                          gram_terms.gram_term_forces_many, gram_terms.gram_term_forces_serial)

@@ -18,6 +18,14 @@ F = M x - decay x with the (p, p) matrix M = P^T diag(dw) P - P^T Q P (P the
 n x p pair-token incidence, 2 for a pair (a, a)). The pair loop fills M in
 O(n^2) work whatever d; g and M x cost O(p^2 d).
 
+A row u of G is read as H[a_u] + H[b_u] from the token-pair products
+H = g P^T (p, n), H[c, v] = x_c . s_v, made once per call
+(:func:`token_pair_products`): the pair loop's reads are then contiguous,
+with no gather through the tokens of v. Its writes still go to the tokens
+of v (:func:`scatter_tokens`); a token-by-pair buffer folded once per call
+was measured instead and was no faster (docs/particles.md). The per-term
+kernels are in :mod:`.gram_terms`.
+
 The arithmetic differs from the direct kernels (:mod:`.forces`,
 :mod:`.terms`) by rounding: a squared distance taken from the Gram matrix
 has an absolute error of about 1e-16 (N_u + N_v), so where two pair sums
@@ -44,8 +52,8 @@ from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
-           "gram_forces_serial", "gram_forces_parallel", "gram_snapshot_term_forces", "gram_term_forces_serial",
-           "gram_term_forces_many", "apply_token_matrix", "token_gram_reference", "pair_gram_reference",
+           "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products",
+           "scatter_tokens", "flush_tokens", "add_column", "LANES", "token_gram_reference", "pair_gram_reference",
            "GRAM_SCRATCH_ROWS"]
 
 #: scratch vectors of length n one block of the Gram path needs
@@ -60,6 +68,7 @@ class GramWorkspace(NamedTuple):
     first: np.ndarray  # (n,) int64 first token of each pair
     second: np.ndarray  # (n,) int64 second token
     g: np.ndarray  # (p, p) token Gram matrix
+    H: np.ndarray  # (p, n) token-pair inner products x_c . s_v (:func:`token_pair_products`)
     N: np.ndarray  # (n,) squared norms of the pair sums
     rho: np.ndarray  # (n,) softened norms sqrt(N + eps^2)
     Up: np.ndarray  # (n_blocks, p, p) P^T Q P from the rows' own side (u < v)
@@ -81,7 +90,7 @@ def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int
     t = max(1, n_threads)
     q = p if polar else 0
     return GramWorkspace(np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
-                         np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty(n),
+                         np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty((p, n)), np.empty(n),
                          np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)), np.empty((n_blocks, n)),
                          np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks), np.empty((p, p)),
                          np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 3, LANES * p)))  # R: zero between rows
@@ -125,15 +134,24 @@ def pair_norms(g, first, second, eps, N, rho):
         rho[u] = np.sqrt(nu + eps * eps)
 
 
+@njit(cache=True, fastmath=FAST)
+def token_pair_products(g, first, second, H):
+    """H[c, v] = x_c . s_v = g[c, a_v] + g[c, b_v] (p, n): a row u of the
+    pair Gram matrix is then H[a_u] + H[b_u], read contiguously."""
+    for c in range(H.shape[0]):
+        gc = g[c]
+        hc = H[c]
+        for v in range(H.shape[1]):
+            hc[v] = gc[first[v]] + gc[second[v]]
+
+
 @njit(cache=True, fastmath=FAST, inline="always")
-def gram_row(u, g, first, second, lo, hi, hrow, G):
-    """G[v] = s_u . s_v for v in [lo, hi), through hrow = g[a_u] + g[b_u] (p,)."""
-    a = first[u]
-    b = second[u]
-    for c in range(g.shape[0]):
-        hrow[c] = g[a, c] + g[b, c]
+def gram_row(u, H, first, second, lo, hi, G):
+    """G[v] = s_u . s_v = H[a_u, v] + H[b_u, v] for v in [lo, hi)."""
+    ha = H[first[u]]
+    hb = H[second[u]]
     for v in range(lo, hi):
-        G[v] = hrow[first[v]] + hrow[second[v]]
+        G[v] = ha[v] + hb[v]
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
@@ -250,7 +268,7 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        gram_row(u, ws.g, first, second, lo, hi, R[0], G)
+        gram_row(u, ws.H, first, second, lo, hi, G)
         nu = N[u]
         if clu:
             e_clu += distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, scratch[1], scratch[2], coef,
@@ -380,6 +398,7 @@ def gram_forces_serial(x, law, force):
     ws = law.ws
     token_gram(x, ws.g)
     pair_norms(ws.g, ws.first, ws.second, prm.eps, ws.N, ws.rho)
+    token_pair_products(ws.g, ws.first, ws.second, ws.H)
     nb = ws.block_energy.shape[0]
     for t in range(nb):
         run_gram_block(t, system, prm, ws, ws.scratch[0], ws.R[0])
@@ -400,6 +419,7 @@ def gram_forces_parallel(x, law, force):
 def _gram_forces_parallel(x, system, prm, ws, force):
     token_gram(x, ws.g)
     pair_norms(ws.g, ws.first, ws.second, prm.eps, ws.N, ws.rho)
+    token_pair_products(ws.g, ws.first, ws.second, ws.H)
     nb = ws.block_energy.shape[0]
     for t in prange(nb):
         j = numba.get_thread_id() % ws.scratch.shape[0]
@@ -408,177 +428,6 @@ def _gram_forces_parallel(x, system, prm, ws, force):
     for t in range(nb):
         energy += ws.block_energy[t]
     return _gram_finish(x, prm, ws, force, energy)
-
-
-# ---------------------------------------------------------------- per term
-@njit(cache=True, fastmath=FAST)
-def gram_term_rows(g, first, second, N, rho, same_ptr, same_idx, prm, which, Up, Lo, D, B, T, scratch, R):
-    """The four pair terms (:data:`.terms.PAIR_TERMS`) of every row into
-    their own buffers: Up, Lo (4, p, p), D (4, n) for the distance terms,
-    B, T (4, n) for the cosine terms (indices 2, 3)."""
-    n = N.shape[0]
-    law_d = distance_params(prm)
-    law_c = cosine_params(prm)
-    G = scratch[0]
-    coef = scratch[2]
-    cc = scratch[3]
-    t0 = scratch[4]
-    hrow = R[0]
-    R1 = R[1]
-    R2 = R[2]
-    lam = prm.lam
-    polar = prm.polar
-    inv_rho = scratch[1]  # 1 / rho, so the loops multiply
-    for u in range(n):
-        inv_rho[u] = 1.0 / rho[u]
-    for u in range(n):
-        lo = np.uint64(u + 1)
-        hi = np.uint64(n)
-        gram_row(u, g, first, second, lo, hi, hrow, G)
-        nu = N[u]
-        a = first[u]
-        b = second[u]
-        # the same-class partners, one by one
-        for p in range(same_ptr[u], same_ptr[u + 1]):
-            v = same_idx[p]
-            av = first[v]
-            bv = second[v]
-            if which[0]:
-                r = nu + N[v] - 2.0 * G[v]
-                c0 = -2.0 * distance_same(r if r > 0.0 else 0.0, law_d)[1]
-                D[0, u] += c0
-                D[0, v] += c0
-                Up[0, a, av] += c0
-                Up[0, a, bv] += c0
-                Up[0, b, av] += c0
-                Up[0, b, bv] += c0
-            if which[2]:
-                c = G[v] * (inv_rho[u] * inv_rho[v])  # as gram_block and the other-class loop: multiplied
-                dhs = cosine_same(c, law_c)[1]
-                B[2, u] += dhs * c
-                B[2, v] += dhs * c
-                k = lam * dhs * (inv_rho[u] * inv_rho[v])
-                T[2, u] += k * G[v]
-                T[2, v] += k * G[v]
-                ku = k * nu if polar else k
-                Up[2, a, av] += ku
-                Up[2, a, bv] += ku
-                Up[2, b, av] += ku
-                Up[2, b, bv] += ku
-                if polar:
-                    kv = k * N[v]
-                    Lo[2, a, av] += kv
-                    Lo[2, a, bv] += kv
-                    Lo[2, b, av] += kv
-                    Lo[2, b, bv] += kv
-        if which[1]:
-            for v in range(lo, hi):
-                r = nu + N[v] - 2.0 * G[v]
-                coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
-            for p in range(same_ptr[u], same_ptr[u + 1]):
-                coef[same_idx[p]] = 0.0
-            add_column(coef, lo, hi, D[1], u)
-            scatter_tokens(coef, lo, hi, first, second, R1)
-            flush_tokens(u, first, second, R1, Up[1])
-        if which[3]:
-            inv_ru = inv_rho[u]
-            lam_ru = lam * inv_ru
-            for v in range(lo, hi):
-                c = G[v] * (inv_ru * inv_rho[v])
-                cc[v] = c
-                dhv = cosine_other(c, law_c)[1]
-                coef[v] = dhv
-                t0[v] = dhv * c
-            for p in range(same_ptr[u], same_ptr[u + 1]):
-                coef[same_idx[p]] = 0.0
-                t0[same_idx[p]] = 0.0
-            add_column(t0, lo, hi, B[3], u)
-            for v in range(lo, hi):
-                coef[v] *= lam_ru * inv_rho[v]
-            if polar:
-                for v in range(lo, hi):
-                    t0[v] = coef[v] * G[v]
-                add_column(t0, lo, hi, T[3], u)
-                for v in range(lo, hi):
-                    t0[v] = coef[v] * N[v]
-                scatter_tokens(t0, lo, hi, first, second, R2)
-                flush_tokens(u, first, second, R2, Lo[3])
-                for v in range(lo, hi):
-                    coef[v] *= nu
-            scatter_tokens(coef, lo, hi, first, second, R1)
-            flush_tokens(u, first, second, R1, Up[3])
-
-
-@njit(cache=True)
-def term_token_matrix(t, Up, Lo, D, B, T, rho, first, second, prm, M):
-    """Term t's token matrix M (p, p) from its buffers."""
-    p = M.shape[0]
-    lo_side = Lo if (t >= 2 and prm.polar) else Up  # Q symmetric: the other side is Up itself
-    for a in range(p):
-        for c in range(p):
-            M[a, c] = -(Up[t, a, c] + lo_side[t, c, a])
-    lam = prm.lam
-    for u in range(rho.shape[0]):
-        if t < 2:
-            dw = D[t, u]
-        elif prm.polar:
-            dw = T[t, u]
-        else:
-            dw = lam * B[t, u] / (rho[u] * rho[u])
-        a = first[u]
-        b = second[u]
-        M[a, a] += dw
-        M[a, b] += dw
-        M[b, a] += dw
-        M[b, b] += dw
-
-
-@njit(cache=True)
-def gram_snapshot_term_forces(x, system, prm, which, force):
-    """The forces of the four pair terms on x (p, d) into ``force`` (4, p, d)
-    on the Gram path (terms not in ``which`` are 0); as
-    :func:`.terms.snapshot_term_forces`."""
-    pairs = system.pairs
-    p = x.shape[0]
-    n = pairs.shape[0]
-    first = np.ascontiguousarray(pairs[:, 0])
-    second = np.ascontiguousarray(pairs[:, 1])
-    g = np.empty((p, p))
-    N = np.empty(n)
-    rho = np.empty(n)
-    Up = np.zeros((4, p, p))
-    Lo = np.zeros((4, p, p))
-    D = np.zeros((4, n))
-    B = np.zeros((4, n))
-    T = np.zeros((4, n))
-    scratch = np.empty((5, n))
-    R = np.zeros((3, LANES * p))
-    M = np.empty((p, p))
-    token_gram(x, g)
-    pair_norms(g, first, second, prm.eps, N, rho)
-    gram_term_rows(g, first, second, N, rho, system.same_ptr, system.same_idx, prm, which, Up, Lo, D, B, T,
-                   scratch, R)
-    for t in range(4):
-        if which[t]:
-            term_token_matrix(t, Up, Lo, D, B, T, rho, first, second, prm, M)
-            apply_token_matrix(M, x, 0.0, force[t])
-        else:
-            force[t][:] = 0.0
-
-
-@njit(cache=True)
-def gram_term_forces_serial(X, system, prm, which, force):
-    """:func:`gram_term_forces_many` on one thread."""
-    for t in range(X.shape[0]):
-        gram_snapshot_term_forces(X[t], system, prm, which, force[t])
-
-
-@njit(cache=True, parallel=True)
-def gram_term_forces_many(X, system, prm, which, force):
-    """:func:`gram_snapshot_term_forces` for every snapshot of X (T, p, d)
-    into ``force`` (T, 4, p, d), snapshots spread over threads."""
-    for t in prange(X.shape[0]):
-        gram_snapshot_term_forces(X[t], system, prm, which, force[t])
 
 
 # ---------------------------------------------------------------- references
