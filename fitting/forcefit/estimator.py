@@ -160,8 +160,10 @@ class ForceLawFit(BaseEstimator):
     scales_ : list of float
         The factor each run's G was divided by (1 without normalisation).
     fit_info_ : dict
-        The search's status, evaluations, snapshots used and bounds;
-        ``term_evaluations`` (calls of the term forces) and
+        The search's status, evaluations, snapshots used and bounds
+        (``converged``; ``flat_stop``: the polish stopped because its cost
+        fell by less than 1e-7 over ten iterations, a flat profile, see
+        :data:`fitting.forcefit.search.FLAT_TOL`); ``term_evaluations`` (calls of the term forces) and
         ``snapshot_evaluations`` (snapshots they evaluated), and the
         kernels' ``path``.
     """

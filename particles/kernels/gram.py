@@ -54,7 +54,7 @@ from .fastmath import FAST, lane_sum
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
            "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products",
            "scatter_tokens", "flush_tokens", "add_column", "LANES", "token_gram_reference", "pair_gram_reference",
-           "GRAM_SCRATCH_ROWS"]
+           "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
 
 #: scratch vectors of length n one block of the Gram path needs
 GRAM_SCRATCH_ROWS = 8
@@ -79,7 +79,7 @@ class GramWorkspace(NamedTuple):
     block_energy: np.ndarray  # (n_blocks,)
     M: np.ndarray  # (p, p) the token matrix
     scratch: np.ndarray  # (n_threads, GRAM_SCRATCH_ROWS, n)
-    R: np.ndarray  # (n_threads, 3, LANES p) row vectors over tokens (scatter_tokens' lanes)
+    R: np.ndarray  # (n_threads, 2, LANES p) row vectors over tokens (scatter_tokens' lanes)
 
 
 def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int, polar: bool = True
@@ -93,7 +93,7 @@ def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int
                          np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty((p, n)), np.empty(n),
                          np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)), np.empty((n_blocks, n)),
                          np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks), np.empty((p, p)),
-                         np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 3, LANES * p)))  # R: zero between rows
+                         np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 2, LANES * p)))  # R: zero between rows
 
 
 @njit(cache=True, fastmath=FAST)
@@ -285,15 +285,15 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
                 add_column(t0, lo, hi, ws.T[t], u)
                 for v in range(lo, hi):  # the other side: lam N_v K, with the clustering's symmetric part
                     t0[v] = coef[v] + N[v] * dh[v]
-                scatter_tokens(t0, lo, hi, first, second, R[2])
-                flush_tokens(u, first, second, R[2], ws.Lo[t])
+                scatter_tokens(t0, lo, hi, first, second, R[1])
+                flush_tokens(u, first, second, R[1], ws.Lo[t])
                 for v in range(lo, hi):
                     coef[v] += nu * dh[v]
             else:
                 for v in range(lo, hi):
                     coef[v] += dh[v]
-        scatter_tokens(coef, lo, hi, first, second, R[1])
-        flush_tokens(u, first, second, R[1], ws.Up[t])
+        scatter_tokens(coef, lo, hi, first, second, R[0])
+        flush_tokens(u, first, second, R[0], ws.Up[t])
     return e_clu + prm.lam * e_ali
 
 
@@ -434,6 +434,11 @@ def _gram_forces_parallel(x, system, prm, ws, force):
 def token_gram_reference(x: np.ndarray) -> np.ndarray:
     """NumPy reference of :func:`token_gram`."""
     return x @ x.T
+
+
+def token_pair_products_reference(x: np.ndarray, pairs: np.ndarray) -> np.ndarray:
+    """NumPy reference of :func:`token_pair_products`: H (p, n), H[c, v] = x_c . s_v."""
+    return x @ (x[pairs[:, 0]] + x[pairs[:, 1]]).T
 
 
 def pair_gram_reference(x: np.ndarray, pairs: np.ndarray) -> np.ndarray:

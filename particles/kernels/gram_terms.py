@@ -35,8 +35,8 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
     coef = scratch[2]
     cc = scratch[3]
     t0 = scratch[4]
-    R1 = R[1]
-    R2 = R[2]
+    R1 = R[0]
+    R2 = R[1]
     lam = prm.lam
     polar = prm.polar
     inv_rho = scratch[1]  # 1 / rho, so the loops multiply
@@ -164,7 +164,7 @@ def gram_snapshot_term_forces(x, system, prm, which, force):
     B = np.zeros((4, n))
     T = np.zeros((4, n))
     scratch = np.empty((5, n))
-    R = np.zeros((3, LANES * p))
+    R = np.zeros((2, LANES * p))
     M = np.empty((p, p))
     token_gram(x, g)
     pair_norms(g, first, second, prm.eps, N, rho)

@@ -9,7 +9,8 @@ from hypothesis import given, settings, strategies as st
 from particles import (EffectiveLoss, ForceParams, PairEnergy, PairTerm, energy_and_forces, force_terms,
                        modular_addition, simulate, unit_term_forces)
 from particles.energy import Engine, pair_system
-from particles.kernels.gram import pair_gram_reference, token_gram, token_gram_reference
+from particles.kernels.gram import (pair_gram_reference, token_gram, token_gram_reference, token_pair_products,
+                                   token_pair_products_reference)
 from particles.pair_path import GRAM_MIN_DIMENSION, use_gram
 from particles.reference import energy_reference, forces_reference
 from particles.testing.strategies import SoftParams, cubic_pull, exp_push, soft_bump, soft_well
@@ -118,6 +119,11 @@ def test_token_and_pair_gram_equal_numpy(p, d, seed):
     G = pair_gram_reference(x, train.pairs)
     a, b = train.pairs[:, 0], train.pairs[:, 1]
     assert np.allclose(G, g[a][:, a] + g[a][:, b] + g[b][:, a] + g[b][:, b], rtol=1e-12, atol=1e-11)
+    # the token-pair products the pair loop reads its rows of G from: G[u] = H[a_u] + H[b_u]
+    H = np.empty((p, len(a)))
+    token_pair_products(g, np.ascontiguousarray(a, dtype=np.int64), np.ascontiguousarray(b, dtype=np.int64), H)
+    assert np.allclose(H, token_pair_products_reference(x, train.pairs), rtol=1e-12, atol=1e-11)
+    assert np.allclose(H[a] + H[b], G, rtol=1e-12, atol=1e-11)
 
 
 @pytest.mark.parametrize("polar", [False, True])
