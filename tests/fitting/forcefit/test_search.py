@@ -45,6 +45,16 @@ def test_the_stop_follows_the_total_change_over_the_window(rate, cost):
         assert stopped is None
 
 
+@settings(deadline=None, max_examples=50)
+@given(growth=st.floats(1.05, 3.0), first=st.floats(1e-12, 1e-9))
+def test_gains_that_grow_do_not_stop(growth, first):
+    # a trust region gathering pace doubles its gain per step; 1.05 is far slower, yet not flat
+    gains = first * growth ** np.arange(3 * FLAT_ITERATIONS)
+    costs = 1.0 + gains.sum() - np.cumsum(gains)
+    stopped = feed(costs)
+    assert stopped is None
+
+
 def test_a_start_gathering_pace_is_not_a_flat_profile():
     # each step gains twice the one before (a trust region growing from a tiny step): not stopped,
     # though the first ten move the cost by less than FLAT_TOL
