@@ -15,8 +15,9 @@ from .basis import Basis
 from .data import ForceRun
 from .solve import nnls
 
-__all__ = ["FLAT_TOL", "FLAT_ITERATIONS", "FlatStop", "search_rows", "profile_residual", "search_ranges", "design", "range_differences", "LOG_STEP",
-           "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS", "SCREEN_EVALUATIONS", "SEARCH_TOL"]
+__all__ = ["FLAT_TOL", "FLAT_ITERATIONS", "FlatStop", "search_rows", "profile_residual", "search_ranges", "design",
+           "range_differences", "LOG_STEP", "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS", "SCREEN_EVALUATIONS",
+           "SEARCH_TOL"]
 
 #: relative step of the finite differences in log-range
 LOG_STEP = 1e-5

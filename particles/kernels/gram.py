@@ -52,7 +52,7 @@ from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
-           "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products",
+           "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products", "pair_geometry",
            "scatter_tokens", "flush_tokens", "add_column", "LANES", "token_gram_reference", "pair_gram_reference",
            "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
 
@@ -90,9 +90,10 @@ def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int
     t = max(1, n_threads)
     q = p if polar else 0
     return GramWorkspace(np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
-                         np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty((p, n)), np.empty(n),
-                         np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)), np.empty((n_blocks, n)),
-                         np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks), np.empty((p, p)),
+                         np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty((p, n)),
+                         np.empty(n), np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)),
+                         np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks),
+                         np.empty((p, p)),
                          np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 2, LANES * p)))  # R: zero between rows
 
 
@@ -143,6 +144,15 @@ def token_pair_products(g, first, second, H):
         hc = H[c]
         for v in range(H.shape[1]):
             hc[v] = gc[first[v]] + gc[second[v]]
+
+
+@njit(cache=True)
+def pair_geometry(x, eps, first, second, g, N, rho, H):
+    """Everything the pair loop reads of x (p, d): the token Gram matrix g,
+    the pair norms N and rho, and the token-pair products H."""
+    token_gram(x, g)
+    pair_norms(g, first, second, eps, N, rho)
+    token_pair_products(g, first, second, H)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
@@ -396,9 +406,7 @@ def gram_forces_serial(x, law, force):
     system = law.system
     prm = law.prm
     ws = law.ws
-    token_gram(x, ws.g)
-    pair_norms(ws.g, ws.first, ws.second, prm.eps, ws.N, ws.rho)
-    token_pair_products(ws.g, ws.first, ws.second, ws.H)
+    pair_geometry(x, prm.eps, ws.first, ws.second, ws.g, ws.N, ws.rho, ws.H)
     nb = ws.block_energy.shape[0]
     for t in range(nb):
         run_gram_block(t, system, prm, ws, ws.scratch[0], ws.R[0])
@@ -417,9 +425,7 @@ def gram_forces_parallel(x, law, force):
 
 @njit(cache=True, parallel=True)
 def _gram_forces_parallel(x, system, prm, ws, force):
-    token_gram(x, ws.g)
-    pair_norms(ws.g, ws.first, ws.second, prm.eps, ws.N, ws.rho)
-    token_pair_products(ws.g, ws.first, ws.second, ws.H)
+    pair_geometry(x, prm.eps, ws.first, ws.second, ws.g, ws.N, ws.rho, ws.H)
     nb = ws.block_energy.shape[0]
     for t in prange(nb):
         j = numba.get_thread_id() % ws.scratch.shape[0]

@@ -16,8 +16,7 @@ from numba import njit, prange
 from .alignment import cosine_other, cosine_params, cosine_same
 from .clustering import distance_other, distance_params, distance_same
 from .fastmath import FAST
-from .gram import (LANES, add_column, apply_token_matrix, flush_tokens, gram_row, pair_norms, scatter_tokens,
-                   token_gram, token_pair_products)
+from .gram import LANES, add_column, apply_token_matrix, flush_tokens, gram_row, pair_geometry, scatter_tokens
 
 __all__ = ["gram_term_rows", "term_token_matrix", "gram_snapshot_term_forces", "gram_term_forces_serial",
            "gram_term_forces_many"]
@@ -166,9 +165,7 @@ def gram_snapshot_term_forces(x, system, prm, which, force):
     scratch = np.empty((5, n))
     R = np.zeros((2, LANES * p))
     M = np.empty((p, p))
-    token_gram(x, g)
-    pair_norms(g, first, second, prm.eps, N, rho)
-    token_pair_products(g, first, second, H)
+    pair_geometry(x, prm.eps, first, second, g, N, rho, H)
     gram_term_rows(H, first, second, N, rho, system.same_ptr, system.same_idx, prm, which, Up, Lo, D, B, T,
                    scratch, R)
     for t in range(4):
