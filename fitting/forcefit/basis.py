@@ -54,7 +54,9 @@ class Basis:
         self.path_taken = None  # "gram" or "direct", as the term forces reported it
 
     def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
-        """(T, K, N, d) unit forces of run ``run`` (its snapshots ``rows``) at ranges theta."""
+        """(K, T, N, d) unit forces of run ``run`` (its snapshots ``rows``) at
+        ranges theta, term-major (each column's forces contiguous: the
+        design's transpose, made in one copy from the cached terms)."""
         values = dict(zip(self.ranges, theta))
         tag = None if rows is None else rows.tobytes()
         missing = []
@@ -66,9 +68,9 @@ class Basis:
                 out[term] = hit[1]
             else:
                 missing.append(term)
+        X = self.runs[run].X if rows is None else self.runs[run].X[rows]
         if missing:
             law = with_ranges(self.law, self.ranges, theta)
-            X = self.runs[run].X if rows is None else self.runs[run].X[rows]
             fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path)
             if self.path_taken is None:  # the path of the first call (its offset check costs a pass over X)
                 self.path_taken = taken_path(law, self.path, X, self.runs[run].train)
@@ -80,7 +82,11 @@ class Basis:
                 key = tuple(values[r] for r in self.deps[term])
                 self.cache[(run, tag, term)] = (key, fresh[:, k])
                 out[term] = fresh[:, k]
-        cols = np.stack([sum(out[t] for t in members) for members in self.groups.values()], axis=1)
-        if self.gauge is None:
-            return cols
-        return project(cols, self.runs[run].X if rows is None else self.runs[run].X[rows], self.gauge)
+        cols = np.empty((len(self.groups),) + X.shape)
+        for k, members in enumerate(self.groups.values()):
+            np.copyto(cols[k], out[members[0]])
+            for term in members[1:]:
+                cols[k] += out[term]
+            if self.gauge is not None:
+                cols[k] = project(cols[k], X, self.gauge)
+        return cols

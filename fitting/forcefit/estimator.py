@@ -27,8 +27,8 @@ from .gauge import check_gauge, project
 from .null import MAX_NULL, null_designs
 from .progress import FitProgress, expected_evaluations
 from .windows import bounded_shares, check_windows, window_edges, window_fits
-from .search import design, range_differences, search_ranges
-from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares
+from .search import design, range_differences, range_jacobian, search_ranges
+from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares, side_by_side
 
 __all__ = ["ForceLawFit", "NORMALIZE", "REUSE_JACOBIAN", "UNIDENTIFIED", "CLIP_COST", "MAX_BOOTSTRAP", "MAX_WINDOWS"]
 
@@ -360,10 +360,10 @@ class ForceLawFit(BaseEstimator):
         the ranges, design, strengths, d(model)/d(log range) and whether the
         step was taken (None without ranges)."""
         info_step = None
-        diffs = range_differences(basis, runs, theta, A, per_run)  # (rows, terms, ranges)
-        J = None if diffs is None else np.einsum("rkj,k->rj", diffs, coef)  # d(model)/d(log range)
+        diffs = range_differences(basis, runs, theta, A, per_run)  # per range, (rows, terms)
+        J = range_jacobian(diffs, coef)  # d(model)/d(log range)
         if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
-            step = bounded_solve(*normal_equations(np.column_stack([A, J]), b - A @ coef),
+            step = bounded_solve(*normal_equations(side_by_side(A, J), b - A @ coef),
                                  lower_bounds(coef, len(theta), self.nonnegative))
             moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
             A1, _, _ = design(basis, runs, moved, per_run)
@@ -377,7 +377,7 @@ class ForceLawFit(BaseEstimator):
                 theta, A, coef = moved, A1, coef1
                 if shift > REUSE_JACOBIAN:
                     diffs = range_differences(basis, runs, theta, A, per_run)
-                J = np.einsum("rkj,k->rj", diffs, coef)
+                J = range_jacobian(diffs, coef)
                 info_step = True
             else:
                 info_step = False

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ..ode.quality import warn_quality
-from .solve import bounded_solve, lower_bounds
+from .solve import bounded_solve, lower_bounds, side_by_side
 
 __all__ = ["bootstrap_intervals"]
 
@@ -28,16 +28,17 @@ def bootstrap_intervals(theta, coef, A, b, units, J, log_lo, log_hi, names, *, n
     # the model linearised at the fit: columns of the strengths and d(model)/d(log range); a range
     # whose terms all have strength 0 moves nothing (a zero column) and gets no interval
     live = np.zeros(0, dtype=bool) if J is None else np.linalg.norm(J, axis=0) > 0
-    Z = A if J is None else np.column_stack([A, J[:, live]])
+    Z = A if J is None else side_by_side(A, J[:, live])
     n_J = int(live.sum())
     n_units = int(units.max()) + 1
     gram = np.zeros((n_units, Z.shape[1], Z.shape[1]))
     rhs = np.zeros((n_units, Z.shape[1]))
     resid = b - A @ coef
-    order = np.argsort(units, kind="stable")
+    in_order = bool(np.all(units[1:] >= units[:-1]))  # each unit's rows a block (snapshots, runs): views
+    order = np.arange(len(units)) if in_order else np.argsort(units, kind="stable")
     bounds_ = np.searchsorted(units[order], np.arange(n_units + 1))
     for u in range(n_units):
-        idx = order[bounds_[u]:bounds_[u + 1]]
+        idx = slice(bounds_[u], bounds_[u + 1]) if in_order else order[bounds_[u]:bounds_[u + 1]]
         Zu = Z[idx]
         gram[u] = Zu.T @ Zu
         rhs[u] = Zu.T @ resid[idx]

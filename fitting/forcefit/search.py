@@ -16,8 +16,8 @@ from .data import ForceRun
 from .solve import nnls
 
 __all__ = ["FLAT_TOL", "FLAT_ITERATIONS", "FlatStop", "search_rows", "profile_residual", "search_ranges", "design",
-           "range_differences", "LOG_STEP", "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS", "SCREEN_EVALUATIONS",
-           "SEARCH_TOL"]
+           "range_differences", "range_jacobian", "LOG_STEP", "SOBOL_POINTS", "COARSE_SNAPSHOTS", "POLISH_STARTS",
+           "SCREEN_EVALUATIONS", "SEARCH_TOL"]
 
 #: relative step of the finite differences in log-range
 LOG_STEP = 1e-5
@@ -65,7 +65,7 @@ def profile_residual(basis: Basis, runs: list[ForceRun], rows: list[np.ndarray],
     for i, (run, r) in enumerate(zip(runs, rows)):
         if r.size == 0:
             continue
-        A.append(term_major(basis.columns(theta, i, r)))
+        A.append(basis.columns(theta, i, r))
         b.append(run.G[r].ravel())
     A = joined(A)
     b = np.concatenate(b)
@@ -151,8 +151,8 @@ def design(basis: Basis, runs: list[ForceRun], theta: np.ndarray, per_run: bool
     offset = 0
     for i, run in enumerate(runs):
         cols = basis.columns(theta, i)
-        T = cols.shape[0]
-        A.append(term_major(cols))
+        T = cols.shape[1]
+        A.append(cols)
         b.append(run.G.ravel())
         size = run.X.shape[1] * run.X.shape[2]
         unit = np.full(T, i) if per_run else offset + np.arange(T)
@@ -161,23 +161,18 @@ def design(basis: Basis, runs: list[ForceRun], theta: np.ndarray, per_run: bool
     return joined(A), np.concatenate(b), np.concatenate(units)
 
 
-def term_major(cols: np.ndarray) -> np.ndarray:
-    """(K, rows) unit forces from the columns (T, K, p, d): one copy, each
-    term's forces contiguous (its transpose is the design, in the column
-    order LAPACK works in)."""
-    return np.moveaxis(cols, 1, 0).reshape(cols.shape[1], -1)
-
-
 def joined(blocks: list[np.ndarray]) -> np.ndarray:
-    """The design (rows, K), Fortran-ordered, from runs' :func:`term_major` blocks."""
-    return (blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)).T
+    """The design (rows, K), Fortran-ordered (the column order LAPACK works
+    in), from runs' term-major blocks (K, T, N, d) of :meth:`.Basis.columns`."""
+    flat = [b.reshape(b.shape[0], -1) for b in blocks]
+    return (flat[0] if len(flat) == 1 else np.concatenate(flat, axis=1)).T
 
 
 def range_differences(basis: Basis, runs: list[ForceRun], theta: np.ndarray, A: np.ndarray, per_run: bool
-                      ) -> np.ndarray | None:
-    """d(unit forces)/d(log range) at ``theta`` (rows, terms, ranges), by
-    forward differences of relative step LOG_STEP; None without ranges. The
-    model's derivative is this times the strengths."""
+                      ) -> list[np.ndarray] | None:
+    """d(unit forces)/d(log range) at ``theta``, one (rows, terms) array per
+    range, by forward differences of relative step LOG_STEP; None without
+    ranges. The model's derivative is :func:`range_jacobian` of these."""
     if theta.size == 0:
         return None
     diffs = []  # A: the design at theta (unit forces, rows x terms)
@@ -185,5 +180,18 @@ def range_differences(basis: Basis, runs: list[ForceRun], theta: np.ndarray, A: 
         up = theta.copy()
         up[j] *= math.exp(LOG_STEP)
         Au, _, _ = design(basis, runs, up, per_run)
-        diffs.append((Au - A) / LOG_STEP)
-    return np.stack(diffs, axis=-1)
+        Au -= A
+        Au /= LOG_STEP
+        diffs.append(Au)
+    return diffs
+
+
+def range_jacobian(diffs: list[np.ndarray] | None, coef: np.ndarray) -> np.ndarray | None:
+    """d(model)/d(log range), (rows, ranges), from :func:`range_differences`
+    and the strengths ``coef``."""
+    if diffs is None:
+        return None
+    J = np.empty((diffs[0].shape[0], len(diffs)), order="F")  # columns filled in place (column_stack copies)
+    for j, D in enumerate(diffs):
+        J[:, j] = D @ coef
+    return J
