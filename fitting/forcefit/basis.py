@@ -14,7 +14,13 @@ from particles.params import ForceParams
 from .data import ForceRun
 from .gauge import project
 
-__all__ = ["resolve_law", "Basis"]
+__all__ = ["resolve_law", "Basis", "CACHE_DEPTH"]
+
+#: values kept per term and snapshot set: the last CACHE_DEPTH range values used. Two, so that a
+#: finite-difference Jacobian (one range moved at a time, back to the base point for the next) finds
+#: every term it did not move at the base point; with one, each range's step evicted the base value
+#: of the terms the step before moved, and those were computed again
+CACHE_DEPTH = 2
 
 
 def resolve_law(law: Any) -> Any:
@@ -48,7 +54,7 @@ class Basis:
         self.ranges = ranges
         self.runs = runs
         self.deps = {t: tuple(r for r in range_dependencies(law, t) if r in ranges) for t in self.terms}
-        self.cache: dict[tuple, tuple[tuple, np.ndarray]] = {}
+        self.cache: dict[tuple, list[tuple[tuple, np.ndarray]]] = {}  # most recently used last
         self.evaluations = 0
         self.snapshot_evaluations = 0
         self.path_taken = None  # "gram" or "direct", as the term forces reported it
@@ -63,11 +69,13 @@ class Basis:
         out = {}
         for term in self.terms:
             key = tuple(values[r] for r in self.deps[term])
-            hit = self.cache.get((run, tag, term))
-            if hit is not None and hit[0] == key:
-                out[term] = hit[1]
-            else:
+            kept = self.cache.setdefault((run, tag, term), [])
+            hit = next((i for i, (k, _) in enumerate(kept) if k == key), None)
+            if hit is None:
                 missing.append(term)
+            else:
+                kept.append(kept.pop(hit))
+                out[term] = kept[-1][1]
         X = self.runs[run].X if rows is None else self.runs[run].X[rows]
         if missing:
             law = with_ranges(self.law, self.ranges, theta)
@@ -80,7 +88,9 @@ class Basis:
                 self.progress(len(X))
             for k, term in enumerate(missing):
                 key = tuple(values[r] for r in self.deps[term])
-                self.cache[(run, tag, term)] = (key, fresh[:, k])
+                kept = self.cache[(run, tag, term)]
+                kept.append((key, fresh[:, k]))
+                del kept[:-CACHE_DEPTH]
                 out[term] = fresh[:, k]
         cols = np.empty((len(self.groups),) + X.shape)
         for k, members in enumerate(self.groups.values()):
