@@ -432,7 +432,7 @@ class PairEnergy(_Immutable):
             from .kernels import euler, forces, gram, gram_terms, minimize, terms
             from .kernels.rebind import rebind
 
-            slots: dict[str, Any] = {"EXACT_SAME": True}
+            slots: dict[str, Any] = {"EXACT_SAME": True, "GAUSSIAN_OTHER": False}
             # a law without one of the terms never runs its block (its strength
             # in the record is 0): an empty block in its place is not compiled
             # (nor the parallel kernel's split of one block by term, which

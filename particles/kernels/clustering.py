@@ -13,7 +13,8 @@ from numba import njit
 from .fastmath import FAST, exp_nonpositive, lane_sum
 from .pair_loops import scatter_differences, squared_distances
 
-__all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other"]
+__all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other",
+           "repulsion_factors", "repulsion_from_factors", "GAUSSIAN_OTHER", "FACTOR_LIMIT"]
 
 
 # The force law as two scalar functions of r^2 = |s_u - s_v|^2, each
@@ -27,6 +28,13 @@ __all__ = ["clustering_block", "clustering_reference", "distance_params", "dista
 #: False for the built-in law (its arithmetic, bit for bit); a custom law's
 #: copy of the kernels sets it True (see clustering_block)
 EXACT_SAME = False
+#: True for the built-in law, whose distance_other is a Gaussian that the Gram
+#: path factors (:func:`repulsion_factors`); a custom law's copy sets it False
+GAUSSIAN_OTHER = True
+#: the largest exponent a factor of :func:`repulsion_factors` may take: the products of two
+#: factors then stay within exp(+-2 FACTOR_LIMIT), inside the normal doubles (exp(+-708));
+#: beyond it the pair loop evaluates exp per pair
+FACTOR_LIMIT = 340.0
 
 
 @njit(cache=True)
@@ -48,6 +56,54 @@ def distance_other(r2, prm):
     """k_r exp(-r^2 / 2 sig_r^2) and its derivative in r^2."""
     inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
     ev = exp_nonpositive(-r2 * inv_2sr2) * prm.k_r
+    return ev, -(inv_2sr2 * ev)
+
+
+@njit(cache=True, fastmath=FAST)
+def repulsion_factors(prm, N, H, eN, EH):
+    """The built-in repulsion per pair as a product of per-pair and
+    token-pair factors, for the Gram path: with r^2 = N_u + N_v - 2 G_uv and
+    G_uv = H[a_u, v] + H[b_u, v] (:mod:`.gram`),
+
+        exp(-r^2 / 2 sig_r^2) = eN[u] eN[v] EH[a_u, v] EH[b_u, v],
+
+    eN = exp(-N / 2 sig_r^2) (n,), EH = exp(H / sig_r^2) (p, n): p n + n
+    exps per call instead of one per pair, evaluated as
+    (eN[u] eN[v]) (EH[a_u, v] EH[b_u, v]). Fills eN and EH and returns True
+    when every factor's exponent is within FACTOR_LIMIT, so that neither
+    product leaves the normal doubles; else False, and the pair loop
+    evaluates ``distance_other`` per pair (so also for a custom law,
+    GAUSSIAN_OTHER False). The exponents' rounding is of the order of the
+    direct form's (whose r^2 is a difference of the same numbers): the two
+    agree to about 4 FACTOR_LIMIT * 1e-16, relative (tested)."""
+    if not GAUSSIAN_OTHER:
+        return False
+    inv = 0.5 / (prm.sig_r * prm.sig_r)
+    top = 0.0
+    for v in range(N.shape[0]):
+        top = max(top, N[v])
+    big = 0.0
+    for c in range(H.shape[0]):
+        for v in range(H.shape[1]):
+            big = max(big, abs(H[c, v]))
+    if not (inv * top <= FACTOR_LIMIT and 2.0 * inv * big <= FACTOR_LIMIT):
+        return False
+    for v in range(N.shape[0]):
+        eN[v] = exp_nonpositive(-inv * N[v])
+    for c in range(H.shape[0]):
+        hc = H[c]
+        ec = EH[c]
+        for v in range(H.shape[1]):
+            ec[v] = exp_nonpositive(2.0 * inv * hc[v])  # as exact for 0 < arg < 709 (fastmath's docstring)
+    return True
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def repulsion_from_factors(e, prm):
+    """distance_other's (value, derivative in r^2) from e = exp(-r^2 / 2
+    sig_r^2) (the product of :func:`repulsion_factors`), in its arithmetic."""
+    inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
+    ev = e * prm.k_r
     return ev, -(inv_2sr2 * ev)
 
 

@@ -52,7 +52,9 @@ def exp_nonpositive(arg):
     1.5 * 2**52 shifter (no float-to-int conversion, which AVX2 lacks), a
     degree-13 Taylor polynomial, and 2**k built in the exponent bits from the
     shifter's low bits; below -708 the result is 0. Relative error below
-    3e-16 against numpy.exp (tested).
+    3e-16 against numpy.exp (tested). The same holds for 0 < arg < 709
+    (the Gram path's repulsion factors, :func:`.clustering.repulsion_factors`,
+    take arguments up to 340; tested).
     """
     x = max(arg, EXP_FLOOR)
     t = x * _INV_LN2 + _SHIFTER

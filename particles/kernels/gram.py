@@ -23,8 +23,11 @@ H = g P^T (p, n), H[c, v] = x_c . s_v, made once per call
 (:func:`token_pair_products`): the pair loop's reads are then contiguous,
 with no gather through the tokens of v. Its writes still go to the tokens
 of v (:func:`scatter_tokens`); a token-by-pair buffer folded once per call
-was measured instead and was no faster (docs/particles.md). The per-term
-kernels are in :mod:`.gram_terms`.
+was measured instead and was no faster (docs/particles.md). The built-in
+repulsion's exponential factors over H (:func:`.clustering.repulsion_factors`,
+:func:`prepare_pairs`): p n exponentials per call instead of one per pair,
+where the factors' exponents allow. The per-term kernels are in
+:mod:`.gram_terms`.
 
 The arithmetic differs from the direct kernels (:mod:`.forces`,
 :mod:`.terms`) by rounding: a squared distance taken from the Gram matrix
@@ -48,11 +51,12 @@ import numpy as np
 from numba import njit, prange
 
 from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import distance_other, distance_params, distance_same
+from .clustering import distance_other, distance_params, distance_same, repulsion_factors, repulsion_from_factors
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
            "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products", "pair_geometry",
+           "prepare_pairs",
            "scatter_tokens", "flush_tokens", "add_column", "LANES", "token_gram_reference", "pair_gram_reference",
            "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
 
@@ -71,6 +75,9 @@ class GramWorkspace(NamedTuple):
     H: np.ndarray  # (p, n) token-pair inner products x_c . s_v (:func:`token_pair_products`)
     N: np.ndarray  # (n,) squared norms of the pair sums
     rho: np.ndarray  # (n,) softened norms sqrt(N + eps^2)
+    eN: np.ndarray  # (n,) and
+    EH: np.ndarray  # (p, n): the repulsion's factors (:func:`.clustering.repulsion_factors`)
+    factored: np.ndarray  # (1,) bool: this call's repulsion from them
     Up: np.ndarray  # (n_blocks, p, p) P^T Q P from the rows' own side (u < v)
     Lo: np.ndarray  # (n_blocks, p, p) the other side, where Q is not symmetric (polar)
     D: np.ndarray  # (n_blocks, n) the pair diagonal (clustering part)
@@ -91,7 +98,8 @@ def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int
     q = p if polar else 0
     return GramWorkspace(np.ascontiguousarray(pairs[:, 0], dtype=np.int64),
                          np.ascontiguousarray(pairs[:, 1], dtype=np.int64), np.empty((p, p)), np.empty((p, n)),
-                         np.empty(n), np.empty(n), np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)),
+                         np.empty(n), np.empty(n), np.empty(n), np.empty((p, n)), np.zeros(1, dtype=np.bool_),
+                         np.empty((n_blocks, p, p)), np.empty((n_blocks, q, q)),
                          np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty((n_blocks, n)), np.empty(n_blocks),
                          np.empty((p, p)),
                          np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 2, LANES * p)))  # R: zero between rows
@@ -155,6 +163,14 @@ def pair_geometry(x, eps, first, second, g, N, rho, H):
     token_pair_products(g, first, second, H)
 
 
+@njit(cache=True)
+def prepare_pairs(x, prm, ws):
+    """:func:`pair_geometry` into the workspace, and the repulsion's factors
+    where they apply (``ws.factored``)."""
+    pair_geometry(x, prm.eps, ws.first, ws.second, ws.g, ws.N, ws.rho, ws.H)
+    ws.factored[0] = prm.k_r > 0.0 and repulsion_factors(prm, ws.N, ws.H, ws.eN, ws.EH)
+
+
 @njit(cache=True, fastmath=FAST, inline="always")
 def gram_row(u, H, first, second, lo, hi, G):
     """G[v] = s_u . s_v = H[a_u, v] + H[b_u, v] for v in [lo, hi)."""
@@ -203,18 +219,31 @@ def add_column(coef, lo, hi, D, u):
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D):
+def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D, factors):
     """Row u's distance terms: coef[v] = -2 phi'(r^2) (the pair's Q), its
     pair diagonal into D; returns their energy. The same-class partners
     replace their entries before the sum (as a custom law's direct kernels
-    do), for every law."""
-    for v in range(lo, hi):
-        r = nu + N[v] - 2.0 * G[v]
-        r = r if r > 0.0 else 0.0
-        r2[v] = r
-        ev, dev = distance_other(r, law_d)
-        w[v] = ev
-        coef[v] = -2.0 * dev
+    do), for every law. ``factors``: (factored, eN, EH[a_u], EH[b_u], prm),
+    the other-class terms from the repulsion's factors when ``factored``."""
+    factored, eN, ea, eb, prm = factors
+    if factored:
+        cu = eN[u]
+        for v in range(lo, hi):
+            ev, dev = repulsion_from_factors((cu * eN[v]) * (ea[v] * eb[v]), prm)
+            w[v] = ev
+            coef[v] = -2.0 * dev
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            r = nu + N[v] - 2.0 * G[v]
+            r2[v] = r if r > 0.0 else 0.0
+    else:
+        for v in range(lo, hi):
+            r = nu + N[v] - 2.0 * G[v]
+            r = r if r > 0.0 else 0.0
+            r2[v] = r
+            ev, dev = distance_other(r, law_d)
+            w[v] = ev
+            coef[v] = -2.0 * dev
     for p in range(same_ptr[u], same_ptr[u + 1]):
         ea, dea = distance_same(r2[same_idx[p]], law_d)
         w[same_idx[p]] = ea
@@ -281,8 +310,9 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
         gram_row(u, ws.H, first, second, lo, hi, G)
         nu = N[u]
         if clu:
+            factors = (ws.factored[0], ws.eN, ws.EH[first[u]], ws.EH[second[u]], prm)
             e_clu += distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, scratch[1], scratch[2], coef,
-                                  ws.D[t])
+                                  ws.D[t], factors)
         else:
             for v in range(lo, hi):
                 coef[v] = 0.0
@@ -406,7 +436,7 @@ def gram_forces_serial(x, law, force):
     system = law.system
     prm = law.prm
     ws = law.ws
-    pair_geometry(x, prm.eps, ws.first, ws.second, ws.g, ws.N, ws.rho, ws.H)
+    prepare_pairs(x, prm, ws)
     nb = ws.block_energy.shape[0]
     for t in range(nb):
         run_gram_block(t, system, prm, ws, ws.scratch[0], ws.R[0])
@@ -425,7 +455,7 @@ def gram_forces_parallel(x, law, force):
 
 @njit(cache=True, parallel=True)
 def _gram_forces_parallel(x, system, prm, ws, force):
-    pair_geometry(x, prm.eps, ws.first, ws.second, ws.g, ws.N, ws.rho, ws.H)
+    prepare_pairs(x, prm, ws)
     nb = ws.block_energy.shape[0]
     for t in prange(nb):
         j = numba.get_thread_id() % ws.scratch.shape[0]

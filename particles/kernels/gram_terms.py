@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit, prange
 
 from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import distance_other, distance_params, distance_same
+from .clustering import distance_other, distance_params, distance_same, repulsion_factors, repulsion_from_factors
 from .fastmath import FAST
 from .gram import LANES, add_column, apply_token_matrix, flush_tokens, gram_row, pair_geometry, scatter_tokens
 
@@ -23,10 +23,13 @@ __all__ = ["gram_term_rows", "term_token_matrix", "gram_snapshot_term_forces", "
 
 
 @njit(cache=True, fastmath=FAST)
-def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up, Lo, D, B, T, scratch, R):
+def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up, Lo, D, B, T, scratch, R, factors):
     """The four pair terms (:data:`.terms.PAIR_TERMS`) of every row into
     their own buffers: Up, Lo (4, p, p), D (4, n) for the distance terms,
-    B, T (4, n) for the cosine terms (indices 2, 3)."""
+    B, T (4, n) for the cosine terms (indices 2, 3). ``factors``:
+    (factored, eN, EH), the other-class distance term from the repulsion's
+    factors (:func:`.clustering.repulsion_factors`) when ``factored``."""
+    factored, eN, EH = factors
     n = N.shape[0]
     law_d = distance_params(prm)
     law_c = cosine_params(prm)
@@ -82,9 +85,16 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
                     Lo[2, b, av] += kv
                     Lo[2, b, bv] += kv
         if which[1]:
-            for v in range(lo, hi):
-                r = nu + N[v] - 2.0 * G[v]
-                coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
+            if factored:
+                cu = eN[u]
+                ea = EH[a]
+                eb = EH[b]
+                for v in range(lo, hi):
+                    coef[v] = -2.0 * repulsion_from_factors((cu * eN[v]) * (ea[v] * eb[v]), prm)[1]
+            else:
+                for v in range(lo, hi):
+                    r = nu + N[v] - 2.0 * G[v]
+                    coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 coef[same_idx[p]] = 0.0
             add_column(coef, lo, hi, D[1], u)
@@ -166,8 +176,11 @@ def gram_snapshot_term_forces(x, system, prm, which, force):
     R = np.zeros((2, LANES * p))
     M = np.empty((p, p))
     pair_geometry(x, prm.eps, first, second, g, N, rho, H)
+    eN = np.empty(n)
+    EH = np.empty((p, n))
+    factored = which[1] and repulsion_factors(prm, N, H, eN, EH)
     gram_term_rows(H, first, second, N, rho, system.same_ptr, system.same_idx, prm, which, Up, Lo, D, B, T,
-                   scratch, R)
+                   scratch, R, (factored, eN, EH))
     for t in range(4):
         if which[t]:
             term_token_matrix(t, Up, Lo, D, B, T, rho, first, second, prm, M)

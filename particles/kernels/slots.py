@@ -14,6 +14,8 @@ __all__ = ["SLOTS", "check_slots"]
 #: slot name -> (kernel module defining the built-in binding, what it is)
 SLOTS = {
     "EXACT_SAME": ("clustering", "compile-time flag: a same-label pair's interaction is computed exactly"),
+    "GAUSSIAN_OTHER": ("clustering", "compile-time flag: distance_other is the built-in Gaussian, which the Gram path "
+                       "factors over token-pair products (repulsion_factors)"),
     "distance_params": ("clustering", "the distance term's parameters, unpacked from the record"),
     "distance_same": ("clustering", "distance term between pair sums of the same label: (value, derivative)"),
     "distance_other": ("clustering", "distance term between pair sums of different labels"),

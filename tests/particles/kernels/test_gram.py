@@ -215,3 +215,39 @@ def test_a_law_whose_kernels_have_no_gram_path_runs_direct():
         energy_and_forces(x, train, law, path="gram")
     with pytest.raises(ValueError, match="no Gram path"):
         unit_term_forces(law, x[None], train, path="gram")
+
+
+@settings(deadline=None, max_examples=30)
+@given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1), reach=st.floats(0.05, 1.5))
+def test_repulsion_factors_give_the_gaussian_or_decline(p, d, seed, reach):
+    """The repulsion's factors (particles.kernels.clustering.repulsion_factors)
+    multiply to exp(-r^2 / 2 sig_r^2) for every pair where every exponent is
+    within FACTOR_LIMIT, and are declined where one is not; ``reach`` puts
+    the largest exponent from a twentieth of the limit to past it."""
+    from particles.kernels.clustering import FACTOR_LIMIT, repulsion_factors
+    from particles.kernels.gram import pair_geometry
+
+    x, train, rng = _system(p, d, seed)
+    pairs = np.asarray(train.pairs)
+    first, second = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
+    n = len(pairs)
+    g, N, rho, H = np.empty((p, p)), np.empty(n), np.empty(n), np.empty((p, n))
+    pair_geometry(x, 1.0, first, second, g, N, rho, H)
+    top = max(float(N.max()), 2.0 * float(np.abs(H).max()))
+    sig_r = np.sqrt(0.5 * top / (reach * FACTOR_LIMIT))  # inv * top = reach * FACTOR_LIMIT
+    prm = ForceParams(sig_r=sig_r).kernel_params()
+    eN, EH = np.empty(n), np.empty((p, n))
+    taken = repulsion_factors(prm, N, H, eN, EH)
+    inv = 0.5 / sig_r ** 2
+    within = inv * N.max() <= FACTOR_LIMIT and 2.0 * inv * np.abs(H).max() <= FACTOR_LIMIT
+    assert taken == within
+    if taken:
+        # against the per-pair form of the Gram path (r^2 from the same N and H): the factors' own
+        # rounding, of the exponents' size (300 random cases: at most 2.7e-16 inv top, relative)
+        r2 = np.maximum(N[:, None] + N[None] - 2.0 * (H[first] + H[second]), 0.0)
+        product = eN[:, None] * eN[None] * EH[first] * EH[second]
+        exact = np.exp(-inv * r2)
+        assert np.all(np.abs(product - exact) <= 2e-15 * max(1.0, inv * top) * np.maximum(exact, 1e-300))
+        f_gram = energy_and_forces(x, train, ForceParams(sig_r=sig_r, lam=0.0), path="gram", parallel=False)[1]
+        f_direct = energy_and_forces(x, train, ForceParams(sig_r=sig_r, lam=0.0), path="direct", parallel=False)[1]
+        assert _rel(f_gram, f_direct) <= 1e-11

@@ -48,6 +48,16 @@ def test_exp_matches_reference(values):
     assert np.all(out[~normal] <= 1e-300)
 
 
+@settings(deadline=None, max_examples=50)
+@given(st.lists(st.floats(0.0, 700.0), min_size=1, max_size=40))
+def test_exp_matches_numpy_on_positive_arguments(values):
+    """Positive arguments (the Gram path's repulsion factors take up to 340)."""
+    arg = np.array(values)
+    out = np.empty_like(arg)
+    _exp_all(arg, out)
+    np.testing.assert_allclose(out, np.exp(arg), rtol=3e-16, atol=0)
+
+
 @settings(deadline=None, max_examples=30)
 @given(st.lists(st.floats(-1e6, 1e6), min_size=0, max_size=40), st.integers(0, 5))
 def test_lane_sum_is_the_sum(values, lo):
