@@ -58,6 +58,8 @@ class Basis:
         self.evaluations = 0
         self.snapshot_evaluations = 0
         self.path_taken = None  # "gram" or "direct", as the term forces reported it
+        # the path taken per snapshot set, decided once ("auto" checks the snapshots' offset, a pass over them)
+        self.paths: dict[tuple, str] = {}
 
     def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
         """(K, T, N, d) unit forces of run ``run`` (its snapshots ``rows``) at
@@ -79,9 +81,12 @@ class Basis:
         X = self.runs[run].X if rows is None else self.runs[run].X[rows]
         if missing:
             law = with_ranges(self.law, self.ranges, theta)
-            fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path)
-            if self.path_taken is None:  # the path of the first call (its offset check costs a pass over X)
-                self.path_taken = taken_path(law, self.path, X, self.runs[run].train)
+            path = self.paths.get((run, tag))
+            if path is None:
+                path = self.paths[(run, tag)] = taken_path(law, self.path, X, self.runs[run].train)
+            if self.path_taken is None:  # the path of the first call
+                self.path_taken = path
+            fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path if path == "own" else path)
             self.evaluations += 1
             self.snapshot_evaluations += len(X)
             if self.progress is not None:
