@@ -78,7 +78,10 @@ class Basis:
             else:
                 kept.append(kept.pop(hit))
                 out[term] = kept[-1][1]
-        X = self.runs[run].X if rows is None else self.runs[run].X[rows]
+        X = self.runs[run].X
+        shape = X.shape if rows is None else (len(rows),) + X.shape[1:]
+        if missing or self.gauge is not None:
+            X = X if rows is None else X[rows]
         if missing:
             law = with_ranges(self.law, self.ranges, theta)
             path = self.paths.get((run, tag))
@@ -94,10 +97,13 @@ class Basis:
             for k, term in enumerate(missing):
                 key = tuple(values[r] for r in self.deps[term])
                 kept = self.cache[(run, tag, term)]
-                kept.append((key, fresh[:, k]))
+                # a view pins the whole call's array: a term no range moves (decay) is kept for the
+                # whole fit, so it keeps a copy of its own
+                value = fresh[:, k] if self.deps[term] else fresh[:, k].copy()
+                kept.append((key, value))
                 del kept[:-CACHE_DEPTH]
-                out[term] = fresh[:, k]
-        cols = np.empty((len(self.groups),) + X.shape)
+                out[term] = value
+        cols = np.empty((len(self.groups),) + shape)
         for k, members in enumerate(self.groups.values()):
             np.copyto(cols[k], out[members[0]])
             for term in members[1:]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fastmath import FAST, exp_nonpositive, lane_sum
+from .fastmath import EXP_FLOOR, FAST, exp_nonpositive, lane_sum
 from .pair_loops import scatter_differences, squared_distances
 
 __all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other",
@@ -35,6 +35,8 @@ GAUSSIAN_OTHER = True
 #: factors then stay within exp(+-2 FACTOR_LIMIT), inside the normal doubles (exp(+-708));
 #: beyond it the pair loop evaluates exp per pair
 FACTOR_LIMIT = 340.0
+#: exp(EXP_FLOOR): below it the per-pair exp returns 0, and so does the factored product
+EXP_FLOOR_VALUE = float(np.exp(EXP_FLOOR))
 
 
 @njit(cache=True)
@@ -71,9 +73,10 @@ def repulsion_factors(prm, N, H, eN, EH):
     exps per call instead of one per pair, evaluated as
     (eN[u] eN[v]) (EH[a_u, v] EH[b_u, v]). Fills eN and EH and returns True
     when every factor's exponent is within FACTOR_LIMIT, so that neither
-    product leaves the normal doubles; else False, and the pair loop
-    evaluates ``distance_other`` per pair (so also for a custom law,
-    GAUSSIAN_OTHER False). The exponents' rounding is of the order of the
+    partial product leaves the normal doubles (the whole product, below
+    exp(EXP_FLOOR), is taken as 0 as the per-pair exp does); else False,
+    and the pair loop evaluates ``distance_other`` per pair (so also for a
+    custom law, GAUSSIAN_OTHER False). The exponents' rounding is of the order of the
     direct form's (whose r^2 is a difference of the same numbers): the two
     agree to about 4 FACTOR_LIMIT * 1e-16, relative (tested)."""
     if not GAUSSIAN_OTHER:
@@ -101,9 +104,11 @@ def repulsion_factors(prm, N, H, eN, EH):
 @njit(cache=True, fastmath=FAST, inline="always")
 def repulsion_from_factors(e, prm):
     """distance_other's (value, derivative in r^2) from e = exp(-r^2 / 2
-    sig_r^2) (the product of :func:`repulsion_factors`), in its arithmetic."""
+    sig_r^2) (the product of :func:`repulsion_factors`), in its arithmetic;
+    e below exp(EXP_FLOOR) is taken as 0, as :func:`.fastmath.exp_nonpositive`
+    returns (the product of two normal factors can be subnormal)."""
     inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
-    ev = e * prm.k_r
+    ev = (e if e > EXP_FLOOR_VALUE else 0.0) * prm.k_r
     return ev, -(inv_2sr2 * ev)
 
 

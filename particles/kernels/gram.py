@@ -56,9 +56,8 @@ from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
            "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products", "pair_geometry",
-           "prepare_pairs",
-           "scatter_tokens", "flush_tokens", "add_column", "LANES", "token_gram_reference", "pair_gram_reference",
-           "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
+           "prepare_pairs", "scatter_tokens", "flush_tokens", "add_column", "other_distance_coefficients", "LANES",
+           "token_gram_reference", "pair_gram_reference", "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
 
 #: scratch vectors of length n one block of the Gram path needs
 GRAM_SCRATCH_ROWS = 8
@@ -245,11 +244,27 @@ def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D,
             w[v] = ev
             coef[v] = -2.0 * dev
     for p in range(same_ptr[u], same_ptr[u + 1]):
-        ea, dea = distance_same(r2[same_idx[p]], law_d)
-        w[same_idx[p]] = ea
-        coef[same_idx[p]] = -2.0 * dea
+        es, des = distance_same(r2[same_idx[p]], law_d)
+        w[same_idx[p]] = es
+        coef[same_idx[p]] = -2.0 * des
     add_column(coef, lo, hi, D, u)
     return lane_sum(w, lo, hi)
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def other_distance_coefficients(u, lo, hi, nu, N, G, law_d, factors, coef):
+    """coef[v] = -2 phi'(r^2) of the other-class distance term for v in
+    [lo, hi) (the term forces' row; :func:`distance_row` also keeps the
+    values), from the repulsion's factors when ``factors[0]`` (as there)."""
+    factored, eN, ea, eb, prm = factors
+    if factored:
+        cu = eN[u]
+        for v in range(lo, hi):
+            coef[v] = -2.0 * repulsion_from_factors((cu * eN[v]) * (ea[v] * eb[v]), prm)[1]
+    else:
+        for v in range(lo, hi):
+            r = nu + N[v] - 2.0 * G[v]
+            coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
 
 
 @njit(cache=True, fastmath=FAST, inline="always")

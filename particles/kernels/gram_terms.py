@@ -14,9 +14,10 @@ import numpy as np
 from numba import njit, prange
 
 from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import distance_other, distance_params, distance_same, repulsion_factors, repulsion_from_factors
+from .clustering import distance_params, distance_same, repulsion_factors
 from .fastmath import FAST
-from .gram import LANES, add_column, apply_token_matrix, flush_tokens, gram_row, pair_geometry, scatter_tokens
+from .gram import (LANES, add_column, apply_token_matrix, flush_tokens, gram_row, other_distance_coefficients,
+                   pair_geometry, scatter_tokens)
 
 __all__ = ["gram_term_rows", "term_token_matrix", "gram_snapshot_term_forces", "gram_term_forces_serial",
            "gram_term_forces_many"]
@@ -85,16 +86,7 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
                     Lo[2, b, av] += kv
                     Lo[2, b, bv] += kv
         if which[1]:
-            if factored:
-                cu = eN[u]
-                ea = EH[a]
-                eb = EH[b]
-                for v in range(lo, hi):
-                    coef[v] = -2.0 * repulsion_from_factors((cu * eN[v]) * (ea[v] * eb[v]), prm)[1]
-            else:
-                for v in range(lo, hi):
-                    r = nu + N[v] - 2.0 * G[v]
-                    coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
+            other_distance_coefficients(u, lo, hi, nu, N, G, law_d, (factored, eN, EH[a], EH[b], prm), coef)
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 coef[same_idx[p]] = 0.0
             add_column(coef, lo, hi, D[1], u)

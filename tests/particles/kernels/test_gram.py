@@ -243,7 +243,7 @@ def test_repulsion_factors_give_the_gaussian_or_decline(p, d, seed, reach):
     assert taken == within
     if taken:
         # against the per-pair form of the Gram path (r^2 from the same N and H): the factors' own
-        # rounding, of the exponents' size (300 random cases: at most 2.7e-16 inv top, relative)
+        # rounding, of the exponents' size (300 random cases: at most 6e-16 inv top, relative)
         r2 = np.maximum(N[:, None] + N[None] - 2.0 * (H[first] + H[second]), 0.0)
         product = eN[:, None] * eN[None] * EH[first] * EH[second]
         exact = np.exp(-inv * r2)
