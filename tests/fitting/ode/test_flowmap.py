@@ -67,7 +67,12 @@ def test_sign_flipping_modes_keep_their_decay_and_the_rest_state(seed, K, n_flip
     assert info["projected"] and info["sign_flipping_modes"] == n_flip
     assert np.linalg.eigvals(A).real.max() < 0
     rest = np.linalg.solve(np.eye(K + 1) - V @ np.diag(kept) @ np.linalg.inv(V), c)
-    np.testing.assert_allclose(np.linalg.solve(A, -b), rest, rtol=1e-6, atol=1e-8 * np.abs(rest).max())
+    # the projected mode sits at 1 - RADIUS = 1e-3 from 1, so I - M can be ill-conditioned (a drawn V
+    # of condition 4e4 gave cond(I - M) = 2e11 and a forward error of 1.4e-6 with a backward error of
+    # 6e-13): the rest state is checked as an equilibrium of the fitted generator, relative to the
+    # sizes of the terms that cancel (a wrong rest state leaves a residual of their size)
+    residual = np.abs(A @ rest + b)
+    assert np.all(residual <= 1e-9 * (np.abs(A) @ np.abs(rest) + np.abs(b)))
 
 
 def test_a_defective_flow_map_with_a_sign_flip_warns():
