@@ -44,14 +44,14 @@ GRAM_MAX_OFFSET = 100.0
 
 def offset_ratio(X: np.ndarray) -> float:
     """The largest |centroid| / RMS spread about it over the snapshots of X
-    (..., p, d): how far from the origin the embedding sits, in its own size."""
-    X = np.asarray(X, dtype=float).reshape((-1,) + np.shape(X)[-2:])
-    centre = X.mean(axis=1, keepdims=True)
-    spread = np.sqrt(np.mean(np.sum((X - centre) ** 2, axis=2), axis=1))
-    shift = np.linalg.norm(centre[:, 0], axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(spread > 0, shift / np.where(spread > 0, spread, 1.0), np.where(shift > 0, np.inf, 0.0))
-    return float(ratio.max()) if ratio.size else 0.0
+    (..., p, d): how far from the origin the embedding sits, in its own size
+    (compiled, :func:`.kernels.offset.offset_ratio_kernel`)."""
+    from .kernels.offset import offset_ratio_kernel
+
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim < 2 or X.size == 0:
+        return 0.0
+    return float(offset_ratio_kernel(np.ascontiguousarray(X.reshape((-1,) + X.shape[-2:]))))
 
 
 def use_gram(path: str, d: int, *, cell_lists: bool = False, pairs: int | None = None, tokens: int | None = None,

@@ -12,6 +12,7 @@
 - :mod:`.forces` -- blocks of rows, reduction, serial and parallel kernels
 - :mod:`.terms` -- the law split into its four pair terms, over snapshots
 - :mod:`.gram` -- forces, term forces and energies through the token Gram matrix (any d, one pair loop)
+- :mod:`.offset` -- how far an embedding sits from the origin in its own size (the Gram path's check)
 - :mod:`.euler` -- Euler / Langevin step loops
 - :mod:`.minimize` -- gradient descent with backtracking
 - :mod:`.bundle` -- the compiled functions one law runs on (:class:`Kernels`)

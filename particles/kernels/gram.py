@@ -218,7 +218,7 @@ def add_column(coef, lo, hi, D, u):
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D, factors):
+def distance_row(u, lo, hi, nu, N, ha, hb, same_ptr, same_idx, law_d, r2, w, coef, D, factors):
     """Row u's distance terms: coef[v] = -2 phi'(r^2) (the pair's Q), its
     pair diagonal into D; returns their energy. The same-class partners
     replace their entries before the sum (as a custom law's direct kernels
@@ -233,11 +233,11 @@ def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D,
             coef[v] = -2.0 * dev
         for p in range(same_ptr[u], same_ptr[u + 1]):
             v = same_idx[p]
-            r = nu + N[v] - 2.0 * G[v]
+            r = nu + N[v] - 2.0 * (ha[v] + hb[v])
             r2[v] = r if r > 0.0 else 0.0
     else:
         for v in range(lo, hi):
-            r = nu + N[v] - 2.0 * G[v]
+            r = nu + N[v] - 2.0 * (ha[v] + hb[v])
             r = r if r > 0.0 else 0.0
             r2[v] = r
             ev, dev = distance_other(r, law_d)
@@ -252,10 +252,11 @@ def distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, r2, w, coef, D,
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def other_distance_coefficients(u, lo, hi, nu, N, G, law_d, factors, coef):
+def other_distance_coefficients(u, lo, hi, nu, N, ha, hb, law_d, factors, coef):
     """coef[v] = -2 phi'(r^2) of the other-class distance term for v in
     [lo, hi) (the term forces' row; :func:`distance_row` also keeps the
-    values), from the repulsion's factors when ``factors[0]`` (as there)."""
+    values), from the repulsion's factors when ``factors[0]`` (as there);
+    ``ha``, ``hb`` as there."""
     factored, eN, ea, eb, prm = factors
     if factored:
         cu = eN[u]
@@ -263,7 +264,7 @@ def other_distance_coefficients(u, lo, hi, nu, N, G, law_d, factors, coef):
             coef[v] = -2.0 * repulsion_from_factors((cu * eN[v]) * (ea[v] * eb[v]), prm)[1]
     else:
         for v in range(lo, hi):
-            r = nu + N[v] - 2.0 * G[v]
+            r = nu + N[v] - 2.0 * (ha[v] + hb[v])
             coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
 
 
@@ -322,12 +323,13 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        gram_row(u, ws.H, first, second, lo, hi, G)
+        if ali:  # the distance terms read H's rows themselves
+            gram_row(u, ws.H, first, second, lo, hi, G)
         nu = N[u]
         if clu:
             factors = (ws.factored[0], ws.eN, ws.EH[first[u]], ws.EH[second[u]], prm)
-            e_clu += distance_row(u, lo, hi, nu, N, G, same_ptr, same_idx, law_d, scratch[1], scratch[2], coef,
-                                  ws.D[t], factors)
+            e_clu += distance_row(u, lo, hi, nu, N, ws.H[first[u]], ws.H[second[u]], same_ptr, same_idx, law_d,
+                                  scratch[1], scratch[2], coef, ws.D[t], factors)
         else:
             for v in range(lo, hi):
                 coef[v] = 0.0

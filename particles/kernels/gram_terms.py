@@ -48,17 +48,20 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
     for u in range(n):
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        gram_row(u, H, first, second, lo, hi, G)
-        nu = N[u]
         a = first[u]
         b = second[u]
+        if which[2] or which[3]:  # the distance terms read H's rows themselves
+            gram_row(u, H, first, second, lo, hi, G)
+        nu = N[u]
+        ha = H[a]
+        hb = H[b]
         # the same-class partners, one by one
         for p in range(same_ptr[u], same_ptr[u + 1]):
             v = same_idx[p]
             av = first[v]
             bv = second[v]
             if which[0]:
-                r = nu + N[v] - 2.0 * G[v]
+                r = nu + N[v] - 2.0 * (ha[v] + hb[v])
                 c0 = -2.0 * distance_same(r if r > 0.0 else 0.0, law_d)[1]
                 D[0, u] += c0
                 D[0, v] += c0
@@ -86,7 +89,7 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
                     Lo[2, b, av] += kv
                     Lo[2, b, bv] += kv
         if which[1]:
-            other_distance_coefficients(u, lo, hi, nu, N, G, law_d, (factored, eN, EH[a], EH[b], prm), coef)
+            other_distance_coefficients(u, lo, hi, nu, N, ha, hb, law_d, (factored, eN, EH[a], EH[b], prm), coef)
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 coef[same_idx[p]] = 0.0
             add_column(coef, lo, hi, D[1], u)
@@ -168,8 +171,8 @@ def gram_snapshot_term_forces(x, system, prm, which, force):
     R = np.zeros((2, LANES * p))
     M = np.empty((p, p))
     pair_geometry(x, prm.eps, first, second, g, N, rho, H)
-    eN = np.empty(n)
-    EH = np.empty((p, n))
+    eN = np.empty(n if which[1] else 0)  # the repulsion's factors, only for that term
+    EH = np.empty((p, n) if which[1] else (0, 0))
     factored = which[1] and repulsion_factors(prm, N, H, eN, EH)
     gram_term_rows(H, first, second, N, rho, system.same_ptr, system.same_idx, prm, which, Up, Lo, D, B, T,
                    scratch, R, (factored, eN, EH))

@@ -3,6 +3,7 @@ kernels' separate jobs are tested in tests/particles/kernels/test_jobs.py);
 the same-class partner lists and compile_for (particles.energy)."""
 import math
 
+import numba
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -126,3 +127,29 @@ def test_compile_for_compiles_each_kernel_once_without_running_it():
     compile_for((a, args), (b, args))
     assert len(a.compiled) == len(b.compiled) == 1
     compile_for((len, args))  # not a dispatcher: skipped
+
+
+def test_compile_for_types_a_seen_call_once_and_a_new_type_again(monkeypatch):
+    import importlib
+
+    energy_module = importlib.import_module("particles.energy")  # the module, not the function of that name
+
+    class FakeKernel:
+        def __init__(self):
+            self.signatures, self.compiled = [], []
+
+        def compile(self, signature):
+            self.compiled.append(signature)
+            self.signatures.append(signature)
+
+    typed = []
+    real_typeof = numba.typeof
+    monkeypatch.setattr(energy_module.numba, "typeof", lambda v: typed.append(v) or real_typeof(v))
+    k = FakeKernel()
+    record = (np.zeros((3, 2)), (np.zeros(4, dtype=np.int64), 2.0))
+    energy_module.compile_for((k, record))
+    first = len(typed)
+    energy_module.compile_for((k, (np.ones((5, 7)), (np.ones(9, dtype=np.int64), 3.0))))  # same types, other sizes
+    assert len(typed) == first and len(k.compiled) == 1
+    energy_module.compile_for((k, (np.zeros((3, 2), dtype=np.float32), (np.zeros(4, dtype=np.int64), 2.0))))
+    assert len(k.compiled) == 2  # another dtype: typed and compiled again
