@@ -107,19 +107,22 @@ def test_same_class_partners():
     assert partners == [[2, 5], [4], [5], [], [], []]
 
 
+class FakeKernel:
+    """A stand-in for a Numba dispatcher: records what compile_for compiles."""
+
+    def __init__(self):
+        self.signatures, self.compiled = [], []
+
+    def compile(self, signature):
+        self.compiled.append(signature)
+        self.signatures.append(signature)
+
+    def __call__(self, *args):
+        raise AssertionError("compile_for must not run the kernel")
+
+
 def test_compile_for_compiles_each_kernel_once_without_running_it():
     from particles.energy import compile_for
-
-    class FakeKernel:
-        def __init__(self):
-            self.signatures, self.compiled = [], []
-
-        def compile(self, signature):
-            self.compiled.append(signature)
-            self.signatures.append(signature)
-
-        def __call__(self, *args):
-            raise AssertionError("compile_for must not run the kernel")
 
     a, b = FakeKernel(), FakeKernel()
     args = (np.zeros((3, 2)), 1.5)
@@ -133,14 +136,6 @@ def test_compile_for_types_a_seen_call_once_and_a_new_type_again(monkeypatch):
     import importlib
 
     energy_module = importlib.import_module("particles.energy")  # the module, not the function of that name
-
-    class FakeKernel:
-        def __init__(self):
-            self.signatures, self.compiled = [], []
-
-        def compile(self, signature):
-            self.compiled.append(signature)
-            self.signatures.append(signature)
 
     typed = []
     real_typeof = numba.typeof
