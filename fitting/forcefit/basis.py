@@ -12,7 +12,7 @@ from particles.law_terms import check_force_law, range_dependencies, taken_path,
 from particles.params import ForceParams
 
 from .data import ForceRun
-from .gauge import project
+from .gauge import projector
 
 __all__ = ["resolve_law", "Basis", "CACHE_DEPTH"]
 
@@ -57,7 +57,7 @@ class Basis:
         self.cache: dict[tuple, list[tuple[tuple, np.ndarray]]] = {}  # most recently used last
         self.evaluations = 0
         self.snapshot_evaluations = 0
-        self.path_taken = None  # "gram" or "direct", as the term forces reported it
+        self.path_taken = None  # "gram", "direct" or "direct+gram" (calls on both), as the term forces reported it
         # the path taken per snapshot set, decided once ("auto" checks the snapshots' offset, a pass over them)
         self.paths: dict[tuple, str] = {}
 
@@ -87,8 +87,10 @@ class Basis:
             path = self.paths.get((run, tag))
             if path is None:
                 path = self.paths[(run, tag)] = taken_path(law, self.path, X, self.runs[run].train)
-            if self.path_taken is None:  # the path of the first call
+            if self.path_taken is None:
                 self.path_taken = path
+            elif path not in self.path_taken.split("+"):  # the snapshot sets took different paths
+                self.path_taken = "+".join(sorted(self.path_taken.split("+") + [path]))
             fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path if path == "own" else path)
             self.evaluations += 1
             self.snapshot_evaluations += len(X)
@@ -104,10 +106,11 @@ class Basis:
                 del kept[:-CACHE_DEPTH]
                 out[term] = value
         cols = np.empty((len(self.groups),) + shape)
+        proj = projector(X, self.gauge) if self.gauge is not None else None
         for k, members in enumerate(self.groups.values()):
             np.copyto(cols[k], out[members[0]])
             for term in members[1:]:
                 cols[k] += out[term]
-            if self.gauge is not None:
-                cols[k] = project(cols[k], X, self.gauge)
+            if proj is not None:
+                cols[k] = proj(cols[k])
         return cols

@@ -165,7 +165,8 @@ class ForceLawFit(BaseEstimator):
         fell by less than 1e-7 over ten iterations, a flat profile, see
         :data:`fitting.forcefit.search.FLAT_TOL`); ``term_evaluations`` (calls of the term forces) and
         ``snapshot_evaluations`` (snapshots they evaluated), and the
-        kernels' ``path``.
+        kernels' ``path`` ("gram", "direct", or "direct+gram" when the
+        snapshot sets took different ones: ``"auto"`` decides per set).
     """
 
     def __init__(self, law: Any = "builtin", *, terms: Sequence[str] | None = None,

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-__all__ = ["GAUGES", "admitted_gauges", "default_gauge", "check_gauge", "project", "gauge_directions"]
+__all__ = ["GAUGES", "admitted_gauges", "default_gauge", "check_gauge", "project", "projector", "gauge_directions"]
 
 #: the accepted gauges (None: fit the forces as they are)
 GAUGES = (None, "translation", "similarity")
@@ -69,21 +69,35 @@ def check_gauge(gauge: Any, law: Any, terms: Sequence[str]) -> str | None:
     return gauge
 
 
-def project(V: np.ndarray, X: np.ndarray, gauge: str | None) -> np.ndarray:
-    """``V`` (T, N, d), or (T, K, N, d) for K columns, with the gauge's
-    directions at each snapshot of ``X`` (T, N, d) removed (a copy)."""
+def projector(X: np.ndarray, gauge: str | None):
+    """The function that removes the gauge's directions at each snapshot of
+    ``X`` (T, N, d) from a ``V`` as :func:`project` takes it; what depends on
+    X alone (the centred embedding and its norms) is computed once, for all
+    the columns a fit projects on the same snapshots."""
     if gauge is None:
-        return V
-    columns = V.ndim == 4
-    W = V if columns else V[:, None]
-    W = W - W.mean(axis=2, keepdims=True)
+        return lambda V: V
+    Xc = safe = None
     if gauge == "similarity":
         Xc = X - X.mean(axis=1, keepdims=True)
         norm2 = np.einsum("tnd,tnd->t", Xc, Xc)
         safe = np.where(norm2 > 0, norm2, 1.0)
-        coeff = np.einsum("tknd,tnd->tk", W, Xc) / safe[:, None]
-        W = W - coeff[:, :, None, None] * Xc[:, None]
-    return W if columns else W[:, 0]
+
+    def apply(V: np.ndarray) -> np.ndarray:
+        columns = V.ndim == 4
+        W = V if columns else V[:, None]
+        W = W - W.mean(axis=2, keepdims=True)
+        if Xc is not None:
+            coeff = np.einsum("tknd,tnd->tk", W, Xc) / safe[:, None]
+            W = W - coeff[:, :, None, None] * Xc[:, None]
+        return W if columns else W[:, 0]
+
+    return apply
+
+
+def project(V: np.ndarray, X: np.ndarray, gauge: str | None) -> np.ndarray:
+    """``V`` (T, N, d), or (T, K, N, d) for K columns, with the gauge's
+    directions at each snapshot of ``X`` (T, N, d) removed (a copy)."""
+    return projector(X, gauge)(V)
 
 
 def gauge_directions(X: np.ndarray, gauge: str | None) -> np.ndarray:

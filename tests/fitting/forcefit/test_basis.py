@@ -73,3 +73,23 @@ def test_a_finite_difference_jacobian_computes_only_the_terms_each_range_moves(m
     assert twice == ("alignment_other",)  # sig_t and eps
     assert computed == [twice]
     assert basis.evaluations == 2 + len(RANGES)
+
+
+def test_the_path_taken_names_both_paths_when_the_runs_took_different_ones():
+    """``"auto"`` decides per snapshot set: a run near the origin takes the
+    Gram path at d = 8, one far from it (its distances would cancel) the
+    direct path, and the basis reports both."""
+    train = particles.modular_addition(7).split(0.6, seed=np.random.default_rng(0))[0]
+    rng = np.random.default_rng(0)
+    near = rng.normal(size=(2, 7, 8))
+    far = near + 1e4
+    runs = [ForceRun(X, rng.normal(size=X.shape), train, np.arange(2)) for X in (near, far)]
+    groups = {"clustering": ("attraction", "repulsion"), "decay": ("decay",)}
+    basis = Basis(resolve_law("builtin"), groups, RANGES, runs)
+    theta = np.array([1.3, 0.7, 0.4, 0.9])
+    basis.columns(theta, 0)
+    assert basis.path_taken == "gram"
+    basis.columns(theta, 1)
+    assert basis.path_taken == "direct+gram"
+    basis.columns(theta, 0)
+    assert basis.path_taken == "direct+gram"
