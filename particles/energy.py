@@ -124,7 +124,8 @@ def _fingerprints(args: tuple):
     compiled code on), or None where Numba has none for a value."""
     try:
         from numba._dispatcher import compute_fingerprint
-        return tuple(compute_fingerprint(a) for a in args)
+        # a record's fingerprint names its class but is not the class: the top-level types are added
+        return tuple(compute_fingerprint(a) for a in args) + tuple(type(a) for a in args)
     except Exception:  # an older or newer Numba, or a value without a fingerprint: type it in full
         return None
 
@@ -138,11 +139,18 @@ def compile_for(*calls) -> None:
     call of the other kernel does not stall in the middle of the run while
     it compiles. Kernels that are not Numba dispatchers are skipped. A call
     seen before (by Numba's type fingerprints, a few microseconds) skips
-    the full typing of a law record, which takes about 0.3 ms."""
+    the full typing of a law record, which takes about 0.3 ms. (Two nested
+    record classes of one name and fields share a fingerprint, as do a
+    Python int below and one above 2**63; such a second call is then
+    compiled on its first run instead: the same results, later.)"""
     for kernel, args in calls:
         if hasattr(kernel, "compile") and hasattr(kernel, "signatures"):
             key = _fingerprints(args)
-            if key is not None and key in _COMPILED.get(kernel, ()):
+            try:
+                seen = key is not None and key in _COMPILED.get(kernel, ())
+            except TypeError:  # a kernel that cannot be a weak key: typed in full every time
+                key, seen = None, False
+            if seen:
                 continue
             signature = tuple(numba.typeof(a) for a in args)
             if signature not in kernel.signatures:

@@ -15,8 +15,9 @@ __all__ = ["offset_ratio_kernel", "offset_ratio_reference"]
 @njit(cache=True)
 def offset_ratio_kernel(X):
     """max over snapshots of |centroid| / RMS spread about it, for X
-    (m, p, d) float64: 0 where both are 0, inf where only the spread is, NaN
-    where X holds one."""
+    (m, p, d) float64: 0 where both are 0, inf where only the spread is;
+    NaN where X holds a non-finite value (or its squares overflow), so that
+    ``use_gram`` keeps such input on the direct path."""
     m, p, d = X.shape
     worst = 0.0
     centre = np.empty(d)
@@ -36,6 +37,8 @@ def offset_ratio_kernel(X):
             for k in range(d):
                 dx = xs[a, k] - centre[k]
                 spread2 += dx * dx
+        if not (np.isfinite(shift2) and np.isfinite(spread2)):
+            return np.nan
         spread = np.sqrt(spread2 / p)
         shift = np.sqrt(shift2)
         if spread > 0.0:
@@ -43,9 +46,7 @@ def offset_ratio_kernel(X):
         elif shift == 0.0:
             ratio = 0.0
         else:
-            ratio = np.inf if shift > 0.0 else np.nan
-        if ratio != ratio:
-            return np.nan  # NaN in X, as the reference's max returns
+            ratio = np.inf
         worst = max(worst, ratio)
     return worst
 
@@ -53,7 +54,7 @@ def offset_ratio_kernel(X):
 def offset_ratio_reference(X: np.ndarray) -> float:
     """NumPy reference of :func:`offset_ratio_kernel` (X (..., p, d))."""
     X = np.asarray(X, dtype=float).reshape((-1,) + np.shape(X)[-2:])
-    if np.isnan(X).any():
+    if not np.isfinite(X).all():
         return float("nan")
     centre = X.mean(axis=1, keepdims=True)
     spread = np.sqrt(np.mean(np.sum((X - centre) ** 2, axis=2), axis=1))

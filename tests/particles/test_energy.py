@@ -148,3 +148,30 @@ def test_compile_for_types_a_seen_call_once_and_a_new_type_again(monkeypatch):
     assert len(typed) == first and len(k.compiled) == 1
     energy_module.compile_for((k, (np.zeros((3, 2), dtype=np.float32), (np.zeros(4, dtype=np.int64), 2.0))))
     assert len(k.compiled) == 2  # another dtype: typed and compiled again
+
+
+def test_compile_for_tells_records_of_one_name_apart_and_takes_any_kernel():
+    from collections import namedtuple
+
+    from particles.energy import compile_for
+
+    first, second = namedtuple("Rec", "x"), namedtuple("Rec", "x")  # one name and fields, two classes
+    k = FakeKernel()
+    compile_for((k, (first(1.0),)))
+    compile_for((k, (second(1.0),)))
+    assert len(k.compiled) == 2
+
+    class Slotted:  # dispatcher-like, but no weak reference: typed every time, never an error
+        __slots__ = ("signatures", "compiled")
+
+        def __init__(self):
+            self.signatures, self.compiled = [], []
+
+        def compile(self, signature):
+            self.compiled.append(signature)
+            self.signatures.append(signature)
+
+    s = Slotted()
+    compile_for((s, (np.zeros(3),)))
+    compile_for((s, (np.zeros(3),)))
+    assert len(s.compiled) == 1

@@ -27,7 +27,11 @@ def test_edge_cases():
     assert offset_ratio_kernel(np.zeros((2, 3, 4))) == offset_ratio_reference(np.zeros((2, 3, 4))) == 0.0
     same = np.ones((2, 3, 4))  # no spread, a shift: infinitely far
     assert offset_ratio_kernel(same) == offset_ratio_reference(same) == np.inf
-    bad = np.zeros((2, 3, 4))
-    bad[1, 2, 3] = np.nan
+    rng = np.random.default_rng(3)
+    for value in (np.nan, np.inf, -np.inf):  # a non-finite value in one snapshot: NaN (the direct path)
+        bad = rng.normal(size=(3, 4, 5))
+        bad[1, 2, 3] = value
+        assert np.isnan(offset_ratio_kernel(bad)) and np.isnan(offset_ratio_reference(bad))
+    bad[1, 2, 2] = np.inf  # +inf and -inf in one snapshot
     assert np.isnan(offset_ratio_kernel(bad)) and np.isnan(offset_ratio_reference(bad))
     assert offset_ratio(np.zeros((0, 3, 4))) == 0.0
