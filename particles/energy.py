@@ -119,14 +119,21 @@ def check_repulsion_tol(repulsion_tol, d: int, params=None) -> float | None:
 _COMPILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+try:  # Numba's own type fingerprints (what its dispatcher keys compiled code on)
+    from numba._dispatcher import compute_fingerprint as _compute_fingerprint
+except ImportError:  # an older or newer Numba: every call is typed in full
+    _compute_fingerprint = None
+
+
 def _fingerprints(args: tuple):
-    """Numba's own type fingerprints of ``args`` (what its dispatcher keys
-    compiled code on), or None where Numba has none for a value."""
+    """The fingerprints of ``args`` and their top-level types (a record's
+    fingerprint names its class but is not the class), or None where Numba
+    has none for a value."""
+    if _compute_fingerprint is None:
+        return None
     try:
-        from numba._dispatcher import compute_fingerprint
-        # a record's fingerprint names its class but is not the class: the top-level types are added
-        return tuple(compute_fingerprint(a) for a in args) + tuple(type(a) for a in args)
-    except Exception:  # an older or newer Numba, or a value without a fingerprint: type it in full
+        return tuple(_compute_fingerprint(a) for a in args) + tuple(type(a) for a in args)
+    except Exception:  # a value without a fingerprint (a Generator): type it in full
         return None
 
 

@@ -57,9 +57,15 @@ class Basis:
         self.cache: dict[tuple, list[tuple[tuple, np.ndarray]]] = {}  # most recently used last
         self.evaluations = 0
         self.snapshot_evaluations = 0
-        self.path_taken = None  # "gram", "direct" or "direct+gram" (calls on both), as the term forces reported it
+        self.taken: set[str] = set()  # the paths the term forces took ("gram", "direct")
         # the path taken per snapshot set, decided once ("auto" checks the snapshots' offset, a pass over them)
         self.paths: dict[tuple, str] = {}
+
+    @property
+    def path_taken(self) -> str | None:
+        """"gram", "direct", or "direct+gram" when the snapshot sets took
+        different paths; None before any term forces were computed."""
+        return "+".join(sorted(self.taken)) or None
 
     def columns(self, theta: np.ndarray, run: int, rows: np.ndarray | None = None) -> np.ndarray:
         """(K, T, N, d) unit forces of run ``run`` (its snapshots ``rows``) at
@@ -87,10 +93,7 @@ class Basis:
             path = self.paths.get((run, tag))
             if path is None:
                 path = self.paths[(run, tag)] = taken_path(law, self.path, X, self.runs[run].train)
-            if self.path_taken is None:
-                self.path_taken = path
-            elif path not in self.path_taken.split("+"):  # the snapshot sets took different paths
-                self.path_taken = "+".join(sorted(self.path_taken.split("+") + [path]))
+            self.taken.add(path)
             fresh = unit_term_forces(law, X, self.runs[run].train, missing, path=self.path if path == "own" else path)
             self.evaluations += 1
             self.snapshot_evaluations += len(X)
