@@ -151,19 +151,18 @@ def compile_for(*calls) -> None:
     Python int below and one above 2**63; such a second call is then
     compiled on its first run instead: the same results, later.)"""
     for kernel, args in calls:
-        if hasattr(kernel, "compile") and hasattr(kernel, "signatures"):
-            key = _fingerprints(args)
-            try:
-                seen = key is not None and key in _COMPILED.get(kernel, ())
-            except TypeError:  # a kernel that cannot be a weak key: typed in full every time
-                key, seen = None, False
-            if seen:
-                continue
-            signature = tuple(numba.typeof(a) for a in args)
-            if signature not in kernel.signatures:
-                kernel.compile(signature)
-            if key is not None:
-                _COMPILED.setdefault(kernel, set()).add(key)
+        key = _fingerprints(args)
+        try:  # looked up first: a dispatcher's ``signatures`` hashes every compiled signature (tens of µs)
+            seen = key is not None and key in _COMPILED.get(kernel, ())
+        except TypeError:  # a kernel that cannot be a weak key: typed in full every time
+            key, seen = None, False
+        if seen or not (hasattr(kernel, "compile") and hasattr(kernel, "signatures")):
+            continue
+        signature = tuple(numba.typeof(a) for a in args)
+        if signature not in kernel.signatures:
+            kernel.compile(signature)
+        if key is not None:
+            _COMPILED.setdefault(kernel, set()).add(key)
 
 
 class Engine:

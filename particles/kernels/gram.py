@@ -109,7 +109,8 @@ def token_gram(x, g):
     """g = x x^T (p, p), a fixed-order loop (no BLAS: the same bits on any
     number of threads). Each entry sums over k = 0, 1, ..., d - 1 in order;
     the loop runs over tokens innermost (on x transposed), so it vectorises
-    across entries without reassociating any sum."""
+    across entries without reassociating any sum, and takes four k per pass
+    over a row (the row's loads and stores shared, the order unchanged)."""
     p = x.shape[0]
     d = x.shape[1]
     xt = np.empty((d, p))
@@ -120,11 +121,25 @@ def token_gram(x, g):
         row = g[a]
         for c in range(a + 1):
             row[c] = 0.0
-        for k in range(d):
+        k = 0
+        while k + 4 <= d:
+            x0 = x[a, k]
+            x1 = x[a, k + 1]
+            x2 = x[a, k + 2]
+            x3 = x[a, k + 3]
+            t0 = xt[k]
+            t1 = xt[k + 1]
+            t2 = xt[k + 2]
+            t3 = xt[k + 3]
+            for c in range(a + 1):
+                row[c] = (((row[c] + x0 * t0[c]) + x1 * t1[c]) + x2 * t2[c]) + x3 * t3[c]
+            k += 4
+        while k < d:
             xa = x[a, k]
             xk = xt[k]
             for c in range(a + 1):
                 row[c] += xa * xk[c]
+            k += 1
         for c in range(a):
             g[c, a] = row[c]
 
@@ -422,17 +437,36 @@ def token_matrix(ws, prm, symmetric):
 
 @njit(cache=True, fastmath=FAST)
 def apply_token_matrix(M, x, decay, force):
-    """force = M x - decay x."""
+    """force = M x - decay x, each entry summed over c = 0, 1, ..., p - 1 in
+    order, four c per pass over the row of force (its loads and stores
+    shared); a group of four zero entries of M is skipped."""
     p = x.shape[0]
     d = x.shape[1]
     for a in range(p):
+        fa = force[a]
         for k in range(d):
-            force[a, k] = -decay * x[a, k]
-        for c in range(p):
+            fa[k] = -decay * x[a, k]
+        c = 0
+        while c + 4 <= p:
+            m0 = M[a, c]
+            m1 = M[a, c + 1]
+            m2 = M[a, c + 2]
+            m3 = M[a, c + 3]
+            if m0 != 0.0 or m1 != 0.0 or m2 != 0.0 or m3 != 0.0:
+                x0 = x[c]
+                x1 = x[c + 1]
+                x2 = x[c + 2]
+                x3 = x[c + 3]
+                for k in range(d):
+                    fa[k] = (((fa[k] + m0 * x0[k]) + m1 * x1[k]) + m2 * x2[k]) + m3 * x3[k]
+            c += 4
+        while c < p:
             m = M[a, c]
             if m != 0.0:
+                xc = x[c]
                 for k in range(d):
-                    force[a, k] += m * x[c, k]
+                    fa[k] += m * xc[k]
+            c += 1
 
 
 @njit(cache=True)
