@@ -4,7 +4,7 @@ references at d = 1 to 256, every built-in variant and custom laws; the
 automatic choice; bad input."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from particles import (EffectiveLoss, ForceParams, PairEnergy, PairTerm, energy_and_forces, force_terms,
                        modular_addition, simulate, unit_term_forces)
@@ -219,6 +219,7 @@ def test_a_law_whose_kernels_have_no_gram_path_runs_direct():
 
 @settings(deadline=None, max_examples=30)
 @given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1), reach=st.floats(0.05, 1.5))
+@example(p=13, d=5, seed=221, reach=1.0)  # every exponent at the limit (found by hypothesis, 2026-11-29)
 def test_repulsion_factors_give_the_gaussian_or_decline(p, d, seed, reach):
     """The repulsion's factors (particles.kernels.clustering.repulsion_factors)
     multiply to exp(-r^2 / 2 sig_r^2) for every pair where every exponent is
@@ -245,7 +246,9 @@ def test_repulsion_factors_give_the_gaussian_or_decline(p, d, seed, reach):
         # against the per-pair form of the Gram path (r^2 from the same N and H): the factors' own
         # rounding, of the exponents' size (300 random cases: at most 6e-16 inv top, relative)
         r2 = np.maximum(N[:, None] + N[None] - 2.0 * (H[first] + H[second]), 0.0)
-        product = eN[:, None] * eN[None] * EH[first] * EH[second]
+        # in the kernel's order, (eN[u] eN[v]) (EH[a_u, v] EH[b_u, v]): at the limit, the product taken left
+        # to right underflows to 0 where the whole is a normal number (exp(-659) at p=13, d=5, seed=221)
+        product = (eN[:, None] * eN[None]) * (EH[first] * EH[second])
         exact = np.exp(-inv * r2)
         assert np.all(np.abs(product - exact) <= 2e-15 * max(1.0, inv * top) * np.maximum(exact, 1e-300))
         f_gram = energy_and_forces(x, train, ForceParams(sig_r=sig_r, lam=0.0), path="gram", parallel=False)[1]
