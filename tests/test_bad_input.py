@@ -13,6 +13,7 @@ many in the slow step.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -128,6 +129,7 @@ def bad_strategy(good):
     return common
 
 
+@functools.cache  # built once at collection for both batteries (it runs real calls: compiles, fits)
 def _parameters():
     found = battery.registry()
     if _torch():
