@@ -396,7 +396,9 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
     T = np.linspace(0.0, 3.0, 61)
     X = np.column_stack([np.exp(-T), 2.0 * np.exp(-0.5 * T)])
     tmp = _tmp()
-    traj = pt.simulate(E7, D7, pt.ForceParams(), steps=4, dt=0.01, record_every=2)
+    # parallel=False: these two runs only make values for the good calls; the default would compile the parallel
+    # kernels too, at collection, in every test worker (about 20 s on a cold cache)
+    traj = pt.simulate(E7, D7, pt.ForceParams(), steps=4, dt=0.01, record_every=2, parallel=False)
     traj_path = traj.save(tmp / "good.npz")
     table = pt.SweepTable(rows=[{"wd": 0.1, "seed": 0, "structure": "circle", "circularity": 0.9},
                                 {"wd": 0.2, "seed": 0, "structure": "none", "circularity": 0.1}],
@@ -407,7 +409,7 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
     tiny = pt.preset("circles").replace(p=5, steps=4, record_every=2)
 
     # force-law fits: forces of a known law on a short particle run
-    FX = pt.simulate(E7, D7, pt.ForceParams(lam=1.0), steps=40, dt=0.01, record_every=10).embeddings
+    FX = pt.simulate(E7, D7, pt.ForceParams(lam=1.0), steps=40, dt=0.01, record_every=10, parallel=False).embeddings
     FG = np.stack([pt.forces(x, D7, pt.ForceParams(lam=1.0)) for x in FX])
     ffit = ft.ForceLawFit(ranges=(), n_bootstrap=5).fit(FX, FG, train=D7)
 
