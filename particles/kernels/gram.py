@@ -104,6 +104,22 @@ def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int
                          np.empty((t, GRAM_SCRATCH_ROWS, n)), np.zeros((t, 2, LANES * p)))  # R: zero between rows
 
 
+@njit(cache=True, fastmath=FAST, inline="always")
+def add_four(out, n, s0, v0, s1, v1, s2, v2, s3, v3):
+    """out[i] = (((out[i] + s0 v0[i]) + s1 v1[i]) + s2 v2[i]) + s3 v3[i] for
+    i < n: four scaled rows added in order, in one pass over ``out`` (its
+    loads and stores shared; the order of each sum that of four single passes)."""
+    for i in range(n):
+        out[i] = (((out[i] + s0 * v0[i]) + s1 * v1[i]) + s2 * v2[i]) + s3 * v3[i]
+
+
+@njit(cache=True, fastmath=FAST, inline="always")
+def add_one(out, n, s, v):
+    """out[i] += s v[i] for i < n."""
+    for i in range(n):
+        out[i] += s * v[i]
+
+
 @njit(cache=True, fastmath=FAST)
 def token_gram(x, g):
     """g = x x^T (p, p), a fixed-order loop (no BLAS: the same bits on any
@@ -123,22 +139,10 @@ def token_gram(x, g):
             row[c] = 0.0
         k = 0
         while k + 4 <= d:
-            x0 = x[a, k]
-            x1 = x[a, k + 1]
-            x2 = x[a, k + 2]
-            x3 = x[a, k + 3]
-            t0 = xt[k]
-            t1 = xt[k + 1]
-            t2 = xt[k + 2]
-            t3 = xt[k + 3]
-            for c in range(a + 1):
-                row[c] = (((row[c] + x0 * t0[c]) + x1 * t1[c]) + x2 * t2[c]) + x3 * t3[c]
+            add_four(row, a + 1, x[a, k], xt[k], x[a, k + 1], xt[k + 1], x[a, k + 2], xt[k + 2], x[a, k + 3], xt[k + 3])
             k += 4
         while k < d:
-            xa = x[a, k]
-            xk = xt[k]
-            for c in range(a + 1):
-                row[c] += xa * xk[c]
+            add_one(row, a + 1, x[a, k], xt[k])
             k += 1
         for c in range(a):
             g[c, a] = row[c]
@@ -453,19 +457,11 @@ def apply_token_matrix(M, x, decay, force):
             m2 = M[a, c + 2]
             m3 = M[a, c + 3]
             if m0 != 0.0 or m1 != 0.0 or m2 != 0.0 or m3 != 0.0:
-                x0 = x[c]
-                x1 = x[c + 1]
-                x2 = x[c + 2]
-                x3 = x[c + 3]
-                for k in range(d):
-                    fa[k] = (((fa[k] + m0 * x0[k]) + m1 * x1[k]) + m2 * x2[k]) + m3 * x3[k]
+                add_four(fa, d, m0, x[c], m1, x[c + 1], m2, x[c + 2], m3, x[c + 3])
             c += 4
         while c < p:
-            m = M[a, c]
-            if m != 0.0:
-                xc = x[c]
-                for k in range(d):
-                    fa[k] += m * xc[k]
+            if M[a, c] != 0.0:
+                add_one(fa, d, M[a, c], x[c])
             c += 1
 
 
