@@ -443,7 +443,9 @@ def token_matrix(ws, prm, symmetric):
 def apply_token_matrix(M, x, decay, force):
     """force = M x - decay x, each entry summed over c = 0, 1, ..., p - 1 in
     order, four c per pass over the row of force (its loads and stores
-    shared); a group of four zero entries of M is skipped."""
+    shared); a group of four zero entries of M is skipped, a zero entry in a
+    group with others is added as 0 x_c (so x must be finite: the callers
+    refuse non-finite states before this point)."""
     p = x.shape[0]
     d = x.shape[1]
     for a in range(p):
