@@ -813,10 +813,16 @@ def cases(entries: dict[str, tuple[Callable, dict[str, Any]]]) -> Iterator[tuple
                 yield name, param, label, bad
 
 
-def run(timeout: float = 10.0, skip: tuple[str, ...] = (), backend: bool = True) -> dict[str, Any]:
+def all_entries(backend: bool) -> dict[str, tuple[Callable, dict[str, Any]]]:
+    """:func:`registry`, with :func:`backend_registry` when ``backend`` (torch installed)."""
     entries = registry()
     if backend:
         entries.update(backend_registry())
+    return entries
+
+
+def run(timeout: float = 10.0, skip: tuple[str, ...] = (), backend: bool = True) -> dict[str, Any]:
+    entries = all_entries(backend)
     api = public_api(include_backend=backend)
     missing = sorted(set(api) - set(entries) - set(SKIP))
     outcomes: Counter = Counter()

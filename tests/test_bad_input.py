@@ -34,11 +34,14 @@ def _torch() -> bool:
     return fb.torch_available()
 
 
+@functools.cache  # built once, at collection, for both batteries and the fixture (real calls: compiles, fits)
+def _registry():
+    return battery.all_entries(_torch())
+
+
 @pytest.fixture(scope="module")
 def entries():
-    found = battery.registry()
-    if _torch():
-        found.update(battery.backend_registry())
+    found = _registry()
     for fn, kwargs in found.values():  # compile once, so no bad call pays for compilation
         fn(**kwargs)
     for name, param, label, bad in battery.cases(found):  # documented values may compile more
@@ -129,12 +132,8 @@ def bad_strategy(good):
     return common
 
 
-@functools.cache  # built once at collection for both batteries (it runs real calls: compiles, fits)
 def _parameters():
-    found = battery.registry()
-    if _torch():
-        found.update(battery.backend_registry())
-    return [(name, param) for name, (_, kwargs) in found.items() for param in kwargs]
+    return [(name, param) for name, (_, kwargs) in _registry().items() for param in kwargs]
 
 
 def _generated(examples):

@@ -7,7 +7,7 @@ import pytest
 from particles.cli import main
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_cli_theory(tmp_path, capsys):
     from particles.cli import main
     assert main(["theory", "critical-fraction", "--p", "6", "--samples", "200", "--out", str(tmp_path)]) == 0
@@ -22,7 +22,7 @@ def test_cli_theory(tmp_path, capsys):
     assert "measured / predicted" in capsys.readouterr().out
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_theory_curves_each_write_json(tmp_path, capsys):
     import json
 

@@ -56,7 +56,7 @@ def _custom():
     return CUSTOM
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @PROPS
 @given(p=st.integers(3, 13), d=st.integers(2, 4), seed=st.integers(0, 10_000))
 def test_custom_terms_sum_to_the_force(p, d, seed):
@@ -67,7 +67,7 @@ def test_custom_terms_sum_to_the_force(p, d, seed):
     assert _rel(sum(terms.values()), forces(x, train, law)) <= 1e-12
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_builtin_law_as_custom_terms_gives_the_same_fields():
     _, x, train = _system(11, 2, 3)
     builtin = force_terms(ForceParams(k_a=2, sig_a=2, k_r=1, sig_r=1, lam=1.5, sig_t=0.3, eps=0.5, wd=0.2), x, train)

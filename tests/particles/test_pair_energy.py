@@ -264,7 +264,7 @@ def _log_well(r2, prm):  # -inf at r2 = 0 (the diagonal of the NumPy path's matr
     return 0.5 * prm.k * np.log(r2 + 0.1)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_other_is_never_evaluated_into_same_class_energy():
     # ordered pairs: (a, b) and (b, a) have the same pair sum and the same
     # label, so an ``other`` evaluated on them would be infinite

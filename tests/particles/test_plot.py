@@ -55,7 +55,7 @@ def test_frame_limits_follow_a_shrinking_structure_and_keep_every_token_inside()
     assert np.all(with_sums[:, 1] - with_sums[:, 0] < 3 * 2 * 2 * radii + 1e-9)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_animation_frames_zoom_in_with_readable_size_and_a_legend(tmp_path):
     from particles import Trajectory, modular_addition
     from particles.plot import animate_trajectory

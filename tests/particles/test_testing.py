@@ -68,7 +68,7 @@ def _wrong_derivative_law():
     return law, x, train
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_wrong_supplied_derivative_fails_on_the_compiled_path():
     law, x, train = _wrong_derivative_law()
     with pytest.raises(AssertionError, match="forces are not -grad U"):

@@ -225,7 +225,7 @@ def test_a_second_process_writing_the_same_folder_is_refused(tmp_path):
     assert check_output_folder(tmp_path / "out", "--out") == tmp_path / "out"  # released when the holder died
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_two_embdyn_commands_into_one_folder_the_second_is_one_line_exit_2(tmp_path):
     import subprocess
     import sys

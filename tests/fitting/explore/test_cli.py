@@ -43,7 +43,7 @@ def test_port_in_use():
         one_line_exit_2(run("--port", str(port)), f"port {port}", "in use", "--port")
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_bad_files_and_values(tmp_path, run_file):
     one_line_exit_2(run(str(tmp_path / "none.npz")), "no file")
     (tmp_path / "notes.txt").write_text("hi")

@@ -20,7 +20,7 @@ headers = st.dictionaries(st.sampled_from(["step", "energy", "structure", "versi
                                     st.none(), st.booleans()), max_size=5)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @settings(deadline=None, max_examples=150)
 @given(headers, st.dictionaries(names, shapes.flatmap(lambda s: arrays(np.float64, s, elements=floats32)), max_size=4))
 def test_round_trip(header, arrs):

@@ -8,7 +8,7 @@ import particles as pt
 from fitting.explore.phases import PhaseFileError, load_phase_file
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_sweep_table(tmp_path):
     table = pt.sweep({"lam": [0.0, 3.0], "wd": [0.3]}, seeds=2, base=pt.preset("circles").replace(p=7, steps=50))
     path = table.to_csv(tmp_path / "sweep.csv")

@@ -75,7 +75,7 @@ def test_a_finite_difference_jacobian_computes_only_the_terms_each_range_moves(m
     assert basis.evaluations == 2 + len(RANGES)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_the_path_taken_names_both_paths_when_the_runs_took_different_ones():
     """``"auto"`` decides per snapshot set: a run near the origin takes the
     Gram path at d = 8, one far from it (its distances would cancel) the

@@ -84,7 +84,7 @@ def _own_force_run(tmp_path, stored: bool):
     return traj.save(tmp_path / "run.npz"), train
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_force_fit_takes_the_training_set_from_the_file_or_from_train(tmp_path, capsys):
     path, train = _own_force_run(tmp_path, stored=True)
     assert main(["force-fit", str(path), "--normalize", "none", "--bootstrap", "0", "--out",

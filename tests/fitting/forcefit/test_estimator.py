@@ -228,7 +228,7 @@ def test_column_rms_survives_underflow():
     np.testing.assert_allclose(column_rms(tiny), np.sqrt(np.mean(A ** 2, axis=0)) * [1.0, 1e-250, 0.0], rtol=1e-12)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_the_gram_path_gives_the_direct_fit_and_reports_progress():
     """At d = 8 the fit runs on the Gram path by default: the same fit as on
     the direct path to rounding, its progress reported in snapshots up to

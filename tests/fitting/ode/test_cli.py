@@ -73,7 +73,7 @@ def test_cli_fit_bad_values_are_one_line_with_exit_code_2(tmp_path, capsys):
         assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (args, err)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @pytest.mark.parametrize("stable", [False, True])
 @pytest.mark.parametrize("derivative", DERIVATIVE_METHODS)
 def test_every_derivative_choice_works_through_the_cli(derivative, stable, tmp_path, capsys):

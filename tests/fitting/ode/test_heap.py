@@ -37,7 +37,7 @@ def child(env: dict) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @pytest.mark.skipif(not GLIBC, reason="glibc's malloc only")
 def test_fits_after_the_first_fault_in_next_to_no_pages_and_the_user_can_say_no():
     kept = child({})

@@ -201,7 +201,7 @@ def test_default_fit_is_scale_equivariant(log10_scale, seed):
                                atol=1e-9 * c * np.abs(one.predict(runs[0])).max())
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_small_true_constant_is_kept_at_one_percent_noise(seed):
     coef, degree, x0s, t = CASES["spiral"]
@@ -211,7 +211,7 @@ def test_a_small_true_constant_is_kept_at_one_percent_noise(seed):
     np.testing.assert_array_equal(model.coef_ != 0, coef != 0)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1])
 def test_a_cubic_library_sparsifies_at_one_percent_noise(seed):
     coef, degree, x0s, t = CASES["cubic"]

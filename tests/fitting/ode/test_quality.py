@@ -48,7 +48,7 @@ def test_an_optimiser_at_its_iteration_limit_warns(monkeypatch):
     assert model.fit_info_["converged"] is False and model.fit_info_["max_iter"] == 2
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_warnings_are_silenced_by_the_filter_and_point_at_the_caller():
     coef, degree, x0s, t = CASES["spiral"]
     runs = data(coef, degree, x0s, t, 0.01, 8)

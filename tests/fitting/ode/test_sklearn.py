@@ -68,7 +68,7 @@ def test_sklearn_clone_and_grid_search_on_runs():
     assert set(series.cv_results_["param_regressor"]) == {"ols", "lasso"}
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_grid_search_with_sample_times_as_y():
     A, b = sparse_stable_system(K=4, n_off=2, seed=6)
     rng = np.random.default_rng(6)

@@ -8,7 +8,7 @@ from fitting import BootstrapEnsemble, LinearODE, linear_solution
 from .helpers import sparse_stable_system
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_stable_fit_is_stable_where_least_squares_is_not():
     rng = np.random.default_rng(5)
     t = np.arange(0, 3, 0.01)
@@ -34,7 +34,7 @@ def test_stable_fit_is_stable_where_least_squares_is_not():
         LinearODE(stable="yes").fit(data, 0.01)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None)
 @given(st.integers(0, 10_000), st.integers(2, 6))
 def test_stable_parametrisation_is_always_hurwitz(seed, K):

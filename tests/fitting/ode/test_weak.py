@@ -67,7 +67,7 @@ def derivative_error(model, coef, degree, states):
     return float(np.linalg.norm(model.predict(states) - truth) / np.linalg.norm(truth))
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 def test_noise_free_polynomial_systems_are_recovered_to_rounding(name):
     coef, degree, x0s, t = CASES[name]

@@ -241,7 +241,7 @@ def test_noise_level_on_a_graded_grid():
     assert noise_level([x], [t])[0] < 1e-10
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_the_two_ways_of_building_the_rows_covariance_agree(monkeypatch):
     """Evenly spaced samples with few columns take the all-offsets product; the
     chunked general path must give the same refit."""

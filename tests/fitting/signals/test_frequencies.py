@@ -130,7 +130,7 @@ def test_the_cli_the_api_and_the_explorer_fit_the_same_columns_with_the_same_num
     assert chosen.message in explorer["selection"]
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_cli_frequencies_choices_and_bad_input(tmp_path, capsys):
     traj, path = _run(tmp_path)
     assert main(["fit", str(path), "--frequencies", "3,5", "--out", str(tmp_path / "a"), "--quiet"]) == 0

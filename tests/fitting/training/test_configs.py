@@ -35,7 +35,7 @@ def test_configs_validate_without_torch():
         config_for("resnet")
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_importing_fitting_without_torch_works_and_training_says_how_to_install():
     code = ("import sys\n"
             "class NoTorch:\n"

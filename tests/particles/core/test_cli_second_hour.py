@@ -97,7 +97,7 @@ def test_no_compile_note_before_an_argument_error(tmp_path, capsys):
     assert "compiling" not in err and err.count("\n") == 1
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_a_closed_pipe_is_not_an_error(tmp_path):
     read, write = os.pipe()
     os.close(read)  # the reader went away (embdyn ... | head)

@@ -54,7 +54,7 @@ def test_the_watch_runs_only_in_a_child_of_the_caller():
     assert exit_with_parent(os.getppid() + 10**7) is False  # a process that is not its parent (a cluster)
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_a_killed_sweep_leaves_no_worker(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "particles.cli", "sweep", "--preset", "circles", "--grid",
                              "lam=0,1,2,3", "--seeds", "20", "--set", "steps=20000", "--jobs", "2", "--quiet",

@@ -24,7 +24,7 @@ def _bounds_hold(x, train, params, tol):
     return abs(u_cut - u_exact), np.abs(f_cut - f_exact).max()
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @settings(deadline=None, max_examples=40)
 @given(seed=st.integers(0, 2**31 - 1), p=st.integers(3, 29), scale=st.floats(0.1, 40.0),
        sig_r=st.floats(0.2, 3.0), tol=st.sampled_from([1e-16, 1e-10, 1e-4, 1e-2, 0.5]), lam=st.sampled_from([0.0, 1.0]))
@@ -82,7 +82,7 @@ def test_cutoff_serial_and_parallel_are_bit_identical(seed, p):
     assert a[0] == b[0] and np.array_equal(a[1], b[1])
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_cutoff_run_follows_the_exact_run():
     config = preset("grids").replace(steps=300)
     exact, cut = config.run(seed=4), config.run(seed=4, repulsion_tol=1e-16)

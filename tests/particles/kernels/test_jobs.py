@@ -205,7 +205,7 @@ def test_step_loop_reports_a_nonfinite_state_by_name():
     assert code == NONFINITE and STATUS_NAMES[code] == "non-finite state" and reached < 10
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 def test_minimize_as_python_matches_compiled_and_names_its_status():
     train, system, x0, prm, ws = _inputs(4, ForceParams(lam=0.5))
     results = []
@@ -248,7 +248,7 @@ def test_the_slot_contract_is_explicit_and_a_wrong_name_is_an_error():
         rebind(forces.forces_serial, {"distance_sme": lambda r2, prm: (0.0, 0.0)})
 
 
-@pytest.mark.slow  # a few seconds or more from a fresh install (the README's tests stay under 3 minutes)
+@pytest.mark.slow
 @pytest.mark.parametrize("d", [1, 2, 3, 8])
 def test_the_shared_pair_loops_match_their_numpy_references(d):
     """The sweep-and-scatter loops of particles.kernels.pair_loops against
