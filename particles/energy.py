@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import math
+import threading
 import time
 import weakref
+from collections import OrderedDict
 
 import numba
 import numpy as np
@@ -21,7 +23,7 @@ from .kernels.bundle import BUILTIN_KERNELS
 from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import dynamic_schedule, kernel_choice, usable_threads
-from .core.validation import check_array, check_magnitude
+from .core.validation import MAX_ABS, check_array, check_magnitude
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for", "Engine",
            "check_inputs"]
@@ -46,9 +48,11 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
     if x.shape[1] < 1:
         raise ValueError(f"{name} must have dimension d >= 1, got {x.shape[1]}")
     x = np.ascontiguousarray(x, dtype=np.float64)
-    if not np.all(np.isfinite(x)):
-        raise ValueError(f"{name} contains non-finite values (NaN or inf)")
-    return check_magnitude(x, name)
+    if not max(float(x.max()), -float(x.min())) <= MAX_ABS:  # NaN, inf or too large: which one, below
+        if not np.all(np.isfinite(x)):
+            raise ValueError(f"{name} contains non-finite values (NaN or inf)")
+        check_magnitude(x, name)
+    return x
 
 
 
@@ -179,18 +183,25 @@ class Engine:
         Whether the parallel kernel has work to split.
     key : tuple
         What the kernel chooser keeps timings for.
+    lock : threading.Lock
+        Held by the call running on the engine's workspace, when the engine
+        is one a dataset keeps (:func:`engine_for`).
     """
 
     def __init__(self, d: int, system: _forces.PairSystem, params: ForceParams | PairEnergy,
-                 repulsion_tol: float | None, path: str = "auto", p: int | None = None, x: np.ndarray | None = None):
+                 repulsion_tol: float | None, path: str = "auto", p: int | None = None, x: np.ndarray | None = None,
+                 gram: bool | None = None):
         prm = params.kernel_params()
         kernels = params.kernels()
         self.system = system
         n_blocks = len(system.block_ptr) - 1
         cells = None
-        cell_lists = repulsion_tol is not None and params.k_r > 0
+        cell_lists = uses_cells(params, repulsion_tol)
         p = int(system.pairs.max()) + 1 if p is None else p  # the tokens (those in no pair too)
-        self.gram = use_gram(path, d, cell_lists=cell_lists, pairs=len(system.pairs), tokens=p, X=x)
+        if gram is None:  # else the caller's :func:`use_gram` for these arguments
+            gram = use_gram(path, d, cell_lists=cell_lists, pairs=len(system.pairs), tokens=p, X=x)
+        self.gram = gram
+        self.lock = threading.Lock()  # held by the call that runs on the workspace (:func:`engine_for`)
         if self.gram and getattr(kernels, "gram_forces_serial", None) is None:  # a law whose kernels have none
             if path == "gram":
                 raise ValueError("path='gram': this law's kernels have no Gram path (Kernels.gram_forces_serial is "
@@ -240,6 +251,57 @@ class Engine:
         return _call(*self.step_call(x, sched, span, rng, rec, parallel), parallel)
 
 
+def uses_cells(params: ForceParams | PairEnergy, repulsion_tol: float | None) -> bool:
+    """Whether the law runs the cell-list cut-off (a tolerance and a repulsion to cut)."""
+    return repulsion_tol is not None and params.k_r > 0
+
+
+#: the engines a training set keeps for repeated calls (its law, dimension, path and cut-off); at most this many
+ENGINES_PER_SYSTEM = 4
+_ENGINES_LOCK = threading.Lock()
+
+
+class KeptEngines(OrderedDict):
+    """The engines kept on a training set, most recently used last; a copy
+    or pickle of the set starts without them (they hold locks and buffers)."""
+
+    def __reduce__(self):
+        return (type(self), ())
+
+
+def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, repulsion_tol: float | None,
+               path: str) -> Engine:
+    """An :class:`Engine` for checked inputs, with its lock held: the one
+    an earlier call on ``train`` with the same law, dimension, path,
+    cut-off and path choice left (its workspace and record reused, some
+    40 µs a call at p = 41), or a new one, kept for the next call.
+    A call releases ``engine.lock`` when done; an engine that another
+    thread holds is not shared (a new one serves this call)."""
+    system = pair_system(train)
+    d = x.shape[1]
+    gram = use_gram(path, d, cell_lists=uses_cells(params, repulsion_tol), pairs=len(system.pairs),
+                    tokens=x.shape[0], X=x)
+    try:
+        key = (params, d, repulsion_tol, path, gram)
+        hash(key)
+    except TypeError:  # a law that cannot be a key: a new engine each call
+        key = None
+    kept = train.__dict__.setdefault("_engines", KeptEngines())
+    with _ENGINES_LOCK:
+        engine = kept.get(key) if key is not None else None
+        if engine is not None and engine.lock.acquire(blocking=False):
+            kept.move_to_end(key)
+            return engine
+    engine = Engine(d, system, params, repulsion_tol, path, x.shape[0], x, gram=gram)
+    engine.lock.acquire()
+    if key is not None:
+        with _ENGINES_LOCK:
+            kept[key] = engine
+            while len(kept) > ENGINES_PER_SYSTEM:
+                kept.popitem(last=False)
+    return engine
+
+
 def _call(kernel, args: tuple, parallel: bool):
     """``kernel(*args)``, with blocks handed to threads one at a time when parallel."""
     if parallel:
@@ -287,7 +349,11 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
     """
     x = check_inputs(x, train, params)
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    return evaluate(x, Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0], x), parallel)
+    engine = engine_for(x, train, params, tol, path)
+    try:
+        return evaluate(x, engine, parallel)
+    finally:
+        engine.lock.release()
 
 
 def evaluate(x: np.ndarray, engine: Engine, parallel: bool | None) -> tuple[float, np.ndarray]:

@@ -1,7 +1,11 @@
 """The compiled force law against the NumPy reference (whole model; the
 kernels' separate jobs are tested in tests/particles/kernels/test_jobs.py);
-the same-class partner lists and compile_for (particles.energy)."""
+the same-class partner lists, compile_for and the engines a dataset keeps
+(particles.energy)."""
+import copy
 import math
+import pickle
+from concurrent.futures import ThreadPoolExecutor
 
 import numba
 import numpy as np
@@ -10,7 +14,7 @@ from hypothesis import given, settings, strategies as st
 
 from particles import (ForceParams, addition, energy_and_forces, energy_reference, forces, forces_reference,
                        modular_addition)
-from particles.energy import pair_system, same_class_partners
+from particles.energy import ENGINES_PER_SYSTEM, pair_system, same_class_partners
 
 PARAM_CASES = [
     ForceParams(),
@@ -98,6 +102,43 @@ def test_partner_lists_are_built_once_per_dataset():
     assert pair_system(train) is pair_system(train)
     ptr, idx = same_class_partners(train.labels)
     assert np.array_equal(pair_system(train).same_ptr, ptr) and np.array_equal(pair_system(train).same_idx, idx)
+
+
+def test_repeated_calls_reuse_one_engine_with_the_same_bits():
+    train = modular_addition(13).split(0.6, seed=1)[0]
+    x = np.random.default_rng(0).normal(size=(13, 16))
+    law = ForceParams(lam=1.0)
+    fresh = [energy_and_forces(x, pickle.loads(pickle.dumps(train)), law, path=path) for path in ("gram", "direct")]
+    first = energy_and_forces(x, train, law, path="gram")
+    kept = dict(train.__dict__["_engines"])
+    again = energy_and_forces(x, train, ForceParams(lam=1.0), path="gram")  # an equal law: the same engine
+    assert dict(train.__dict__["_engines"]) == kept and len(kept) == 1
+    assert first[0] == again[0] == fresh[0][0] and np.array_equal(first[1], fresh[0][1])
+    assert np.array_equal(again[1], fresh[0][1])
+    # another path, dimension or law: its own engine, at most ENGINES_PER_SYSTEM kept, none locked after the call
+    direct = energy_and_forces(x, train, law, path="direct")
+    assert direct[0] == fresh[1][0] and np.array_equal(direct[1], fresh[1][1])
+    for d in (3, 4, 5, 6):
+        forces(np.ones((13, d)), train, law)
+    engines = train.__dict__["_engines"]
+    assert len(engines) == ENGINES_PER_SYSTEM and not any(e.lock.locked() for e in engines.values())
+    # a copy or pickle of the dataset starts without them
+    assert not pickle.loads(pickle.dumps(train)).__dict__["_engines"]
+    assert not copy.deepcopy(train).__dict__["_engines"]
+
+
+def test_calls_from_several_threads_do_not_share_a_workspace():
+    train = modular_addition(17).split(0.7, seed=2)[0]
+    law = ForceParams(lam=0.8, alignment="polar")
+    X = np.random.default_rng(3).normal(size=(8, 17, 24))
+    want = [forces(x, pickle.loads(pickle.dumps(train)), law, parallel=False) for x in X]
+
+    def run(k):
+        return [np.array_equal(forces(X[(k + i) % 8], train, law, parallel=False), want[(k + i) % 8])
+                for i in range(40)]
+
+    with ThreadPoolExecutor(4) as pool:
+        assert all(all(ok) for ok in pool.map(run, range(4)))
 
 
 def test_same_class_partners():

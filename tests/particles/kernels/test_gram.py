@@ -20,9 +20,13 @@ PROPS = settings(deadline=None, max_examples=25)
 DIMS = st.sampled_from([1, 2, 3, 5, 8, 17, 64, 128, 256])
 
 
-def _system(p, d, seed, fraction=0.7):
+def _system(p, d, seed, fraction=0.7, shuffled=False):
+    """A split (its pairs sorted by first token) or, ``shuffled``, the same
+    pairs in a random order (a user's own training set need not be sorted)."""
     rng = np.random.default_rng(seed)
     train = modular_addition(p).split(fraction, seed=rng)[0]
+    if shuffled:
+        train = train.subset(rng.permutation(len(train)))
     return rng.normal(scale=1.5, size=(p, d)), train, rng
 
 
@@ -49,9 +53,9 @@ def _rel(a, b):
 
 @PROPS
 @given(p=st.integers(3, 15), d=DIMS, seed=st.integers(0, 2**31 - 1), polar=st.booleans(), axial=st.booleans(),
-       classifier=st.booleans())
-def test_builtin_forces_equal_direct_and_reference(p, d, seed, polar, axial, classifier):
-    x, train, rng = _system(p, d, seed)
+       classifier=st.booleans(), shuffled=st.booleans())
+def test_builtin_forces_equal_direct_and_reference(p, d, seed, polar, axial, classifier, shuffled):
+    x, train, rng = _system(p, d, seed, shuffled=shuffled)
     law = _builtin(rng, polar, axial, classifier)
     if d < 2 and law.lam > 0:
         law = law.replace(lam=0.0)
@@ -82,9 +86,10 @@ def test_custom_law_forces_equal_direct_and_reference(p, d, seed, kind):
 
 
 @PROPS
-@given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1), polar=st.booleans(), axial=st.booleans())
-def test_term_forces_equal_direct(p, d, seed, polar, axial):
-    check_term_forces(p, d, seed, polar, axial, False)
+@given(p=st.integers(3, 13), d=DIMS, seed=st.integers(0, 2**31 - 1), polar=st.booleans(), axial=st.booleans(),
+       shuffled=st.booleans())
+def test_term_forces_equal_direct(p, d, seed, polar, axial, shuffled):
+    check_term_forces(p, d, seed, polar, axial, False, shuffled)
 
 
 @pytest.mark.slow  # a custom law's term kernels on both paths
@@ -94,9 +99,9 @@ def test_custom_term_forces_equal_direct(p, d, seed):
     check_term_forces(p, d, seed, False, False, True)
 
 
-def check_term_forces(p, d, seed, polar, axial, custom):
+def check_term_forces(p, d, seed, polar, axial, custom, shuffled=False):
     d = max(d, 2)
-    x, train, rng = _system(p, d, seed)
+    x, train, rng = _system(p, d, seed, shuffled=shuffled)
     law = _custom(rng, "both") if custom else _builtin(rng, polar, axial, False)
     X = np.stack([x, 0.5 * x + rng.normal(size=x.shape)])
     gram = unit_term_forces(law, X, train, path="gram")
@@ -127,9 +132,10 @@ def test_token_and_pair_gram_equal_numpy(p, d, seed):
 
 
 @pytest.mark.parametrize("polar", [False, True])
-def test_blocked_system_parallel_equals_serial_bit_for_bit(polar):
+@pytest.mark.parametrize("shuffled", [False, True])
+def test_blocked_system_parallel_equals_serial_bit_for_bit(polar, shuffled):
     # 23 tokens, 0.9 of the pairs: over MIN_BLOCKED_PAIRS, so 16 row blocks spread over threads
-    x, train, rng = _system(23, 40, 5, fraction=0.9)
+    x, train, rng = _system(23, 40, 5, fraction=0.9, shuffled=shuffled)
     law = _builtin(rng, polar, False, False)
     e_s, f_s = energy_and_forces(x, train, law, path="gram", parallel=False)
     e_p, f_p = energy_and_forces(x, train, law, path="gram", parallel=True)
