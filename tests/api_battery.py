@@ -32,6 +32,7 @@ parameter's kind and classifies the outcome:
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import os
@@ -396,9 +397,12 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
     T = np.linspace(0.0, 3.0, 61)
     X = np.column_stack([np.exp(-T), 2.0 * np.exp(-0.5 * T)])
     tmp = _tmp()
-    # parallel=False: these two runs only make values for the good calls; the default would compile the parallel
-    # kernels too, at collection, in every test worker (about 20 s on a cold cache)
-    traj = pt.simulate(E7, D7, pt.ForceParams(), steps=4, dt=0.01, record_every=2, parallel=False)
+    # The values below compile nothing: every test worker builds this registry when it collects the tests, and a
+    # simulation or a fit here compiled the Euler loop, the force kernels and the term kernels in each worker before
+    # any test ran (about 50 s of a cold start). The good calls themselves compile when a test runs them.
+    steps = np.array([0, 2, 4])
+    traj = pt.Trajectory(embeddings=np.stack([E7, 0.9 * E7, 0.8 * E7]), snapshot_steps=steps, steps=steps,
+                         scalars={"energy": np.array([1.0, 0.8, 0.7])})
     traj_path = traj.save(tmp / "good.npz")
     table = pt.SweepTable(rows=[{"wd": 0.1, "seed": 0, "structure": "circle", "circularity": 0.9},
                                 {"wd": 0.2, "seed": 0, "structure": "none", "circularity": 0.1}],
@@ -408,10 +412,13 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
     term = law.distance
     tiny = pt.preset("circles").replace(p=5, steps=4, record_every=2)
 
-    # force-law fits: forces of a known law on a short particle run
-    FX = pt.simulate(E7, D7, pt.ForceParams(lam=1.0), steps=40, dt=0.01, record_every=10, parallel=False).embeddings
-    FG = np.stack([pt.forces(x, D7, pt.ForceParams(lam=1.0)) for x in FX])
-    ffit = ft.ForceLawFit(ranges=(), n_bootstrap=5).fit(FX, FG, train=D7)
+    # force-law fits: forces of a known law (the NumPy reference) on five states near E7; the fit made when first used
+    FX = E7 + 0.1 * np.random.default_rng(1).normal(size=(5, 7, 2))
+    FG = np.stack([pt.forces_reference(x, D7.pairs, D7.labels, pt.ForceParams(lam=1.0)) for x in FX])
+
+    @functools.cache
+    def ffit():
+        return ft.ForceLawFit(ranges=(), n_bootstrap=5).fit(FX, FG, train=D7)
 
     def fitted(cls=ft.LinearODE, **kw):
         return cls(**kw).fit(X, T)
@@ -574,9 +581,11 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "fitting.ForceLawFit.fit": (ft.ForceLawFit(ranges=(), n_bootstrap=5).fit,
                                     {"X": FX, "G": FG, "train": D7, "steps": np.arange(len(FX)) * 10,
                                      "window": (0, 40)}),
-        "fitting.ForceLawFit.predict": (ffit.predict, {"X": FX, "train": D7}),
-        "fitting.ForceLawFit.score": (ffit.score, {"X": FX, "G": FG, "train": D7, "steps": np.arange(len(FX))}),
-        "fitting.ForceLawFit.simulate": (ffit.simulate, {"x0": FX[0], "steps": 3, "dt": 0.01, "train": D7}),
+        "fitting.ForceLawFit.predict": (lambda **kw: ffit().predict(**kw), {"X": FX, "train": D7}),
+        "fitting.ForceLawFit.score": (lambda **kw: ffit().score(**kw),
+                                      {"X": FX, "G": FG, "train": D7, "steps": np.arange(len(FX))}),
+        "fitting.ForceLawFit.simulate": (lambda **kw: ffit().simulate(**kw),
+                                         {"x0": FX[0], "steps": 3, "dt": 0.01, "train": D7}),
         "fitting.LinearODE": (lambda **kw: ft.LinearODE(**kw).fit(X, T),
                               {"regressor": "ols", "derivative": "central", "stable": False}),
         "fitting.LotkaVolterra": (lambda **kw: ft.LotkaVolterra(**kw).fit(X, T),
