@@ -26,7 +26,7 @@ from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .core.validation import MAX_ABS, check_array, check_magnitude
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for", "Engine",
-           "check_inputs"]
+           "check_inputs", "engine_for", "ENGINES_PER_SYSTEM"]
 
 #: below this many training pairs the rows form one block and the serial
 #: kernel is always used (thread start-up would dominate); measured in
@@ -346,6 +346,13 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
     force : ndarray, shape (p, d)
         -grad U for the ``"gradient"`` alignment; the torque-driven alignment
         force for ``"polar"``.
+
+    Notes
+    -----
+    ``train`` keeps the compiled kernels' buffers of its last
+    :data:`ENGINES_PER_SYSTEM` laws, dimensions and paths
+    (:func:`engine_for`), so that a repeated call does not build them again;
+    calls from several threads each get their own.
     """
     x = check_inputs(x, train, params)
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
