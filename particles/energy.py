@@ -26,7 +26,8 @@ from .threads import dynamic_schedule, kernel_choice, usable_threads
 from .core.validation import MAX_ABS, check_array, check_magnitude
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for", "Engine",
-           "check_inputs", "engine_for", "ENGINES_PER_SYSTEM"]
+           "check_inputs", "engine_for", "ENGINES_PER_SYSTEM",
+           "KEPT_ENGINE_MAX_BYTES", "engine_bytes"]
 
 #: below this many training pairs the rows form one block and the serial
 #: kernel is always used (thread start-up would dominate); measured in
@@ -48,7 +49,7 @@ def check_embedding(x: np.ndarray, p: int, name: str = "x", allow_1d: bool = Fal
     if x.shape[1] < 1:
         raise ValueError(f"{name} must have dimension d >= 1, got {x.shape[1]}")
     x = np.ascontiguousarray(x, dtype=np.float64)
-    if not max(float(x.max()), -float(x.min())) <= MAX_ABS:  # NaN, inf or too large: which one, below
+    if x.size and not max(float(x.max()), -float(x.min())) <= MAX_ABS:  # NaN, inf or too large: which, below
         if not np.all(np.isfinite(x)):
             raise ValueError(f"{name} contains non-finite values (NaN or inf)")
         check_magnitude(x, name)
@@ -258,15 +259,16 @@ def uses_cells(params: ForceParams | PairEnergy, repulsion_tol: float | None) ->
 
 #: the engines a training set keeps for repeated calls (its law, dimension, path and cut-off); at most this many
 ENGINES_PER_SYSTEM = 4
+#: an engine whose buffers take more bytes than this is not kept (the direct path's grow with d: 170 MB at p = 113,
+#: d = 256); the Gram path's take O(p^2 + p n)
+KEPT_ENGINE_MAX_BYTES = 16 * 2**20
 _ENGINES_LOCK = threading.Lock()
 
 
-class KeptEngines(OrderedDict):
-    """The engines kept on a training set, most recently used last; a copy
-    or pickle of the set starts without them (they hold locks and buffers)."""
-
-    def __reduce__(self):
-        return (type(self), ())
+def engine_bytes(engine: Engine) -> int:
+    """The bytes of the arrays in ``engine``'s workspace (and cell lists)."""
+    return sum(getattr(a, "nbytes", 0) for part in (engine.law.ws, getattr(engine.law, "cells", ()))
+               for a in part)
 
 
 def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, repulsion_tol: float | None,
@@ -274,9 +276,11 @@ def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEner
     """An :class:`Engine` for checked inputs, with its lock held: the one
     an earlier call on ``train`` with the same law, dimension, path,
     cut-off and path choice left (its workspace and record reused, some
-    40 µs a call at p = 41), or a new one, kept for the next call.
-    A call releases ``engine.lock`` when done; an engine that another
-    thread holds is not shared (a new one serves this call)."""
+    40 µs a call at p = 41), or a new one, kept for the next call (unless
+    its buffers exceed :data:`KEPT_ENGINE_MAX_BYTES`). A call releases
+    ``engine.lock`` when done; an engine that another thread holds is not
+    shared (a new one serves this call). A copy or pickle of ``train``
+    starts without its engines (:meth:`PairDataset.__getstate__`)."""
     system = pair_system(train)
     d = x.shape[1]
     gram = use_gram(path, d, cell_lists=uses_cells(params, repulsion_tol), pairs=len(system.pairs),
@@ -286,7 +290,9 @@ def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEner
         hash(key)
     except TypeError:  # a law that cannot be a key: a new engine each call
         key = None
-    kept = train.__dict__.setdefault("_engines", KeptEngines())
+    kept = train.__dict__.get("_engines")
+    if kept is None:
+        kept = train.__dict__.setdefault("_engines", OrderedDict())
     with _ENGINES_LOCK:
         engine = kept.get(key) if key is not None else None
         if engine is not None and engine.lock.acquire(blocking=False):
@@ -294,7 +300,7 @@ def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEner
             return engine
     engine = Engine(d, system, params, repulsion_tol, path, x.shape[0], x, gram=gram)
     engine.lock.acquire()
-    if key is not None:
+    if key is not None and engine_bytes(engine) <= KEPT_ENGINE_MAX_BYTES:
         with _ENGINES_LOCK:
             kept[key] = engine
             while len(kept) > ENGINES_PER_SYSTEM:
@@ -352,7 +358,7 @@ def energy_and_forces(x: np.ndarray, train: PairDataset, params: ForceParams | P
     ``train`` keeps the compiled kernels' buffers of its last
     :data:`ENGINES_PER_SYSTEM` laws, dimensions and paths
     (:func:`engine_for`), so that a repeated call does not build them again;
-    calls from several threads each get their own.
+    calls from several threads at once each get their own buffers.
     """
     x = check_inputs(x, train, params)
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)

@@ -34,7 +34,7 @@ def _torch() -> bool:
     return fb.torch_available()
 
 
-@functools.cache  # built once, at collection, for both batteries and the fixture (real calls: compiles, fits)
+@functools.cache  # built once, at collection, for both batteries and the fixture (it compiles nothing)
 def _registry():
     return battery.all_entries(_torch())
 

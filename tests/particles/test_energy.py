@@ -3,6 +3,8 @@ kernels' separate jobs are tested in tests/particles/kernels/test_jobs.py);
 the same-class partner lists, compile_for and the engines a dataset keeps
 (particles.energy)."""
 import copy
+import dataclasses
+import importlib
 import math
 import pickle
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +16,9 @@ from hypothesis import given, settings, strategies as st
 
 from particles import (ForceParams, addition, energy_and_forces, energy_reference, forces, forces_reference,
                        modular_addition)
-from particles.energy import ENGINES_PER_SYSTEM, pair_system, same_class_partners
+from particles.energy import ENGINES_PER_SYSTEM, engine_bytes, engine_for, pair_system, same_class_partners
+
+energy_module = importlib.import_module("particles.energy")  # the module (particles.energy is also a function)
 
 PARAM_CASES = [
     ForceParams(),
@@ -104,27 +108,58 @@ def test_partner_lists_are_built_once_per_dataset():
     assert np.array_equal(pair_system(train).same_ptr, ptr) and np.array_equal(pair_system(train).same_idx, idx)
 
 
-def test_repeated_calls_reuse_one_engine_with_the_same_bits():
+@pytest.mark.parametrize("path,tol,d", [("gram", None, 16), ("direct", None, 3), ("auto", 1e-12, 2)])
+def test_repeated_calls_reuse_one_engine_with_the_same_bits(path, tol, d):
     train = modular_addition(13).split(0.6, seed=1)[0]
-    x = np.random.default_rng(0).normal(size=(13, 16))
-    law = ForceParams(lam=1.0)
-    fresh = [energy_and_forces(x, pickle.loads(pickle.dumps(train)), law, path=path) for path in ("gram", "direct")]
-    first = energy_and_forces(x, train, law, path="gram")
+    x, y = np.random.default_rng(0).normal(size=(2, 13, d))
+    law = ForceParams(lam=1.0) if tol is None else ForceParams()
+
+    def fresh(z):  # a copy of the training set starts without engines
+        return energy_and_forces(z, pickle.loads(pickle.dumps(train)), law, path=path, repulsion_tol=tol)
+
+    first = energy_and_forces(x, train, law, path=path, repulsion_tol=tol)
     kept = dict(train.__dict__["_engines"])
-    again = energy_and_forces(x, train, ForceParams(lam=1.0), path="gram")  # an equal law: the same engine
-    assert dict(train.__dict__["_engines"]) == kept and len(kept) == 1
-    assert first[0] == again[0] == fresh[0][0] and np.array_equal(first[1], fresh[0][1])
-    assert np.array_equal(again[1], fresh[0][1])
-    # another path, dimension or law: its own engine, at most ENGINES_PER_SYSTEM kept, none locked after the call
-    direct = energy_and_forces(x, train, law, path="direct")
-    assert direct[0] == fresh[1][0] and np.array_equal(direct[1], fresh[1][1])
-    for d in (3, 4, 5, 6):
+    assert len(kept) == 1
+    # another state in between, then an equal law: the same engine, each call the bits of a fresh one
+    for z in (y, x):
+        again = energy_and_forces(z, train, dataclasses.replace(law), path=path, repulsion_tol=tol)
+        want = fresh(z)
+        assert again[0] == want[0] and np.array_equal(again[1], want[1])
+        assert dict(train.__dict__["_engines"]) == kept
+    assert first[0] == again[0] and np.array_equal(first[1], again[1])
+
+
+def test_engines_kept_are_few_unlocked_and_not_pickled():
+    train = modular_addition(13).split(0.6, seed=1)[0]
+    law = ForceParams(lam=1.0)
+    for d in (2, 3, 4, 5, 6):
         forces(np.ones((13, d)), train, law)
     engines = train.__dict__["_engines"]
     assert len(engines) == ENGINES_PER_SYSTEM and not any(e.lock.locked() for e in engines.values())
-    # a copy or pickle of the dataset starts without them
-    assert not pickle.loads(pickle.dumps(train)).__dict__["_engines"]
-    assert not copy.deepcopy(train).__dict__["_engines"]
+    assert "_engines" not in pickle.loads(pickle.dumps(train)).__dict__
+    assert "_engines" not in copy.deepcopy(train).__dict__ and "_engines" not in copy.copy(train).__dict__
+    # while one call holds its engine, another gets a new one
+    x = np.ones((13, 6))
+    held = engine_for(x, train, law, None, "auto")
+    try:
+        other = engine_for(x, train, law, None, "auto")
+        assert other is not held
+        other.lock.release()
+    finally:
+        held.lock.release()
+
+
+def test_large_engines_are_not_kept():
+    train = modular_addition(13).split(0.6, seed=1)[0]
+    x = np.ones((13, 4))
+    engine = engine_for(x, train, ForceParams(), None, "direct")
+    engine.lock.release()
+    assert engine_bytes(engine) > 0 and train.__dict__["_engines"]
+    train = modular_addition(13).split(0.6, seed=1)[0]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(energy_module, "KEPT_ENGINE_MAX_BYTES", engine_bytes(engine) - 1)
+        forces(x, train, ForceParams(), path="direct")
+    assert not train.__dict__["_engines"]
 
 
 def test_calls_from_several_threads_do_not_share_a_workspace():
