@@ -16,6 +16,8 @@ Public API::
     STLSQ, OLS, Lasso, LassoCV                           regressors
     FiniteDifference, SavitzkyGolay, WeakForm, FlowMap   formulations
     survival_ode_analysis, ODEAnalysis                   the reference analysis
+    stages, RunStages, network_curves                    the stages of a run (docs/bring_your_own_run.md)
+    fit_windows                                          one ODE fit per stage or window of a run
     example_trajectory                                   a shipped survival-MLP run
     ForceLawFit                                          which force law explains training (docs/force_fit.md)
 
@@ -35,10 +37,14 @@ _EXPORTS = {
     'differentiate': ('.ode.derivatives', 'differentiate'),
     'example_trajectory': ('.survival.examples', 'example_trajectory'),
     'FrequencySelection': ('.signals.frequencies', 'FrequencySelection'),
+    'stages': ('.signals.stages', 'stages'),
+    'RunStages': ('.signals.stages', 'RunStages'),
+    'network_curves': ('.signals.stages', 'network_curves'),
     'key_frequencies': ('.signals.frequencies', 'key_frequencies'),
     'select_frequencies': ('.signals.frequencies', 'select_frequencies'),
     'ForceLawFit': ('.forcefit', 'ForceLawFit'),
     'OLS': ('.ode', 'OLS'),
+    'fit_windows': ('.ode', 'fit_windows'),
     'REGRESSORS': ('.ode', 'REGRESSORS'),
     'STLSQ': ('.ode', 'STLSQ'),
     'BlowUpError': ('.ode', 'BlowUpError'),

@@ -136,7 +136,7 @@ def _compile_kernels(config, both: bool = False, quiet: bool = False) -> None:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from .presets import preset
-    from .sweep import parse_shard, sweep
+    from .sweep import check_sweep_size, parse_shard, sweep
 
     extra = list(args.action or [])
     if extra and extra[0] == "merge":
@@ -148,6 +148,9 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
         raise ValueError("give at least one --grid NAME=V1,V2,...")
     base = preset(args.preset).replace(**key_values(args.set or [], "--set"))
     shard = parse_shard(args.shard)
+    if args.seeds < 1:
+        check_seeds(args.seeds, "--seeds", count=True)  # names --seeds
+    check_sweep_size(grid, args.seeds, shard, names=("--grid", "--seeds"))  # before the folder or any list
     # claimed before the journal is read or removed: a second sweep into the folder is refused (shards share it)
     out = check_output_folder(args.out, "--out", lock="" if shard is None else f"shard-{shard[0]}-of-{shard[1]}")
     journal = out / ("sweep.journal.jsonl" if shard is None else f"sweep.shard-{shard[0]}-of-{shard[1]}.jsonl")

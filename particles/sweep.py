@@ -15,6 +15,7 @@ import io
 import itertools
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -26,10 +27,12 @@ from .metrics import STRUCTURES, structure_metrics
 from .presets import Preset, preset
 from .simulate import NonFiniteStateError
 from .core.io import atomic_write, json_default
+from .core.limits import check_budget
 from .core.workers import exit_with_parent
 from .core.validation import check_path, check_seeds, describe
 
-__all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard"]
+__all__ = ["sweep", "SweepTable", "grid_points", "merge_journals", "JournalError", "parse_shard", "check_sweep_size",
+           "SWEEP_RUN_BYTES", "SWEEP_TASK_BYTES"]
 
 #: first line of a journal names the format
 JOURNAL_FORMAT = "embdyn-sweep-journal/1"
@@ -190,6 +193,55 @@ def grid_points(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]])
     return points
 
 
+#: memory a sweep keeps for each of its runs until the table is written: the row (14 values), its
+#: journal key, and the CSV text (about 0.9 KiB measured with tracemalloc, doubled for the summaries)
+SWEEP_RUN_BYTES = 2048
+#: memory for each run of the whole sweep, also those of other shards: its task and seed in the task
+#: list and the journal header (about 0.15 KiB measured)
+SWEEP_TASK_BYTES = 256
+
+
+def _count(values: Any, name: str) -> int:
+    """How many values ``values`` holds, without expanding a range (a generator is listed)."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError(f"{name} must be a list of values, got {describe(values)}")
+    return len(values) if hasattr(values, "__len__") else len(list(values))
+
+
+def check_sweep_size(grid: Any, seeds: Any, shard: Any = None, *, names: tuple[str, str] = ("grid", "seeds")
+                     ) -> int:
+    """The number of runs of a sweep (grid points x seeds), refused with a
+    ValueError naming ``names`` before anything is expanded or allocated when
+    the rows and the task list it keeps (:data:`SWEEP_RUN_BYTES` a run of
+    this shard, :data:`SWEEP_TASK_BYTES` a run of the whole sweep) exceed
+    the memory budget (:func:`particles.core.limits.memory_budget`: a
+    quarter of the machine's memory, or ``EMBDYN_MEMORY_BUDGET``)."""
+    grid_name, seeds_name = names
+    if isinstance(grid, Mapping):
+        points = 1
+        for key in grid:
+            points *= _count(grid[key], f"{grid_name} entry {key!r}")
+    elif isinstance(grid, (str, bytes)) or not hasattr(grid, "__iter__"):
+        raise TypeError(f"{grid_name} must be a dict of value lists or a list of dicts, got {describe(grid)}")
+    else:
+        points = _count(grid, grid_name)
+    if isinstance(seeds, (int, np.integer)) and not isinstance(seeds, (bool, np.bool_)):
+        n_seeds = max(int(seeds), 1)
+    elif isinstance(seeds, (str, bytes, dict)) or not hasattr(seeds, "__iter__"):
+        n_seeds = 1  # check_seeds names the mistake
+    else:
+        n_seeds = _count(seeds, seeds_name)
+    runs = points * n_seeds
+    shards = parse_shard(shard)[1] if shard is not None else 1
+    mine = -(-runs // shards)
+    need = runs * SWEEP_TASK_BYTES + mine * SWEEP_RUN_BYTES
+    what = (f"{seeds_name} {n_seeds} x {points} {grid_name} point{'s' if points != 1 else ''} = {runs} runs"
+            + (f" ({mine} in this shard)" if shards > 1 else ""))
+    check_budget(need, what, f"use fewer {seeds_name} or {grid_name} points, or split the sweep into shards "
+                             f"(shard=(i, n); embdyn sweep --shard i/n)")
+    return runs
+
+
 def _run_one(base: Preset, overrides: dict[str, Any], seed: int, caller: int | None = None) -> dict[str, Any]:
     if caller is not None:  # a local worker process ends with the sweep that started it
         exit_with_parent(caller)
@@ -278,6 +330,25 @@ def read_journal(path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str
     return header, rows
 
 
+def _refuse_linked_journal(path: Path) -> None:
+    if path.is_symlink():
+        raise JournalError(f"journal {str(path)!r} is a symbolic link (to {os.readlink(path)!r}), which is not "
+                           "followed; remove the link or choose another journal (with embdyn sweep: another --out)")
+
+
+def _open_journal(path: Path) -> int:
+    """The journal opened for reading and appending, never through a symbolic link."""
+    try:
+        fd = os.open(path, os.O_RDWR | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        _refuse_linked_journal(path)
+        raise type(exc)(exc.errno, f"cannot open the journal {str(path)!r}: {exc.strerror}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise JournalError(f"journal {str(path)!r} is not a regular file")
+    return fd
+
+
 class _Journal:
     """Appends finished rows to a journal, one complete line per write."""
 
@@ -286,16 +357,15 @@ class _Journal:
         if not path.exists() or path.stat().st_size == 0:
             line = (json.dumps(header, default=json_default) + "\n").encode()
             atomic_write(path, lambda fh: fh.write(line))
-        else:
-            self._truncate_partial_line()
-        self.fh = open(path, "ab")
+        self.fh = os.fdopen(_open_journal(path), "r+b")
+        self._truncate_partial_line()
+        self.fh.seek(0, os.SEEK_END)
 
     def _truncate_partial_line(self) -> None:
-        data = self.path.read_bytes()
+        data = self.fh.read()
         end = data.rfind(b"\n") + 1
         if end < len(data):
-            with open(self.path, "r+b") as fh:
-                fh.truncate(end)
+            self.fh.truncate(end)
 
     def append(self, row: dict[str, Any]) -> None:
         self.fh.write((json.dumps({"row": row}, default=json_default) + "\n").encode())
@@ -310,6 +380,27 @@ def _same_sweep(a: dict[str, Any], b: dict[str, Any], shard: bool = False) -> bo
     keys = ("base", "grid", "seeds") + (("shard",) if shard else ())
     return json.dumps([a.get(k) for k in keys], sort_keys=True, default=json_default) == \
         json.dumps([b.get(k) for k in keys], sort_keys=True, default=json_default)
+
+
+def _check_sweep_args(grid, seeds, base, n_jobs, backend, shard) -> tuple[Preset, list, list[int], Any]:
+    """The arguments of :func:`sweep` checked before any work: (base, points, seeds, shard)."""
+    base = preset(base) if isinstance(base, str) else base
+    if not isinstance(base, Preset):
+        raise TypeError(f"base must be a Preset or a preset name, got {type(base).__name__}")
+    check_sweep_size(grid, seeds, shard)  # before the grid or the seeds are expanded
+    # plain Python values (NumPy scalars included), so that journal keys and
+    # headers compare equal after a JSON round trip
+    points = [{k: _plain(v) for k, v in point.items()} for point in grid_points(grid)]
+    for point in points:  # validate every point before any work starts
+        base.replace(**point)
+    seed_list = check_seeds(seeds, count=True, distinct=False)  # repeated seeds run again, as before
+    shard = parse_shard(shard)
+    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
+        raise ValueError(f"n_jobs must be a non-zero int (negative: joblib's count from all cores) or None, "
+                         f"got {n_jobs!r}")
+    if backend is not None and not isinstance(backend, str):
+        raise TypeError(f"backend must be a joblib backend name or None, got {type(backend).__name__}")
+    return base, points, seed_list, shard
 
 
 def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds: int | Iterable[int] = 10, *,
@@ -352,22 +443,16 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     -------
     SweepTable
         The rows of this sweep (or shard), in task order.
+
+    Raises
+    ------
+    ValueError
+        Before anything is expanded, when grid points x seeds exceed the
+        memory budget (:func:`check_sweep_size`; ``EMBDYN_MEMORY_BUDGET``).
+    JournalError
+        For a damaged journal, another sweep's, or a symbolic link.
     """
-    base = preset(base) if isinstance(base, str) else base
-    if not isinstance(base, Preset):
-        raise TypeError(f"base must be a Preset or a preset name, got {type(base).__name__}")
-    # plain Python values (NumPy scalars included), so that journal keys and
-    # headers compare equal after a JSON round trip
-    points = [{k: _plain(v) for k, v in point.items()} for point in grid_points(grid)]
-    for point in points:  # validate every point before any work starts
-        base.replace(**point)
-    seed_list = check_seeds(seeds, count=True, distinct=False)  # repeated seeds run again, as before
-    shard = parse_shard(shard)
-    if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):
-        raise ValueError(f"n_jobs must be a non-zero int (negative: joblib's count from all cores) or None, "
-                         f"got {n_jobs!r}")
-    if backend is not None and not isinstance(backend, str):
-        raise TypeError(f"backend must be a joblib backend name or None, got {type(backend).__name__}")
+    base, points, seed_list, shard = _check_sweep_args(grid, seeds, base, n_jobs, backend, shard)
     tasks = [(point, seed) for point in points for seed in seed_list]
     if shard is not None:
         tasks = tasks[shard[0]::shard[1]]
@@ -376,7 +461,8 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     found: dict[str, dict[str, Any]] = {}
     writer = None
     if journal is not None:
-        path = Path(journal)
+        path = check_path(journal, "journal")
+        _refuse_linked_journal(path)  # neither read, removed nor appended to through a link
         if path.exists() and path.stat().st_size > 0:
             old, rows = read_journal(path)
             if not rows:  # only a header (nothing finished): start it afresh

@@ -23,6 +23,9 @@ array                     shape / dtype     meaning
 ``train_pairs``           (M, 2) int        optional: the training pairs (a, b), tokens
                                             in 0..p-1 (with ``train_labels``)
 ``train_labels``          (M,) int          optional: their labels
+``curve_<name>``          (2, N) float      optional: a curve the network logged (its own
+                                            steps): row 0 the steps, row 1 the values
+                                            (``train_loss``, ``val_acc``, ...)
 ``meta``                  () str            JSON: source, p, d, seed, parameters, ...
 ========================  ================  ==========================================
 
@@ -176,6 +179,32 @@ def _check_loadable(traj: "Trajectory") -> None:
                 raise TrajectoryFormatError(name, str(exc).removeprefix(f"{name} ")) from None
 
 
+def _check_curves(curves: Any) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``curves`` as name -> (int steps, float values): identifiers, 1-D, equal lengths, steps
+    strictly increasing and >= 0, values finite; a TrajectoryFormatError naming ``curve_<name>``."""
+    if not isinstance(curves, dict):
+        raise TrajectoryFormatError("curves", f"must be a dict of name -> (steps, values), got {type(curves).__name__}")
+    checked = {}
+    for name, value in curves.items():
+        key = f"curve_{name}"
+        if not isinstance(name, str) or not name.isidentifier():
+            raise TrajectoryFormatError(key, "name must be an identifier")
+        if isinstance(value, np.ndarray) and value.ndim == 2 and value.shape[0] == 2:
+            steps, values = value[0], value[1]
+        elif isinstance(value, (tuple, list)) and len(value) == 2:
+            steps, values = value
+        else:
+            raise TrajectoryFormatError(key, "must be a pair (steps, values)")
+        steps = _int_series(f"{key} steps", steps)
+        values = _float_array(f"{key} values", values, 1)
+        if steps.shape != values.shape:
+            raise TrajectoryFormatError(key, f"has {values.shape[0]} values for {steps.shape[0]} steps")
+        if steps.size == 0:
+            raise TrajectoryFormatError(key, "is empty")
+        checked[name] = (steps, values)
+    return checked
+
+
 @dataclass(eq=False)
 class Trajectory:
     """Embeddings over time plus optional per-step series.
@@ -213,6 +242,12 @@ class Trajectory:
         where the metadata has them. :attr:`train` gives it as a
         :class:`~particles.PairDataset`. Files written before these fields
         existed load without them.
+    curves : dict of str to (steps, values), optional
+        The network's own curves (``train_loss``, ``train_acc``,
+        ``val_loss``, ``val_acc``, ...), each at its own steps: steps an
+        int array, strictly increasing, and values a finite float array of
+        the same length (:meth:`fitting.training.EmbeddingRecorder.log`).
+        Files written before this field existed load without it.
     """
 
     embeddings: np.ndarray
@@ -226,6 +261,7 @@ class Trajectory:
     updates: np.ndarray | None = None
     train_pairs: np.ndarray | None = None
     train_labels: np.ndarray | None = None
+    curves: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.embeddings = _float_array("embeddings", self.embeddings, 3)
@@ -263,6 +299,7 @@ class Trajectory:
                 raise TrajectoryFormatError(key, f"has {arr.shape[0]} entries for {n_snap} snapshots")
             arrays[name] = arr
         self.snapshot_arrays = arrays
+        self.curves = _check_curves(self.curves)
         for name in ("gradients", "updates"):
             value = getattr(self, name)
             if value is not None:
@@ -322,7 +359,8 @@ class Trajectory:
         return Trajectory(self.embeddings, self.snapshot_steps, steps=self.steps, signals=self.signals,
                           scalars=dict(self.scalars), meta={**self.meta, "n_train": len(data)},
                           snapshot_arrays=dict(self.snapshot_arrays), gradients=self.gradients,
-                          updates=self.updates, train_pairs=data.pairs, train_labels=data.labels)
+                          updates=self.updates, train_pairs=data.pairs, train_labels=data.labels,
+                          curves=dict(self.curves))
 
     # convenient views -------------------------------------------------
     @property
@@ -374,6 +412,8 @@ class Trajectory:
         for name in ("gradients", "updates", "train_pairs", "train_labels"):
             if getattr(self, name) is not None:
                 arrays[name] = getattr(self, name)
+        for name, (steps, values) in self.curves.items():
+            arrays[f"curve_{name}"] = np.stack([steps.astype(np.float64), values])
         return arrays
 
     def to_xarray(self):
@@ -431,6 +471,12 @@ class Trajectory:
     def load(cls, path: str | os.PathLike, *, max_bytes: int | None = None) -> "Trajectory":
         """Read and validate a trajectory file; errors name the bad field.
 
+        A file of another kind says so (a ``TrajectoryFormatError`` for the
+        field ``"file"``), from the zip's directory and before any member is
+        read or unpickled: a ``torch.save`` checkpoint, or an ``.npz`` that
+        holds none of a trajectory's own arrays (a training set's ``pairs``
+        and ``labels``, ...), whose arrays the message lists.
+
         ``max_bytes``: the most memory the file may take once read and
         converted to float64, estimated from its headers before anything is
         read (default :func:`default_memory_budget`, a quarter of the
@@ -442,6 +488,16 @@ class Trajectory:
             raise FileNotFoundError(f"no trajectory file at {str(path)!r}")
         if not path.is_file():
             raise ValueError(f"path must be a trajectory file, got the folder {str(path)!r}")
+        own = ("schema_version", "snapshot_steps", "embeddings", "meta")
+        members = _core_io.zip_members(path)  # the zip's directory only: nothing is read or unpickled
+        if members is not None and _core_io.is_torch_checkpoint(members):
+            raise TrajectoryFormatError("file", f"{str(path)!r} is a torch checkpoint, not a trajectory file: load it "
+                                                "with fitting.training.load_checkpoints")
+        held = [name.removesuffix(".npy") for name in members or ()]
+        if members is not None and not set(own) & set(held):  # another kind of .npz (a training set, ...)
+            shown = ", ".join(held[:8]) + (f", ... ({len(held)} in all)" if len(held) > 8 else "") or "nothing"
+            raise TrajectoryFormatError("file", f"{str(path)!r} is not a trajectory file (it holds {shown}; a "
+                                                f"trajectory holds {', '.join(own)})")
         _check_npz_headers(path, budget)
         try:
             archive = np.load(path, allow_pickle=False)
@@ -451,7 +507,7 @@ class Trajectory:
             raise TrajectoryFormatError("file", f"{str(path)!r} holds a single array (.npy), not an .npz archive")
         with archive:
             names = set(archive.files)
-            for required in ("schema_version", "snapshot_steps", "embeddings", "meta"):
+            for required in own:
                 if required not in names:
                     raise TrajectoryFormatError(required, "is missing")
             data = {}
@@ -479,15 +535,21 @@ class Trajectory:
             raise TrajectoryFormatError("meta", "must decode to a JSON object")
         known = {"schema_version", "steps", "snapshot_steps", "embeddings", "meta", "signals", "gradients", "updates",
                  "train_pairs", "train_labels"}
-        unknown = [n for n in names - known if not n.startswith(("scalar_", "snapshot_"))]
+        unknown = [n for n in names - known if not n.startswith(("scalar_", "snapshot_", "curve_"))]
         if unknown:
             raise TrajectoryFormatError(sorted(unknown)[0], "is not part of the trajectory format")
         scalars = {n[len("scalar_"):]: data[n] for n in names if n.startswith("scalar_")}
         extra = {n[len("snapshot_"):]: data[n] for n in names
                  if n.startswith("snapshot_") and n != "snapshot_steps"}
+        curves = {}
+        for n in sorted(names):
+            if n.startswith("curve_"):
+                if data[n].ndim != 2 or data[n].shape[0] != 2:
+                    raise TrajectoryFormatError(n, f"must have shape (2, N): steps and values, got {data[n].shape}")
+                curves[n[len("curve_"):]] = (data[n][0], data[n][1])
         traj = cls(embeddings=data["embeddings"], snapshot_steps=data["snapshot_steps"], steps=data.get("steps"),
                    signals=data.get("signals"), scalars=scalars, meta=meta, snapshot_arrays=extra,
                    gradients=data.get("gradients"), updates=data.get("updates"),
-                   train_pairs=data.get("train_pairs"), train_labels=data.get("train_labels"))
+                   train_pairs=data.get("train_pairs"), train_labels=data.get("train_labels"), curves=curves)
         _check_loadable(traj)
         return traj

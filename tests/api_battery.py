@@ -56,7 +56,8 @@ PACKAGES = ("particles", "effective_theory", "fitting", "fitting.explore", "fitt
 #: entries with parameters that the battery leaves alone, and why
 SKIP: dict[str, str] = {
     # the parallel sweep and the demo-sized helpers are covered by their own CLI/validation tests
-    "particles.sweep": "runs a process pool; its arguments are checked in tests/particles/test_sweep.py",
+    "particles.sweep": "runs a process pool; its arguments (counts bounded by the memory budget, journals never "
+                       "followed through a symlink) are checked in tests/particles/test_sweep.py and test_validation.py",
     "particles.Preset": "a dataclass of settings, validated when run: Preset.run and Preset.replace are in the battery",
     "particles.EffectiveLoss": "built through from_matrix/from_pairs/classification, which are in the battery",
     "particles.MinimizeResult": "a result container the library builds",
@@ -102,17 +103,24 @@ SKIP: dict[str, str] = {
     "fitting.WeakForm.window_starts": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
     "fitting.WeakForm.window_weights": "plug-in protocol: ODEModel.fit calls it on runs it has checked",
     "fitting.EquationsMixin.print": "writes equations(); its parameters are those of ODEModel.equations, in the battery",
-    "fitting.training.train_batched": "trains torch models for minutes; its checks are in tests/fitting/training/test_trainer.py",
-    "fitting.training.train_grid": "trains torch models for minutes; its checks are in tests/fitting/training/test_grid.py",
+    "fitting.training.train_batched": "trains torch models for minutes; its checks are in tests/fitting/training/test_trainer.py "
+                                      "and test_hostile_checkpoints.py (seeds bounded by memory, resume)",
+    "fitting.training.train_grid": "trains torch models for minutes; its checks are in tests/fitting/training/test_grid.py "
+                                   "and test_hostile_checkpoints.py (cells bounded by memory, resume)",
     "fitting.training.train_network_sweep": "trains torch models for minutes; its checks are in tests/fitting/training/test_trainer.py",
     "fitting.training.compare_network": "trains torch models for minutes; its checks are in tests/fitting/training/test_compare.py",
-    "fitting.training.load_checkpoints": "reads torch checkpoints; its checks are in tests/fitting/training/test_recorder.py",
+    "fitting.training.load_checkpoints": "reads torch checkpoints; its checks are in tests/fitting/training/test_recorder.py "
+                                         "and, for damaged or hostile files, test_hostile_checkpoints.py",
     "fitting.training.SparseModularConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
     "fitting.training.SurvivalMLPConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
     "fitting.training.ConstantAttentionConfig": "same __post_init__ checks as ToyConfig, which is in the battery",
     "fitting.Formulation.derivative": "abstract plug-in method; FiniteDifference/SavitzkyGolay.derivative are in the battery",
     "fitting.training.EmbeddingRecorder.attach": "takes a live torch module; checked in tests/fitting/training/test_recorder.py",
     "fitting.training.EmbeddingRecorder.record": "called by the training loop with a step; tests/fitting/training/test_recorder.py",
+    "fitting.training.EmbeddingRecorder.log": "takes curves of a live training loop; its refusals (steps going "
+                                               "back, lengths that disagree, non-finite values) are tested in "
+                                               "tests/fitting/training/test_recorder.py",
+    "fitting.RunStages": "a result record built by fitting.stages (its numbers checked there)",
     "fitting.training.EmbeddingRecorder.trajectory": "builds a Trajectory from recorded tensors; tests/fitting/training/test_recorder.py",
     "fitting.training.GridResult.load": "result-container file I/O (same atomic JSON helpers); tests/fitting/training/test_grid.py",
     "fitting.training.GridResult.save": "result-container file I/O (same atomic JSON helpers); tests/fitting/training/test_grid.py",
@@ -181,6 +189,8 @@ ACCEPTED: list[tuple[tuple[str, ...], str, str, str]] = [
      'None is the documented default (see the docstring)'),
     (('fitting.FlowMap',), 'horizon', 'None',
      'None is the documented default (see the docstring)'),
+    (('fitting.fourier_signals',), 'p', 'None',
+     'None: axis -2 is the token axis, nothing checked against it (documented)'),
     (('particles.PairDataset',), 'indices', 'None',
      'None is the documented default (see the docstring)'),
     (('fitting.Regressor.fit',), 'intercept', 'None',
@@ -404,6 +414,14 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
     traj = pt.Trajectory(embeddings=np.stack([E7, 0.9 * E7, 0.8 * E7]), snapshot_steps=steps, steps=steps,
                          scalars={"energy": np.array([1.0, 0.8, 0.7])})
     traj_path = traj.save(tmp / "good.npz")
+    # a run with signals at 60 steps (K = 5) whose frequency 2 takes over, and the network's curves
+    st_steps = np.arange(60)
+    st_sig = np.ones((60, 5))
+    st_sig[:, 1] += 4.0 / (1.0 + np.exp(-(st_steps - 30) / 3.0))
+    st_curve = 1.0 / (1.0 + np.exp(-(st_steps - 20) / 2.0))
+    st_traj = pt.Trajectory(embeddings=rng.normal(size=(2, 11, 3)), snapshot_steps=[0, 59], steps=st_steps,
+                            signals=st_sig, curves={"train_acc": (st_steps, 0.02 + 0.98 * st_curve),
+                                                    "val_acc": (st_steps, 0.02 + 0.98 * st_curve ** 0.5)})
     table = pt.SweepTable(rows=[{"wd": 0.1, "seed": 0, "structure": "circle", "circularity": 0.9},
                                 {"wd": 0.2, "seed": 0, "structure": "none", "circularity": 0.1}],
                           parameters=["wd"])
@@ -553,7 +571,7 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "fitting.differentiate": (ft.differentiate, {"x": SIG, "t": 1.0, "method": "forward"}),
         "fitting.fitness_correlation": (ft.fitness_correlation, {"rate": np.array([0.1, 0.5, 0.9, 0.2]),
                                                                  "signal": np.array([1.0, 2.0, 4.0, 1.5])}),
-        "fitting.fourier_signals": (ft.fourier_signals, {"E": E7, "power": 1}),
+        "fitting.fourier_signals": (ft.fourier_signals, {"E": E7, "power": 1, "p": 7}),
         "fitting.frequency_circularity": (ft.frequency_circularity, {"E": E7}),
         "fitting.initial_gradient": (ft.initial_gradient, {"signals": SIG, "step": 4}),
         "fitting.initial_signal": (ft.initial_signal, {"signals": SIG}),
@@ -565,6 +583,11 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "fitting.survival_ode_analysis": (ft.survival_ode_analysis, {"signals": SIG, "n_steps": 20, "alpha": 0.01}),
         "fitting.trajectory_signals": (ft.trajectory_signals, {"traj": traj, "power": 1}),
         "fitting.key_frequencies": (ft.key_frequencies, {"x": SIG, "ratio": 2.0, "power": 1}),
+        "fitting.stages": (ft.stages, {"trajectory": st_traj, "frequencies": "auto", "levels": (0.1, 0.9)}),
+        "fitting.network_curves": (ft.network_curves, {"traj": st_traj}),
+        "fitting.fit_windows": (ft.fit_windows, {"model": ft.LinearODE(regressor="ols", derivative="central"),
+                                                 "trajectory": st_traj, "windows": [0, 30, 60],
+                                                 "frequencies": "all"}),
         "fitting.select_frequencies": (ft.select_frequencies, {"x": SIG, "frequencies": "auto", "factor": 2.0,
                                                                "ratio": 2.0}),
         # ------------------------------------------------------------ fitting: estimators and plug-ins

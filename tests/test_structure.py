@@ -155,7 +155,7 @@ FITTING_LAYERS = {
     "ode": {"signals"},
     "survival": {"signals", "ode"},
     "training": {"signals"},
-    "forcefit": {"ode"},
+    "forcefit": {"signals", "ode"},
     "demo": {"signals", "ode", "survival"},
     "explore": {"signals", "ode", "forcefit"},
 }

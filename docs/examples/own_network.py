@@ -62,7 +62,13 @@ def train(args) -> tuple:
         opt.step()  # the recorder records after every step
         if (step + 1) % 250 == 0 or step + 1 == args.steps:
             with torch.no_grad():
-                val_curve.append([step + 1, (model(pairs[va]).argmax(1) == labels[va]).float().mean().item()])
+                val_logits = model(pairs[va])
+                val_acc = (val_logits.argmax(1) == labels[va]).float().mean().item()
+                train_acc = (model(pairs[tr]).argmax(1) == labels[tr]).float().mean().item()
+                val_curve.append([step + 1, val_acc])
+                # the network's own curves, stored in the file (fitting.stages and the explorer read them)
+                recorder.log(step + 1, train_loss=loss.item(), train_acc=train_acc, val_acc=val_acc,
+                             val_loss=nn.functional.cross_entropy(val_logits, labels[va]).item())
     meta = {"model": f"plain-torch {args.arch}", "arch": args.arch, "p": p, "d": args.d, "seed": args.seed,
             "frac": args.frac, "lr": args.lr, "wd": args.wd, "val_acc": val_curve[-1][1], "val_curve": val_curve,
             "task": "modular_addition"}

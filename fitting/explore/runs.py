@@ -18,10 +18,10 @@ import numpy as np
 from particles.core.validation import check_int
 from particles.trajectory import Trajectory, TrajectoryFormatError
 
-from .projection import principal_plane, project
+from .projection import fourier_plane, plane_share, principal_plane, project
 
 __all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_UPLOADS_MEMORY", "MAX_SERIES_POINTS", "MAX_METRIC_SNAPSHOTS",
-           "trajectory_bytes"]
+           "trajectory_bytes", "ACCURACY_LABEL", "accuracy_shown"]
 
 #: the largest upload the server reads (bytes)
 MAX_UPLOAD_BYTES = 512 << 20
@@ -39,6 +39,33 @@ MAX_SERIES_POINTS = 2000
 MAX_METRIC_SNAPSHOTS = 60
 #: the background metrics wait while frames were asked for less than this long ago (seconds)
 INTERACTIVE_PAUSE = 0.3
+#: what the structure metrics' "accuracy" is (it is not the network's accuracy)
+ACCURACY_LABEL = "pair-sum nearest-neighbour accuracy of the embedding (particle model's metric)"
+
+
+def is_particle_run(traj: Trajectory) -> bool:
+    """A run of the particle model (``particles.simulate`` and the like write ``meta["source"]`` so)."""
+    return str(traj.meta.get("source", "")).startswith("particles")
+
+
+def accuracy_shown(traj: Trajectory, values: Any) -> tuple[bool, str]:
+    """Whether the Run tab plots the pair-sum nearest-neighbour accuracy, and why (one clause).
+
+    The rule: shown for a run of the particle model (its own metric: the particle model is trained
+    on it), and for any other run (a network's) only when it reaches twice chance (2 / p; the nearest
+    of p labels by chance is right 1 / p of the time) at one of the measured snapshots at least.
+    A network classifies with its own layers, not with the nearest pair sum, so its embedding's
+    pair-sum accuracy can stay at 0 while the network is right on every validation pair."""
+    values = np.asarray([v for v in values if v is not None and np.isfinite(v)], dtype=float)
+    if is_particle_run(traj):
+        return True, "shown: a particle-model run, trained on this metric"
+    best = float(values.max()) if values.size else float("nan")
+    floor = 2.0 / traj.p
+    if values.size and best >= floor:
+        return True, f"shown: it reaches {best:.3f}, at least twice chance (2/p = {floor:.3f})"
+    largest = f"largest {best:.3f}" if values.size else "not measured yet"
+    return False, (f"not shown: it stays below twice chance (2/p = {floor:.3f}; {largest}) in this network's run, "
+                   f"which classifies with its own layers, not with the nearest pair sum")
 
 
 def thin(n: int, limit: int) -> np.ndarray:
@@ -114,14 +141,81 @@ class Run:
     def accuracy_label(self) -> str:
         """What the page's "accuracy" is, in a few words."""
         which = "training pairs" if self.metric_pairs() is not None else "all pairs, no training set in the file"
-        return f"pair-sum nearest-neighbour accuracy ({which})"
+        return f"{ACCURACY_LABEL}, on {which}"
 
-    def plane(self) -> tuple[np.ndarray, np.ndarray]:
-        """One fixed view for the whole run: the principal plane of the final snapshot."""
-        if "plane" not in self.cache:
-            center, basis, _ = principal_plane(self.trajectory.final)
-            self.cache["plane"] = (center, basis)
-        return self.cache["plane"]
+    def planes(self) -> list[dict[str, Any]]:
+        """The views the page offers, the default first: for d > 2 the Fourier plane of each key
+        frequency (strongest final signal first; :func:`.projection.fourier_plane` of the final
+        snapshot) and the PCA plane of the final snapshot; for d <= 2 the embedding's own plane.
+        Each with its share of the final snapshot's variance (centred over tokens)."""
+        if "planes" not in self.cache:
+            traj = self.trajectory
+            out = []
+            if traj.d > 2:
+                _, signals, _ = self.signals()
+                final = signals[-1]
+                for k in sorted(self.selection().key, key=lambda k: (-final[k - 1], k)):
+                    try:
+                        _, basis, share = self.plane(str(k))
+                    except ValueError:  # no power at the end: no plane
+                        continue
+                    out.append({"id": str(k), "k": int(k), "kind": "fourier", "share": share,
+                                "label": f"Fourier plane of key frequency k = {k}"})
+            _, _, share = self.plane("pca")
+            out.append({"id": "pca", "k": None, "kind": "pca" if traj.d > 2 else "embedding", "share": share,
+                        "label": "PCA plane" if traj.d > 2 else
+                        f"the embedding itself (d = {traj.d})"})
+            self.cache["planes"] = out
+        return self.cache["planes"]
+
+    def plane(self, plane: str | None = None) -> tuple[np.ndarray, np.ndarray, float]:
+        """One fixed view for the whole run, from the final snapshot: ``"pca"`` (its principal plane; the
+        embedding itself for d <= 2) or ``"k"`` (the Fourier plane of frequency k, any k in 1..K).
+        Returns ``(center, basis (d, 2), share of the final snapshot's variance)``; default: the first
+        of :meth:`planes`."""
+        traj = self.trajectory
+        if plane is None:
+            plane = self.planes()[0]["id"]
+        if not isinstance(plane, str):
+            raise TypeError(f"plane must be 'pca' or a frequency k, got {plane!r}")
+        K = (traj.p - 1) // 2
+        if plane != "pca":
+            if traj.d <= 2:
+                raise ValueError(f"plane must be 'pca' for a run of d = {traj.d} (the embedding is its own plane), "
+                                 f"got {plane!r}")
+            if not (plane.isascii() and plane.isdigit() and 1 <= int(plane) <= K):
+                raise ValueError(f"plane must be 'pca' or a frequency k in 1..{K}, got {plane[:20]!r}")
+            plane = str(int(plane))
+        key = "plane:" + plane
+        if key not in self.cache:
+            if plane == "pca":
+                self.cache[key] = principal_plane(traj.final)
+            else:
+                self.cache[key] = fourier_plane(traj.final, int(plane))
+        return self.cache[key]
+
+    def curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The network's own curves (train/validation loss and accuracy), :func:`fitting.network_curves`:
+        name -> (steps, values); empty for a run that records none."""
+        if "curves" not in self.cache:
+            from fitting import network_curves
+
+            self.cache["curves"] = network_curves(self.trajectory)
+        return self.cache["curves"]
+
+    def stages(self) -> dict[str, Any]:
+        """:func:`fitting.stages` of the run as its ``to_dict()`` (the numbers of ``embdyn stages RUN``), or
+        ``{"stages": None, "error": message}`` when the run cannot be split into stages (ValueError)."""
+        if "stages" not in self.cache:
+            from fitting import stages
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    self.cache["stages"] = stages(self.trajectory).to_dict()
+                except ValueError as exc:
+                    self.cache["stages"] = {"stages": None, "error": " ".join(str(exc).split())}
+        return self.cache["stages"]
 
     def summary(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """Header and arrays for the page's first paint: thinned signals, scalars, snapshot steps."""
@@ -139,6 +233,12 @@ class Run:
             elif values.ndim == 1 and values.shape[0] == len(traj.snapshot_steps):
                 arrays["snapshot_scalar:" + name] = values
                 scalars.append(name)
+        curves = []
+        for name, (curve_steps, values) in self.curves().items():
+            pick = thin(len(curve_steps), MAX_SERIES_POINTS)
+            arrays["curve_steps:" + name] = np.asarray(curve_steps, dtype=float)[pick]
+            arrays["curve:" + name] = np.asarray(values, dtype=float)[pick]
+            curves.append(name)
         meta = {k: v for k, v in traj.meta.items() if k not in ("train_indices", "tokens") and not isinstance(v, (list, dict))}
         header = {"kind": "run", "name": self.name, "p": traj.p, "d": traj.d, "snapshots": len(traj.snapshot_steps),
                   "first_step": int(traj.snapshot_steps[0]), "last_step": int(max(traj.snapshot_steps[-1], steps[-1])),
@@ -146,25 +246,35 @@ class Run:
                   "survivors": None if survivors is None else [int(k + 1) for k in np.flatnonzero(survivors)],
                   "key_frequencies": self.selection().key, "fit_frequencies": self.selection().frequencies,
                   "frequency_selection": self.selection().message, "frequency_rule": self.selection().rule,
-                  "accuracy_label": self.accuracy_label(), "meta": meta}
+                  "accuracy_label": self.accuracy_label(), "particle_run": is_particle_run(traj),
+                  "planes": self.planes(), "default_plane": self.planes()[0]["id"], "curves": curves, "meta": meta}
         return header, arrays
 
-    def frame(self, step: Any) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
-        """The embedding at the last snapshot at or before ``step``, in the run's fixed plane."""
+    def frame(self, step: Any, plane: str | None = None) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """The embedding at the last snapshot at or before ``step``, in one of the run's fixed planes
+        (:meth:`plane`; default the first of :meth:`planes`). The header's ``explained`` is the share of
+        this snapshot's variance (centred over tokens) in the plane, ``final_explained`` the final one's."""
         self.cache["last_frame"] = time.monotonic()
         traj = self.trajectory
         step = check_int(step, "step", int(traj.snapshot_steps[0]), int(max(traj.snapshot_steps[-1],
                                                                             self.signals()[0][-1])))
+        try:
+            center, basis, final_share = self.plane(plane)
+        except (ValueError, TypeError) as exc:
+            exc.parameter = "plane"
+            raise
+        plane = plane if plane is not None else self.planes()[0]["id"]
+        plane = plane if plane == "pca" else str(int(plane))
         index = int(np.searchsorted(traj.snapshot_steps, step, side="right") - 1)
         E = traj.embeddings[index]
-        center, basis = self.plane()
-        explained = 1.0
-        if E.shape[1] > 2:  # the share of this snapshot's variance in the run's fixed plane
-            centred = E - E.mean(axis=0)
-            total = float(np.sum(centred ** 2))
-            explained = float(np.sum((centred @ basis) ** 2) / total) if total > 0 else 1.0
+        explained = plane_share(E, basis) if E.shape[1] > 2 else 1.0
+        if plane == "pca":
+            axes = ["principal component 1", "principal component 2"] if traj.d > 2 else ["x1", "x2"]
+        else:
+            axes = [f"cos axis of k = {plane} (final snapshot)", f"sin axis of k = {plane} (orthogonalised)"]
         header = {"kind": "run-frame", "step": step, "snapshot": index, "snapshot_step": int(traj.snapshot_steps[index]),
-                  "explained": explained, "p": traj.p, "d": traj.d}
+                  "explained": explained, "final_explained": final_share, "plane": plane, "axes": axes,
+                  "p": traj.p, "d": traj.d}
         return header, {"positions": project(E, center, basis)}
 
     def metrics(self, wait: bool = False) -> dict[str, Any]:
@@ -173,6 +283,8 @@ class Run:
         They take up to 0.4 s a snapshot for wide embeddings (d = 128), so the first
         call starts them in a background thread and every call returns the rows
         computed so far with ``done`` (``wait=True`` blocks until all are there).
+        ``accuracy_shown`` and ``accuracy_note`` say whether the page plots the
+        pair-sum accuracy (:func:`accuracy_shown`, on the rows so far).
         """
         with self._metrics_lock:
             if "metrics" not in self.cache:
@@ -184,8 +296,11 @@ class Run:
             self._metrics_thread.join()
         with self._metrics_lock:
             state = self.cache["metrics"]
-            return {"rows": list(state["rows"]), "done": state["done"], "total": state["total"],
-                    "error": state.get("error")}
+            rows = list(state["rows"])
+            done, total, error = state["done"], state["total"], state.get("error")
+        shown, note = accuracy_shown(self.trajectory, [row["accuracy"] for row in rows])
+        return {"rows": rows, "done": done, "total": total, "error": error, "accuracy_shown": shown,
+                "accuracy_note": note, "accuracy_label": self.accuracy_label()}
 
     def _compute_metrics(self) -> None:
         from particles.metrics import structure_metrics

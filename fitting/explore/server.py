@@ -21,8 +21,12 @@ Endpoints
 ``POST /api/runs?name=F``             upload a trajectory file (the request body); 422 with the
                                       ``TrajectoryFormatError`` message for a damaged or foreign file
 ``GET /api/runs/{id}``                binary: the run's summary (thinned signals, scalars)
-``GET /api/runs/{id}/frame?step=N``   binary: the embedding at step N (the last snapshot at or before it)
+``GET /api/runs/{id}/frame?step=N&plane=P``   binary: the embedding at step N (the last snapshot at or before
+                                      it) in the plane P: ``pca`` or a frequency k (its Fourier plane);
+                                      default the summary's ``default_plane``
 ``GET /api/runs/{id}/metrics``        structure metrics over the snapshots
+``GET /api/runs/{id}/stages``         ``fitting.stages(run).to_dict()`` (the numbers of ``embdyn stages RUN``),
+                                      or ``{"stages": null, "error": why}`` for a run it cannot split
 ``POST /api/runs/{id}/fit``           ``{"start": N, "stop": M}``: an ODE fit of the window, simulated
 ``GET /api/phases``, ``GET /api/phases/{id}``   the phase files and their grids
 
@@ -444,17 +448,22 @@ class Explorer:
     async def run_frame(self, request: Request) -> Response:
         run = self._run(request)
         step = request.query_params.get("step")
+        plane = request.query_params.get("plane")
         try:
             if step is None or not step.lstrip("-").isdigit():
                 raise ValueError(f"step must be an int (the query ?step=N), got {step!r}")
-            header, arrays = await asyncio.to_thread(run.frame, int(step))
+            header, arrays = await asyncio.to_thread(run.frame, int(step), plane)
         except (ValueError, TypeError) as exc:
-            return _error(exc, 422, "step")
+            return _error(exc, 422, getattr(exc, "parameter", "step"))
         return _binary(encode_frame(header, arrays))
 
     async def run_metrics(self, request: Request) -> Response:
         run = self._run(request)
         return _json(await asyncio.to_thread(run.metrics))
+
+    async def run_stages(self, request: Request) -> Response:
+        run = self._run(request)
+        return _json(await asyncio.to_thread(run.stages))
 
     async def run_fit(self, request: Request) -> Response:
         run = self._run(request)
@@ -491,6 +500,7 @@ class Explorer:
             Route("/api/runs/{rid}", self.run_summary),
             Route("/api/runs/{rid}/frame", self.run_frame),
             Route("/api/runs/{rid}/metrics", self.run_metrics),
+            Route("/api/runs/{rid}/stages", self.run_stages),
             Route("/api/runs/{rid}/fit", self.run_fit, methods=["POST"]),
             Route("/api/phases", self.phase_list),
             Route("/api/phases/{pid}", self.phase_grid),

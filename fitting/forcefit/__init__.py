@@ -19,10 +19,19 @@ strengths kept >= 0), so the ranges' uncertainty enters the strengths'
 intervals; the replicates' spread is scaled by sqrt(n / (n - P)) for n
 units and P parameters (the HC1 small-sample correction).
 
+The fit works on targets of unit RMS whatever the units of G, so that R^2,
+the ranges and the verdict do not depend on them (``normalize`` sets the
+strengths' units only); its R^2 is judged against the null (the law on
+relabelled tokens) with a stated margin, and ranges at a bound of the
+search box are reported as not identified (:mod:`fitting.forcefit.verdict`).
+
 The subpackage, one job per module: ``data`` (runs and their checks),
 ``basis`` (the law's unit term forces), ``solve`` (least squares, bounded
-steps, scores), ``search`` (the range search, the design), ``intervals``
-(the bootstrap), ``estimator`` (:class:`ForceLawFit`), ``figures``
+steps, scores, the terms' shares), ``search`` (the range search, the
+design), ``null`` (relabelled tokens), ``windows`` (strengths per window of
+steps), ``intervals`` (the bootstrap), ``verdict`` (above, at or below
+chance; identified ranges; the sentences), ``progress`` (the callback and
+its stages), ``estimator`` (:class:`ForceLawFit`), ``figures``
 (:func:`plot_force_shares`) and ``cli`` (``embdyn force-fit``).
 """
 

@@ -4,10 +4,11 @@ embedding gradient (docs/force_fit.md)."""
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 
-from particles.core.cli import ProgressBar, add_quiet
+from particles.core.cli import add_quiet
 from particles.core.figures import save_figure
 from particles.core.io import json_safe, write_json
 from particles.core.validation import check_output_folder
@@ -24,6 +25,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
 
     from .estimator import ForceLawFit
     from .figures import plot_force_shares
+    from .verdict import MARGIN_ABSOLUTE, MARGIN_RELATIVE, against_null, shares_sentence
 
     normalize = None if args.normalize == "none" else args.normalize
     gauge = {"auto": "auto", "none": None}.get(args.gauge, args.gauge)
@@ -31,9 +33,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
                       n_bootstrap=args.bootstrap, windows=_windows(args.windows), tie_alignment=args.tie_alignment,
                       seed=args.seed, path=args.path, gauge=gauge, null=args.null)
     fit.check_params()  # every setting refused before any work (the law, the terms)
-    window = None if args.window is None else tuple(args.window)
-    if window is not None and window[1] <= window[0]:
-        raise ValueError(f"--window must have START < STOP, got {window[0]} {window[1]}")
+    window = None if args.window is None else tuple(args.window)  # checked by fit, in the library's words
     pairs_labels = None
     if args.train is not None:  # the training set of runs whose file does not hold one
         from particles.datasets import read_training_set
@@ -53,13 +53,16 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         if args.target != "displacement" and run.gradients is None and run.updates is None:
             raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "
                              "gradients=True) or embdyn train ... --gradients), or fit --target displacement")
-    bar = None if args.quiet else ProgressBar("force fit (snapshots evaluated)")
+    bar = None if args.quiet else FitBar("force fit")
     fit.fit(runs if len(runs) > 1 else runs[0], window=window, callback=bar)
     unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"
             else "in the units of the recorded forces")
     report = {"trajectories": list(args.trajectory), "law": str(args.law), "target": args.target,
               "horizon": args.horizon, "normalize": normalize, "strength_units": unit, "window": window, "gauge": fit.gauge_,
               "r2": fit.r2_, "null_r2": fit.null_r2_, "null_r2_interval": fit.null_r2_interval_,
+              "verdict": fit.verdict_, "verdict_sentence": fit.verdict_sentence(),
+              "chance_margin": {"absolute": MARGIN_ABSOLUTE, "relative_to_null": MARGIN_RELATIVE},
+              "ranges": fit.identified_ranges(), "range_status": fit.range_status_, "shares": fit.shares_,
               "whole_run": fit.whole_run_, "table": fit.table(), "windows": fit.windows_,
               "summary": fit.summary(), "fit_info": fit.fit_info_}
     write_json(out / "force_fit.json", json_safe(report), indent=2, allow_nan=False)
@@ -74,6 +77,9 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
         print(f"strengths {unit}; no intervals (--bootstrap 0)")
     print(f"  {'parameter':<16} {'value':>11}  {'95 % interval':<25} {'RMS force':>9}  share")
     for row in fit.table():
+        if not row["identified"]:  # a range at a bound of its box, or whose terms are 0: no value to read
+            print(f"  {row['name']:<16} {'-':>11}  {row['note']}")
+            continue
         lo, hi = row["interval"]
         interval = "-" if lo is None or hi is None else f"[{lo:.4g}, {hi:.4g}]"
         share = "" if row["share"] is None else f"{row['share']:.3f}"
@@ -82,25 +88,63 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     print("over training, strengths fitted per window of steps (R^2 against the null; share of the force; "
           "each term's share of the explained force):")
     for w in fit.windows_:
+        name = "" if w.get("name") is None else f" {w['name']}"
         if not w["defined"]:
-            print(f"  [{w['start']}, {w['stop']}): R^2 undefined ({w.get('why_undefined', '')})")
+            print(f"  [{w['start']}, {w['stop']}){name}: R^2 undefined ({w.get('why_undefined', '')})")
             continue
-        against = "" if w["null_r2"] is None else f" (null {w['null_r2']:.3f})"
         shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
-        print(f"  [{w['start']}, {w['stop']}): R^2 {w['r2']:.3f}{against}; {w['force_share']:.0%} of the force; "
-              f"{shares}")
-    print(fit.summary().splitlines()[2])  # the whole run's terms by their share, in a sentence
+        print(f"  [{w['start']}, {w['stop']}){name}: {against_null(w['r2'], w['null_r2'], w['null_r2_interval'])}; "
+              f"{w['force_share']:.0%} of the force; {shares}")
+    print(shares_sentence(fit.shares_))  # the shares of the table's column, in a sentence
+    print(fit.verdict_sentence())
     print(f"wrote {out / 'force_fit.json'}, {out / 'force_shares.png'}")
     return 0
 
 
+class FitBar:
+    """The fit's progress bar on stderr (tqdm), a ``callback(done, total,
+    stage=None)``: the stage the fit is in ("force fit: compiling kernels",
+    on a fresh install the longest wait, then "range search", "null",
+    "bootstrap") and the snapshots evaluated. On a terminal it redraws in
+    place; elsewhere it writes a line at each stage and at most every 10 s
+    between them."""
+
+    def __init__(self, label: str, stream=None):
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self._bar = None
+
+    def __call__(self, done: int, total: int, stage: str | None = None) -> None:
+        if self._bar is None:
+            from tqdm import tqdm
+
+            tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+            self._bar = tqdm(total=total, initial=done, desc=self.label, file=self.stream, unit=" snapshots",
+                             mininterval=0.1 if tty else 10.0, ascii=not tty, dynamic_ncols=tty, leave=True)
+        if stage is not None:
+            self._bar.set_description(f"{self.label}: {stage}", refresh=True)
+        if total != self._bar.total:
+            self._bar.total = total
+        self._bar.update(max(0, done - self._bar.n))
+        if done >= total:
+            self._bar.close()
+
+
 def _windows(text: str):
-    """--windows: a count or comma-separated step edges (checked by the fit, naming windows)."""
+    """--windows: a count, comma-separated step edges or ``stages`` (checked by the fit, naming windows)."""
+    if text == "stages":
+        return "stages"
     try:
         values = [int(v) for v in str(text).split(",")]
     except ValueError:
-        raise ValueError(f"--windows must be a count or comma-separated integer step edges, got {text!r}") from None
+        raise ValueError(f"--windows must be a count, comma-separated integer step edges or 'stages', got "
+                         f"{text!r}") from None
     return values[0] if len(values) == 1 else values
+
+
+#: the null's default (fitting.forcefit.estimator.DEFAULT_NULL; written here so that `embdyn --help` does not
+#: import the estimator; a test checks they agree)
+DEFAULT_NULL = 10
 
 
 def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
@@ -127,17 +171,22 @@ def register_force_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--horizon", type=int, default=None, metavar="STEPS",
                    help="the displacement's time scale in steps (--target displacement; default: to the next "
                         "snapshot)")
-    p.add_argument("--normalize", choices=("rms", "none"), default="rms",
-                   help="divide each run's forces by their RMS (default), so strengths compare between runs")
+    p.add_argument("--normalize", choices=("rms", "none"), default="none",
+                   help="the strengths' units: those of the recorded forces (none, the default, as ForceLawFit), or "
+                        "per unit RMS force (rms: each run's forces divided by their RMS, so strengths compare "
+                        "between runs; with several runs it also weighs them equally). R^2, ranges and the verdict "
+                        "of one run do not depend on it")
     p.add_argument("--bootstrap", type=int, default=200, help="bootstrap replicates for the intervals (default 200)")
     p.add_argument("--windows", default="5",
-                   help="windows of training steps, each with strengths of its own: a count of equal spans "
-                        "(default 5) or comma-separated step edges such as 0,100,1000,3000")
+                   help="windows of training steps, each with strengths of its own and its own verdict: a count "
+                        "of equal spans (default 5) or comma-separated step edges within the run's steps, such as "
+                        "0,100,1000,3001 for a run recorded to step 3000, or 'stages' (the run's stages: embdyn stages)")
     p.add_argument("--gauge", choices=("auto", "none", "translation", "similarity"), default="auto",
                    help="project off motions the law cannot make: the common drift (translation), and the scale "
                         "too (similarity); auto (default) takes what every fitted term admits")
-    p.add_argument("--null", type=int, default=10,
-                   help="relabellings of the tokens for the null R^2 beside every R^2 (default 10; 0: none)")
+    p.add_argument("--null", type=int, default=DEFAULT_NULL,
+                   help=f"relabellings of the tokens for the null R^2 beside every R^2, which gives the verdict "
+                        f"(default {DEFAULT_NULL}, as ForceLawFit; 0: none, no verdict)")
     p.add_argument("--tie-alignment", action="store_true", help="one strength for both alignment halves")
     p.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     p.add_argument("--path", choices=("auto", "direct", "gram"), default="auto",

@@ -15,7 +15,8 @@ from particles.trajectory import Trajectory
 
 from ..ode.quality import warn_quality
 
-__all__ = ["ForceRun", "TARGETS", "TRAINING_SET_READERS", "as_force_runs", "check_horizon", "check_window", "displacements", "gradient_help", "rebuilt_training_set"]
+__all__ = ["ForceRun", "TARGETS", "TRAINING_SET_READERS", "as_force_runs", "check_horizon", "check_window",
+           "check_window_form", "run_span", "steps_text", "displacements", "gradient_help", "rebuilt_training_set"]
 
 #: what the observed force is: minus the loss gradient, the optimiser's update, or the displacement of the
 #: embedding over ``horizon`` steps (per step)
@@ -25,12 +26,20 @@ TARGETS = ("gradient", "update", "displacement")
 @dataclass
 class ForceRun:
     """One run's data: snapshots X (T, N, d), observed forces G (T, N, d),
-    its training set and the step of each snapshot."""
+    its training set and the step of each snapshot; ``last_step`` is the
+    last step the run recorded (a recorded run's last snapshot has no
+    gradient, and a displacement none after it), None: ``steps[-1]``."""
 
     X: np.ndarray
     G: np.ndarray
     train: PairDataset
     steps: np.ndarray
+    last_step: int | None = None
+
+    @property
+    def end(self) -> int:
+        """The last step of the run's record."""
+        return int(self.steps[-1]) if self.last_step is None else int(self.last_step)
 
 
 def gradient_help() -> str:
@@ -120,10 +129,10 @@ def run_from_trajectory(traj: Trajectory, target: str, train: PairDataset | None
                          "embdyn force-fit RUN --train FILE (.npz with arrays pairs, labels or a CSV a,b,label)")
     if target == "displacement":
         X, D, steps = displacements(traj.embeddings, traj.snapshot_steps, horizon, name)
-        return ForceRun(X, D, train, steps)
+        return ForceRun(X, D, train, steps, int(traj.snapshot_steps[-1]))
     G = -values if target == "gradient" else values
     n = len(G)  # the last snapshot has no gradient when no step followed it
-    return ForceRun(traj.embeddings[:n], G, train, traj.snapshot_steps[:n])
+    return ForceRun(traj.embeddings[:n], G, train, traj.snapshot_steps[:n], int(traj.snapshot_steps[-1]))
 
 
 def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None, target: str = "gradient",
@@ -155,6 +164,7 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int", low=0,
                                                                           shape=(X.shape[0],))
         steps = np.asarray(steps, dtype=np.int64)
+        last = int(steps[-1]) if len(steps) else None
         if target == "displacement":
             if np.any(np.diff(steps) <= 0):
                 i = int(np.flatnonzero(np.diff(steps) <= 0)[0])
@@ -164,7 +174,7 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         G = check_array(G, "G", dtype="float", ndim=3)
         if G.shape != X.shape:
             raise ValueError(f"G must have the shape of X {X.shape}, got {G.shape}")
-        runs = [ForceRun(X, G, train, steps)]
+        runs = [ForceRun(X, G, train, steps, last)]
     for i, run in enumerate(runs):
         label = f"run {i}: " if len(runs) > 1 else ""
         if run.X.shape[0] < 1:
@@ -181,21 +191,57 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
     return runs
 
 
-def check_window(window: Any, runs: list[ForceRun]) -> list[ForceRun]:
+def run_span(runs: list[ForceRun]) -> tuple[int, int]:
+    """The first step with a force and the last recorded step over ``runs``."""
+    return min(int(r.steps.min()) for r in runs), max(r.end for r in runs)
+
+
+def steps_text(first: int, last: int, snapshots: int, runs: int = 1) -> str:
+    """"the run's steps are 0..3000 (60 snapshots with a force)": what a
+    refused window is told about the run."""
+    who = "the run's steps are" if runs == 1 else f"the {runs} runs' steps are"
+    return f"{who} {first}..{last} ({snapshots} snapshot{'s' if snapshots != 1 else ''} with a force)"
+
+
+def check_window_form(window: Any) -> tuple[int, int] | None:
+    """``window`` as (start, stop), two ints >= 0, or None; else a
+    TypeError/ValueError naming ``window`` (its order and place in the run
+    are checked by :func:`check_window`)."""
     if window is None:
-        return runs
+        return None
     if not isinstance(window, (tuple, list)) or len(window) != 2:
         raise TypeError(f"window must be (start, stop) steps, got {describe(window)}")
     start, stop = (check_int(v, f"window[{i}]", 0) for i, v in enumerate(window))
-    if stop <= start:
-        raise ValueError(f"window must have start < stop, got ({start}, {stop})")
+    return start, stop
+
+
+def check_window(window: Any, runs: list[ForceRun]) -> list[ForceRun]:
+    """The runs' snapshots with start <= step < stop. A window that is
+    reversed or empty, begins before the runs' first step with a force,
+    stops past their last recorded step + 1 or holds no snapshot is refused
+    by a ValueError naming ``window``, the runs' steps (first..last) and the
+    accepted range; ``embdyn force-fit --window`` gets the same words."""
+    window = check_window_form(window)
+    if window is None:
+        return runs
+    start, stop = window
+    first, last = run_span(runs)
+    shown = f"window ({start}, {stop})"
+    accepted = (f"{steps_text(first, last, sum(len(r.steps) for r in runs), len(runs))}, so give {first} <= start "
+                f"< stop <= {last + 1}")
+    if start > stop:
+        raise ValueError(f"{shown} is reversed (start > stop): {accepted}")
+    if start == stop:
+        raise ValueError(f"{shown} is empty (start = stop): {accepted}")
+    if start < first:
+        raise ValueError(f"{shown} begins before the run's start: {accepted}")
+    if stop > last + 1:
+        raise ValueError(f"{shown} goes past the run's end: {accepted}")
     out = []
     for run in runs:
         keep = (run.steps >= start) & (run.steps < stop)
         if keep.any():
-            out.append(ForceRun(run.X[keep], run.G[keep], run.train, run.steps[keep]))
+            out.append(ForceRun(run.X[keep], run.G[keep], run.train, run.steps[keep], min(run.end, stop - 1)))
     if not out:
-        lo = min(int(r.steps[0]) for r in runs)
-        hi = max(int(r.steps[-1]) for r in runs)
-        raise ValueError(f"window ({start}, {stop}) holds no snapshot: the run's snapshots lie in steps [{lo}, {hi}]")
+        raise ValueError(f"{shown} holds no snapshot with a force: {accepted}")
     return out

@@ -21,19 +21,23 @@ from particles.trajectory import Trajectory
 
 from ..ode.quality import warn_quality
 from .basis import Basis, resolve_law
-from .data import TARGETS, ForceRun, as_force_runs, check_horizon, check_window
+from .data import TARGETS, ForceRun, as_force_runs, check_horizon, check_window, run_span
 from .intervals import bootstrap_intervals
 from .gauge import check_gauge, project
 from .null import MAX_NULL, null_designs
-from .progress import FitProgress, expected_evaluations
-from .windows import bounded_shares, check_windows, window_edges, window_fits
+from .progress import FitProgress, compile_kernels, expected_evaluations
+from .windows import check_windows, resolve_windows, window_edges, window_fits, window_names
 from .search import design, range_differences, range_jacobian, search_ranges
 from .solve import bounded_solve, column_rms, lower_bounds, nnls, normal_equations, r2, shares, side_by_side
+from .verdict import against_null, range_identification, shares_sentence, verdict, verdict_sentence
 
-__all__ = ["ForceLawFit", "NORMALIZE", "REUSE_JACOBIAN", "UNIDENTIFIED", "CLIP_COST", "MAX_BOOTSTRAP", "MAX_WINDOWS"]
+__all__ = ["ForceLawFit", "NORMALIZE", "DEFAULT_NULL", "REUSE_JACOBIAN", "UNIDENTIFIED", "CLIP_COST", "MAX_BOOTSTRAP",
+           "MAX_WINDOWS", "target_scales"]
 
 #: how G is scaled before the fit: None (as given) or "rms" (each run divided by its RMS force)
 NORMALIZE = (None, "rms")
+#: relabellings of the tokens in the null, by default (of ForceLawFit and of embdyn force-fit alike)
+DEFAULT_NULL = 10
 #: largest relative move of the ranges in the full-data step for which the Jacobian's unit-force
 #: differences are reused
 REUSE_JACOBIAN = 0.01
@@ -48,6 +52,39 @@ CLIP_FORCE = 1e-3
 #: most bootstrap replicates and windows of training steps (each keeps an array)
 MAX_BOOTSTRAP = 100_000
 MAX_WINDOWS = 10_000
+
+
+def target_scales(runs: list[ForceRun], normalize: str | None) -> tuple[list[float], list[float], float]:
+    """How each run's G is scaled: ``scales_`` (1, or the run's RMS force
+    with ``normalize="rms"``), the divisor the fit works with, and the unit
+    of the reported strengths in the fit's.
+
+    The fit always works on targets of unit RMS: each run's G divided by
+    its own RMS with "rms", all runs' G by their common RMS without. Its
+    range search (whose gradient tolerance is absolute), the full-data
+    step's rank cut (strengths' and ranges' columns side by side, the
+    latter scaling with the strengths) and every threshold then see the
+    same numbers whatever the units of G: for one run both settings give
+    the same targets to the bit, and rescaling every run's G by one factor
+    changes the targets by rounding only. The strengths are then reported
+    per unit RMS force ("rms", unit 1) or in the units of G (None, unit the
+    common RMS). A G that is zero everywhere (in a run, with "rms") has no
+    force to explain: a ValueError."""
+
+    def rms(arrays):
+        return math.sqrt(sum(float(np.sum(G * G)) for G in arrays) / sum(G.size for G in arrays))
+
+    if normalize == "rms":
+        scales = [rms([r.G]) for r in runs]
+        for i, s in enumerate(scales):
+            if s == 0.0:
+                label = f"run {i}: " if len(runs) > 1 else ""
+                raise ValueError(f"{label}G is zero everywhere: there is no force to explain")
+        return scales, scales, 1.0
+    common = rms([r.G for r in runs])
+    if common == 0.0:
+        raise ValueError("G is zero everywhere: there is no force to explain")
+    return [1.0] * len(runs), [common] * len(runs), common
 
 
 class ForceLawFit(BaseEstimator):
@@ -82,9 +119,17 @@ class ForceLawFit(BaseEstimator):
         The displacement's time scale in steps (target="displacement" only);
         None (default): each snapshot to the next one.
     normalize : {None, "rms"}
-        "rms" divides each run's G by its root-mean-square force before the
-        fit, so strengths are comparable between runs and loss scales; the
-        strengths are then per unit RMS force (``scales_`` keeps the factors).
+        The units of the strengths. None (default): those of G. "rms": each
+        run's G divided by its root-mean-square force, so strengths are per
+        unit RMS force and compare between runs and loss scales
+        (``scales_`` keeps the factors). For one run, and for several runs
+        whose G are all rescaled by one factor, R^2, the ranges, the null,
+        the verdict and the shares do not depend on the units: only the
+        strengths (and their intervals and RMS forces) rescale. With
+        several runs of different RMS forces "rms" also weighs the runs
+        equally where None weighs them by the size of their forces, so the
+        fit itself may differ. (The fit always works on targets of unit RMS,
+        so that its search tolerances are relative; see docs/force_fit.md.)
     nonnegative : bool
         Strengths >= 0 (NNLS, default) or unconstrained least squares.
     n_bootstrap : int >= 0
@@ -95,11 +140,20 @@ class ForceLawFit(BaseEstimator):
         Snapshots (spread evenly over the data) the range search uses.
     max_evaluations : int >= 1
         Limit of the polish's function evaluations.
-    windows : int >= 1 or list of int
+    windows : int >= 1, list of int, "stages", or a partition
         Windows of training steps for ``windows_``: that many equal spans of
-        the run's steps, or a strictly increasing list of step edges such as
-        ``[0, 100, 1000, 3000]``. Each window gets strengths of its own (the
-        ranges held at the whole run's).
+        the run's steps, a strictly increasing list of step edges such as
+        ``[0, 100, 1000, 3000]``, ``"stages"`` (the run's stages,
+        :func:`fitting.stages`: cut at the ends of memorisation, circuit
+        formation and cleanup, each window named after its stage; needs a
+        Trajectory, and a run whose stages cannot be placed is refused with
+        their reasons), or an object with ``edges`` (such a list)
+        and optionally ``window_names`` (one name per window). Edges must
+        lie within the run's steps (its first step with a force to its last
+        recorded step + 1) and each window must hold a snapshot: otherwise
+        :meth:`fit` refuses them, naming the run's steps. Each window gets
+        strengths of its own (the ranges held at the whole run's) and its
+        own verdict against the null.
     tie_alignment : bool
         Built-in law: fit one strength ``alignment`` (lam) for both
         alignment halves, so that :meth:`to_law` is a ForceParams.
@@ -116,7 +170,9 @@ class ForceLawFit(BaseEstimator):
     null : int >= 0
         Relabellings of the tokens for the null (:mod:`fitting.forcefit.null`):
         the law refitted where the tokens' places no longer match the task;
-        its R^2 is reported beside every R^2 (0: no null).
+        its R^2 is reported beside every R^2 and gives the verdict
+        (:mod:`fitting.forcefit.verdict`). Default 10 (:data:`DEFAULT_NULL`,
+        as ``embdyn force-fit``); 0: no null and no verdict.
     path : {"auto", "direct", "gram"}
         The pair kernels' path for the term forces (:mod:`particles.pair_path`):
         the Gram path, whose cost does not grow with d, from d = 6 on by
@@ -136,26 +192,41 @@ class ForceLawFit(BaseEstimator):
         for the whole run (see :meth:`score`).
     null_r2_, null_r2_interval_ : float and (float, float), or None
         The mean and 2.5-97.5 percentiles of the null's R^2 (``null`` > 0).
+    verdict_ : str or None
+        "above chance", "at chance" or "below chance": ``r2_`` against the
+        null's interval with a margin (:func:`fitting.forcefit.verdict.verdict`);
+        None without a null. :meth:`verdict_sentence` says it in a sentence.
+    range_status_ : dict of str to str
+        Per fitted range, "identified", or why it is not: "at its lower
+        bound 0.3", "at its upper bound 30" (the best value may lie outside
+        the box), "its terms have strength 0". ``ranges_`` keeps the values
+        the law uses either way; :meth:`table`, :meth:`summary` and the
+        command line report a range that is not identified as such, not as
+        a value.
     coef_unconstrained_ : ndarray (K,)
         The strengths without the sign constraint (equal to ``coef_`` with
         ``nonnegative=False``); a strength clipped at 0 warns.
     gauge_ : str or None
         The gauge used.
     whole_run_ : dict
-        The whole-run fit, labelled: ``label``, ``coef``, ``r2``, ``null_r2``.
+        The whole-run fit, labelled: ``label``, ``coef``, ``r2``, ``null_r2``,
+        ``null_r2_interval``, ``verdict``, ``shares``.
     rms_forces_ : dict of str to float
         Each fitted term's root-mean-square force over the data, c_k
         RMS(F_k) (in the units of the fit): how much the term moves the
         embedding, whatever its range does to its unit force.
     shares_ : dict of str to float
-        Each term's share of the explained force, <P_k, P> / |P|^2 with
-        P_k = c_k F_k and P their sum (the shares sum to 1; a term that
-        opposes the others has a negative share).
+        Each term's share of the explained force, |c_k F_k|^2 / sum_j
+        |c_j F_j|^2 (:func:`fitting.forcefit.solve.shares`, the one
+        definition of a share: the table, the summary, the windows and the
+        JSON all use it): between 0 and 1, summing to 1; it says how much
+        each term moves the embedding, not in which direction.
     windows_ : list of dict
         Per window of training steps (:mod:`fitting.forcefit.windows`):
-        ``start``, ``stop``, ``snapshots``, its own strengths ``coef`` (and
-        ``coef_unconstrained``), ``r2`` (None where undefined), ``null_r2``,
-        ``force_share`` (its share of the target's squared norm) and bounded
+        ``start``, ``stop``, ``name``, ``snapshots``, its own strengths
+        ``coef`` (and ``coef_unconstrained``), ``r2`` (None where
+        undefined), ``null_r2``, ``null_r2_interval``, ``verdict``,
+        ``force_share`` (its share of the target's squared norm) and
         ``shares``.
     scales_ : list of float
         The factor each run's G was divided by (1 without normalisation).
@@ -164,18 +235,21 @@ class ForceLawFit(BaseEstimator):
         (``converged``; ``flat_stop``: the polish stopped because its cost
         fell by less than 1e-7 over ten iterations, a flat profile, see
         :data:`fitting.forcefit.search.FLAT_TOL`); ``term_evaluations`` (calls of the term forces) and
-        ``snapshot_evaluations`` (snapshots they evaluated), and the
-        kernels' ``path`` ("gram", "direct", or "direct+gram" when the
-        snapshot sets took different ones: ``"auto"`` decides per set).
+        ``snapshot_evaluations`` (snapshots they evaluated), the null's
+        included; the kernels' ``path`` ("gram", "direct", or "direct+gram"
+        when the snapshot sets took different ones: ``"auto"`` decides per
+        set); ``strength_unit``: the factor from the strengths on the fit's
+        targets of unit RMS to those reported (the RMS of G without
+        normalisation, 1 with "rms"; see :func:`target_scales`).
     """
 
     def __init__(self, law: Any = "builtin", *, terms: Sequence[str] | None = None,
                  ranges: Sequence[str] | None = None, bounds: dict | None = None, target: str = "gradient",
                  horizon: int | None = None,
                  normalize: str | None = None, nonnegative: bool = True, n_bootstrap: int = 200,
-                 bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: int = 5,
+                 bootstrap: str = "auto", search_snapshots: int = 20, max_evaluations: int = 200, windows: Any = 5,
                  tie_alignment: bool = False, seed: int = 0, path: str = "auto", gauge: Any = "auto",
-                 null: int = 0) -> None:
+                 null: int = DEFAULT_NULL) -> None:
         self.law = law
         self.terms = terms
         self.ranges = ranges
@@ -285,16 +359,31 @@ class ForceLawFit(BaseEstimator):
         steps : ndarray (T,) of int, optional
             Training step of each snapshot (arrays; default 0..T-1).
         window : (start, stop), optional
-            Fit only the snapshots with start <= step < stop.
-        callback : callable(done, total), optional
+            Fit only the snapshots with start <= step < stop; it must lie
+            within the run's steps (first step with a force to last
+            recorded step + 1) and hold a snapshot, else a ValueError naming
+            ``window`` and the run's steps.
+        callback : callable(done, total) or callable(done, total, stage=None), optional
             Progress, in snapshots whose term forces were evaluated: called
             after each evaluation with the count so far and an estimate of
             the fit's total (raised when the search needs more; the last
-            call has done == total).
+            call has done == total). A callback that takes ``stage`` is
+            also called with ``stage=`` the name of each stage the fit
+            enters (:data:`fitting.forcefit.progress.STAGES`), first
+            "compiling kernels": with a callback the fit compiles (or loads
+            from Numba's cache) the pair kernels before its first
+            evaluation, the longest wait on a fresh install.
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        ValueError
+            Before any work, for bad settings or data, for windows or a
+            window outside the run's steps, and for a G that is zero
+            everywhere.
         """
         law, terms, ranges, low, high = self.check_params()
         if callback is not None and not callable(callback):
@@ -304,19 +393,12 @@ class ForceLawFit(BaseEstimator):
         if getattr(law, "p", None) is not None and not isinstance(law, str):  # a law on a fixed set of tokens
             if any(r.train.p != law.p for r in runs):
                 raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
-        scales = []
-        for run in runs:
-            scale = float(np.sqrt(np.mean(run.G ** 2))) if self.normalize == "rms" else 1.0
-            if scale == 0.0:
-                raise ValueError("G is zero everywhere: there is no force to explain")
-            scales.append(scale)
+        windows = resolve_windows(self.windows, X)  # "stages": the run's stages (fitting.stages)
+        runs, scales, unit, edges, names = self._prepare(runs, windows)  # windows refused before any work
         gauge = self._gauge
-        edges = window_edges(self.windows, np.concatenate([r.steps for r in runs]))  # refused before any work
-        runs = [ForceRun(r.X, project(r.G / s, r.X, gauge), r.train, r.steps) for r, s in zip(runs, scales)]
         groups = self._groups
         per_run = self.bootstrap == "runs" or (self.bootstrap == "auto" and len(runs) > 1)
-        progress = None if callback is None else FitProgress(callback, expected_evaluations(
-            runs, len(ranges), self.search_snapshots) + self.null * sum(len(r.X) for r in runs))
+        progress = self._start(callback, law, runs, ranges)
         basis = Basis(law, groups, ranges, runs, path=self.path, progress=progress, gauge=gauge)
         theta, info = search_ranges(basis, runs, ranges, np.log(range_values(law, ranges)), np.log(low),
                                     np.log(high), search_snapshots=self.search_snapshots,
@@ -327,33 +409,94 @@ class ForceLawFit(BaseEstimator):
         theta, A, coef, J, info_step = self._full_data_step(basis, runs, theta, A, b, coef, low, high, per_run)
         self.terms_ = tuple(groups)
         self.groups_ = groups
-        self.coef_ = coef
         self.range_names_ = ranges
         self.ranges_ = dict(zip(ranges, (float(v) for v in theta)))
+        self.range_status_ = {n: why or "identified" for n, why in range_identification(
+            ranges, theta, low, high, None if J is None else np.linalg.norm(J, axis=0) > 0).items()}
         self.scales_ = scales
         self.law_ = law
         self.train_ = runs[0].train
         self.n_runs_ = len(runs)
         self.gauge_ = gauge
+        if progress is not None and self.null:
+            progress.stage("null")
+        null_work = {"term_evaluations": 0, "snapshot_evaluations": 0}
         nulls = null_designs(law, groups, ranges, theta, runs, self.null, self.seed, path=self.path, gauge=gauge,
-                             per_run=per_run, progress=progress) if self.null else []
-        self._store_scores(A, b, coef, runs, edges, nulls)
+                             per_run=per_run, progress=progress, work=null_work) if self.null else []
+        self._store_scores(A, b, coef, runs, edges, nulls, names)
+        if progress is not None and self.n_bootstrap:
+            progress.stage("bootstrap")
         self.intervals_, self.bootstrap_ = bootstrap_intervals(
             theta, coef, A, b, units, J, np.log(low), np.log(high), list(self.terms_) + list(ranges),
             n_bootstrap=self.n_bootstrap, nonnegative=self.nonnegative, seed=self.seed)
-        info.update({"full_data_step": info_step, "snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs), "bounds":
-                     {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
-                     "term_evaluations": basis.evaluations, "snapshot_evaluations": basis.snapshot_evaluations,
-                     "path": basis.path_taken or self.path, "gauge": gauge, "null": self.null,
-                     "normalize": self.normalize,
-                     "target": self.target, "horizon": self.horizon})
+        self._in_units(unit)
+        info.update(self._record(basis, null_work, runs, ranges, low, high), full_data_step=info_step,
+                    strength_unit=unit)
         if progress is not None:
             progress.finish()
         self.fit_info_ = info
         self._warn(info, ranges, theta, low, high)
-        self._warn_unidentified(A, b, coef)
+        self._warn_unidentified(A, b)
         self._warn_clipped()
         return self
+
+    def _record(self, basis, null_work, runs, ranges, low, high) -> dict[str, Any]:
+        """What ``fit_info_`` keeps beside the search's record."""
+        return {"snapshots": int(sum(len(r.X) for r in runs)), "runs": len(runs),
+                "bounds": {n: [float(lo), float(hi)] for n, lo, hi in zip(ranges, low, high)},
+                "term_evaluations": basis.evaluations + null_work["term_evaluations"],
+                "snapshot_evaluations": basis.snapshot_evaluations + null_work["snapshot_evaluations"],
+                "path": basis.path_taken or self.path, "gauge": self.gauge_, "null": self.null,
+                "normalize": self.normalize, "target": self.target, "horizon": self.horizon}
+
+    def _prepare(self, runs: list[ForceRun], windows: Any) -> tuple[list[ForceRun], list[float], float, np.ndarray,
+                                                                     Any]:
+        """The runs as the fit sees them, each run's scale (``scales_``), the
+        strengths' unit (:func:`target_scales`), and the windows' edges and
+        names (refused here, before any work, when they leave the run)."""
+        scales, divisors, unit = target_scales(runs, self.normalize)
+        steps = np.concatenate([r.steps for r in runs])
+        edges = window_edges(windows, steps, run_span(runs)[1], len(runs))
+        names = window_names(windows, len(edges) - 1)
+        # the fit works on targets of unit RMS (each run's with "rms", all runs' together without), so that
+        # the search's tolerances, the full-data step's rank cut and every threshold are relative: the
+        # units of G change the strengths' units and nothing else (see target_scales)
+        fitted = [ForceRun(r.X, project(r.G / v, r.X, self._gauge), r.train, r.steps, r.last_step)
+                  for r, v in zip(runs, divisors)]
+        return fitted, scales, unit, edges, names
+
+    def _start(self, callback, law, runs, ranges) -> FitProgress | None:
+        """The fit's progress (None without a callback); with one, the
+        kernels' compilation (or their load from Numba's cache) first, as a
+        stage of its own: on a fresh install it is the longest wait."""
+        if callback is None:
+            return None
+        progress = FitProgress(callback, expected_evaluations(runs, len(ranges), self.search_snapshots)
+                               + self.null * sum(len(r.X) for r in runs))
+        progress.stage("compiling kernels")
+        compile_kernels(law, runs, self.path)
+        if ranges:
+            progress.stage("range search")
+        return progress
+
+    def _in_units(self, unit: float) -> None:
+        """The strengths, computed on targets of unit RMS, in the units
+        ``normalize`` asks for: times ``unit`` (see :func:`target_scales`);
+        R^2, ranges, shares and verdicts have no units."""
+        K = len(self.terms_)
+        self.coef_ = self._coef * unit
+        self.coef_unconstrained_ = self.coef_unconstrained_ * unit
+        self.rms_forces_ = {k: v * unit for k, v in self.rms_forces_.items()}
+        self.whole_run_["coef"] = {k: v * unit for k, v in self.whole_run_["coef"].items()}
+        for w in self.windows_:
+            for key in ("coef", "coef_unconstrained"):
+                if w[key] is not None:
+                    w[key] = {k: v * unit for k, v in w[key].items()}
+        for name in self.terms_:
+            if name in self.intervals_ and self.intervals_[name][0] is not None:
+                self.intervals_[name] = tuple(v * unit for v in self.intervals_[name])
+        if len(self.bootstrap_):
+            self.bootstrap_[:, :K] *= unit
 
     def _full_data_step(self, basis, runs, theta, A, b, coef, low, high, per_run):
         """One Gauss-Newton step of strengths and log-ranges on every snapshot
@@ -366,7 +509,8 @@ class ForceLawFit(BaseEstimator):
         if J is not None:  # one Gauss-Newton step on every snapshot (the search used a subset)
             step = bounded_solve(*normal_equations(side_by_side(A, J), b - A @ coef),
                                  lower_bounds(coef, len(theta), self.nonnegative))
-            moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
+            with np.errstate(over="ignore"):  # a flat direction's step can be huge: exp is inf, clipped to the bound
+                moved = np.clip(theta * np.exp(step[len(coef):]), np.exp(np.log(low)), np.exp(np.log(high)))
             A1, _, _ = design(basis, runs, moved, per_run)
             coef1 = nnls(A1, b, self.nonnegative)
             r0, r1 = b - A @ coef, b - A1 @ coef1
@@ -384,9 +528,12 @@ class ForceLawFit(BaseEstimator):
                 info_step = False
         return theta, A, coef, J, info_step
 
-    def _store_scores(self, A, b, coef, runs, edges, nulls) -> None:
+    def _store_scores(self, A, b, coef, runs, edges, nulls, names) -> None:
+        """Scores, shares, the null and the windows, on the fit's targets of
+        unit RMS (the strengths are put in their units by :meth:`_in_units`)."""
         K = len(coef)
         d = runs[0].X.shape[2]
+        self._coef = coef
         self.r2_ = r2(b, A @ coef, d)
         self.coef_unconstrained_ = nnls(A, b, False)
         # how much of the target the sign constraint costs (0 when nothing is clipped)
@@ -405,14 +552,15 @@ class ForceLawFit(BaseEstimator):
             self.null_r2_interval_ = tuple(float(v) for v in np.percentile(values, [2.5, 97.5]))
         else:
             self.null_r2_ = self.null_r2_interval_ = None
+        self.verdict_ = verdict(self.r2_, self.null_r2_, self.null_r2_interval_)
         self.whole_run_ = {"label": "whole run: one strength per term for every step",
                            "coef": dict(zip(self.terms_, (float(c) for c in coef))), "r2": self.r2_,
                            "null_r2": self.null_r2_, "null_r2_interval": self.null_r2_interval_,
-                           "shares": dict(zip(self.terms_, bounded_shares(A, coef)))}
+                           "verdict": self.verdict_, "shares": dict(self.shares_)}
         steps = np.concatenate([r.steps for r in runs])
         size = runs[0].X.shape[1] * d
         self.windows_ = window_fits(A, b, np.repeat(steps, size), edges, self.terms_, d, size, self.nonnegative,
-                                    nulls)
+                                    nulls, names)
         self.n_terms_ = K
 
     def _warn_clipped(self) -> None:
@@ -432,19 +580,19 @@ class ForceLawFit(BaseEstimator):
             warn_quality(f"the range search stopped at its limit of {self.max_evaluations} evaluations before "
                          f"converging ({info['message']}); raise max_evaluations")
         for name, v, lo, hi in zip(ranges, theta, low, high):
-            if v <= lo * (1 + 1e-3) or v >= hi * (1 - 1e-3):
-                side = "lower" if v <= lo * (1 + 1e-3) else "upper"
-                warn_quality(f"the fitted {name} = {v:.4g} lies at its {side} bound, so the best value may lie "
-                             f"outside [{lo:.4g}, {hi:.4g}]; widen bounds={{{name!r}: (low, high)}}")
+            status = self.range_status_[name]
+            if "bound" in status:
+                warn_quality(f"the fitted {name} = {v:.4g} lies {status}, so it is not identified (the best value "
+                             f"may lie outside [{lo:.4g}, {hi:.4g}]); widen bounds={{{name!r}: (low, high)}}")
 
-    def _warn_unidentified(self, A, b, coef) -> None:
+    def _warn_unidentified(self, A, b) -> None:
         """A term whose unit force is a vanishing fraction of the data's
         force (below UNIDENTIFIED of its RMS) gets whatever strength makes
         up a remainder: a value like 1e+253 then stands for no measurement.
         Its RMS force (strength times unit force) is what the data fix."""
         target = float(np.sqrt(np.mean(b ** 2)))
         unit = column_rms(A)
-        for name, c, u in zip(self.terms_, coef, unit):
+        for name, c, u in zip(self.terms_, self.coef_, unit):
             if c != 0.0 and u < UNIDENTIFIED * target:
                 warn_quality(f"the strength {name} = {c:.3g} is not measured: the term's unit force at the fitted "
                              f"ranges is {u / target:.2g} of the force's RMS, so the strength only makes up a "
@@ -517,21 +665,26 @@ class ForceLawFit(BaseEstimator):
         law = self.to_law()
         return simulate(x0, self.train_ if train is None else train, law, steps=steps, dt=dt, **options)
 
+    def verdict_sentence(self) -> str:
+        """The whole run's verdict in one sentence (the command line's): R^2,
+        the null's mean and 95 % interval, and "above chance", "at chance"
+        or "below chance" (:func:`fitting.forcefit.verdict.verdict`)."""
+        check_is_fitted(self, "coef_")
+        return verdict_sentence(self.law, self.target, self.horizon, self.r2_, self.null_r2_,
+                                self.null_r2_interval_)
+
+    def identified_ranges(self) -> dict[str, float | None]:
+        """The fitted ranges as they can be read: the value where the range
+        is identified, None where it is not (see ``range_status_``)."""
+        check_is_fitted(self, "coef_")
+        return {n: (v if self.range_status_[n] == "identified" else None) for n, v in self.ranges_.items()}
+
     def summary(self) -> str:
         """The fit's verdict in plain sentences: how much of the force the law
-        explains against its null, in which gauge, which terms carry it, and
-        when (per window of steps)."""
+        explains against its null (:meth:`verdict_sentence`), in which
+        gauge, which ranges are identified, which terms carry the force,
+        and when (per window of steps, each with its verdict)."""
         check_is_fitted(self, "coef_")
-
-        def against_null(value, null, interval):
-            if value is None:
-                return "undefined"
-            if null is None:
-                return f"R^2 {value:.3f} (no null: fit with null=K to compare with chance)"
-            lo, hi = interval
-            verdict = "above" if value > hi else ("at" if value >= lo else "below")
-            return f"R^2 {value:.3f} against {null:.3f} [{lo:.3f}, {hi:.3f}] on relabelled tokens ({verdict} chance)"
-
         gauge = {None: "no gauge (the forces as they are)",
                  "translation": "the common drift of all tokens removed (translation gauge)",
                  "similarity": "the common drift and the overall scale removed (similarity gauge)"}[self.gauge_]
@@ -540,14 +693,19 @@ class ForceLawFit(BaseEstimator):
                   f"the displacement per step over {self.horizon} steps"}[self.target]
         lines = [f"Force-law fit of {self.fit_info_['snapshots']} snapshots ({self.n_runs_} run(s), target "
                  f"{target}), {gauge}."]
-        lines.append("Whole run, one strength per term: " + against_null(self.r2_, self.null_r2_,
-                                                                           self.null_r2_interval_) + ".")
-        top = [(k, v) for k, v in sorted(self.whole_run_["shares"].items(), key=lambda kv: -kv[1]) if v >= 0.005]
-        lines.append("Terms by their share of the explained force: " + ", ".join(f"{k} {v:.2f}" for k, v in top) + "."
-                     if top else "No fitted term acts: every strength is 0 (see coef_unconstrained_ for the signs "
-                                 "the data ask for).")
+        lines.append(self.verdict_sentence())
+        if self.range_names_:
+            known = [f"{n} {v:.4g}" for n, v in self.identified_ranges().items() if v is not None]
+            unknown = [f"{n} ({why})" for n, why in self.range_status_.items() if why != "identified"]
+            parts = (["Ranges: " + ", ".join(known)] if known else []) + (
+                ["not identified: " + ", ".join(unknown)] if unknown else [])
+            text = "; ".join(parts)
+            lines.append(text[0].upper() + text[1:] + ".")
+        lines.append(shares_sentence(self.shares_))
         for w in self.windows_:
-            head = f"Steps [{w['start']}, {w['stop']}) ({w['snapshots']} snapshots, {w['force_share']:.0%} of the force): "
+            name = "" if w.get("name") is None else f" {w['name']}"
+            head = (f"Steps [{w['start']}, {w['stop']}){name} ({w['snapshots']} snapshots, {w['force_share']:.0%} "
+                    "of the force): ")
             if not w["defined"]:
                 lines.append(head + f"R^2 undefined ({w.get('why_undefined', '')}).")
                 continue
@@ -557,15 +715,23 @@ class ForceLawFit(BaseEstimator):
         return "\n".join(lines)
 
     def table(self) -> list[dict[str, Any]]:
-        """One row per fitted parameter: name, kind, value and 95 % interval."""
+        """One row per fitted parameter: ``name``, ``kind`` ("strength" or
+        "range"), ``value`` and 95 % ``interval`` (None for a range that is
+        not identified), ``identified`` and ``note`` (why not), ``fitted``
+        (the value the law uses either way), ``share`` and ``rms_force``
+        (strengths)."""
         check_is_fitted(self, "coef_")
         rows = []
         for name, c in zip(self.terms_, self.coef_):
-            rows.append({"name": name, "kind": "strength", "value": float(c),
-                         "interval": list(self.intervals_.get(name, (None, None))),
+            rows.append({"name": name, "kind": "strength", "value": float(c), "fitted": float(c),
+                         "interval": list(self.intervals_.get(name, (None, None))), "identified": True, "note": None,
                          "share": self.shares_[name], "rms_force": self.rms_forces_[name]})
         for name in self.range_names_:
-            rows.append({"name": name, "kind": "range", "value": self.ranges_[name],
-                         "interval": list(self.intervals_.get(name, (None, None))), "share": None,
-                         "rms_force": None})
+            status = self.range_status_[name]
+            known = status == "identified"
+            rows.append({"name": name, "kind": "range", "value": self.ranges_[name] if known else None,
+                         "fitted": self.ranges_[name],
+                         "interval": list(self.intervals_.get(name, (None, None))) if known else [None, None],
+                         "identified": known, "note": None if known else f"not identified: {status}",
+                         "share": None, "rms_force": None})
         return rows

@@ -1,18 +1,29 @@
 """Progress of a force fit: snapshots whose term forces were evaluated,
-against an estimate of the fit's total (:func:`expected_evaluations`)."""
+against an estimate of the fit's total (:func:`expected_evaluations`), and
+the fit's stages (:data:`STAGES`) for a callback that takes them.
+
+The first stage compiles the pair kernels the fit will call
+(:func:`compile_kernels`): on a fresh install Numba compiles them, which
+takes longer than the fit itself on a small run, so it is a stage of its
+own instead of a silent wait before the first evaluation; later calls, in
+any process, load them from Numba's cache in well under a second."""
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 from .data import ForceRun
 from .search import COARSE_SNAPSHOTS, POLISH_STARTS, SCREEN_EVALUATIONS, SOBOL_POINTS
 
-__all__ = ["FitProgress", "expected_evaluations", "EXPECTED_POLISH"]
+__all__ = ["FitProgress", "expected_evaluations", "compile_kernels", "takes_stage", "EXPECTED_POLISH", "STAGES"]
 
 #: evaluations the last polish of the range search is expected to take (its limit is max_evaluations;
 #: the estimate grows when a search takes more)
 EXPECTED_POLISH = 15
+#: the stages of a fit, in order, as a callback that takes ``stage=`` sees them (those the fit runs: no
+#: range search without ranges, no null with null=0, no bootstrap with n_bootstrap=0)
+STAGES = ("compiling kernels", "range search", "null", "bootstrap")
 
 
 def expected_evaluations(runs: list[ForceRun], n_ranges: int, search_snapshots: int) -> int:
@@ -29,13 +40,27 @@ def expected_evaluations(runs: list[ForceRun], n_ranges: int, search_snapshots: 
     return coarse + polish + total * (2 + n_ranges)
 
 
-class FitProgress:
-    """Counts evaluated snapshots and reports ``callback(done, total)``."""
+def takes_stage(callback: Callable) -> bool:
+    """Whether ``callback`` takes a keyword ``stage`` (a parameter of that
+    name, or ``**kwargs``)."""
+    try:
+        params = inspect.signature(callback).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins): the plain form
+        return False
+    return any(p.name == "stage" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or p.kind == p.VAR_KEYWORD
+               for p in params)
 
-    def __init__(self, callback: Callable[[int, int], Any], total: int):
+
+class FitProgress:
+    """Counts evaluated snapshots and reports ``callback(done, total)``; a
+    callback that takes ``stage=`` is also called as ``callback(done,
+    total, stage=name)`` when the fit enters a stage (:data:`STAGES`)."""
+
+    def __init__(self, callback: Callable[..., Any], total: int):
         self.callback = callback
         self.total = max(1, int(total))
         self.done = 0
+        self.staged = takes_stage(callback)
 
     def __call__(self, snapshots: int) -> None:
         self.done += int(snapshots)
@@ -43,6 +68,47 @@ class FitProgress:
             self.total = self.done + 1
         self.callback(self.done, self.total)
 
+    def stage(self, name: str) -> None:
+        """Say that the fit enters stage ``name`` (to a callback that takes it)."""
+        if self.staged:
+            self.callback(self.done, self.total, stage=name)
+
     def finish(self) -> None:
         self.total = self.done
         self.callback(self.done, self.total)
+
+
+def compile_kernels(law: Any, runs: list[ForceRun], path: str) -> None:
+    """Compile (or load from Numba's cache) the pair kernels the fit's term
+    forces will call on ``runs``: the serial kernel of the path each run
+    takes (:func:`particles.law_terms.taken_path`), and the multi-threaded
+    one when a call over all of a run's snapshots reaches
+    :data:`particles.law_terms.PARALLEL_WORK`, by evaluating one snapshot
+    with each. A law that computes its own forces (the effective loss) has
+    none to compile."""
+    import numba
+    import numpy as np
+
+    from particles.energy import pair_system
+    from particles.law_terms import PARALLEL_WORK, pair_work, taken_path
+
+    if isinstance(law, str) or getattr(law, "unit_term_forces", None) is not None:
+        return
+    kernels = law.kernels()
+    done = set()
+    for run in runs:
+        taken = taken_path(law, path, run.X, run.train)
+        work = len(run.X) * pair_work(len(run.train), run.X.shape[2], taken == "gram")
+        parallel = work >= PARALLEL_WORK and numba.config.NUMBA_NUM_THREADS > 1
+        if taken == "own" or (taken, parallel) in done:
+            continue
+        done.add((taken, parallel))
+        X = np.ascontiguousarray(run.X[:1])
+        system = pair_system(run.train)
+        which = np.zeros(4, dtype=np.bool_)  # the kernels' four term slots, as unit_term_forces fills them
+        which[:len(law.pair_terms)] = True
+        full = np.empty((1, 4) + X.shape[1:])
+        names = ("gram_term_forces_serial", "gram_term_forces") if taken == "gram" else ("term_forces_serial",
+                                                                                            "term_forces")
+        for name in names if parallel else names[:1]:
+            getattr(kernels, name)(X, system, law.unit_record(), which, full)

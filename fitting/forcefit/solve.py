@@ -1,6 +1,6 @@
 """The force fit's linear algebra: strengths by (non-negative) least
 squares, a step bounded below, and the scores of a fit (R^2 of the force
-field, each term's share of the explained force)."""
+field, each term's share of the explained force, :func:`shares`)."""
 
 from __future__ import annotations
 
@@ -33,12 +33,14 @@ def r2(obs: np.ndarray, pred: np.ndarray, d: int) -> float:
 
 
 def shares(A: np.ndarray, coef: np.ndarray) -> list[float]:
-    parts = A * coef
-    total = parts.sum(axis=1)
-    norm = float(total @ total)
-    if norm == 0.0:
-        return [0.0] * len(coef)
-    return [float(parts[:, k] @ total / norm) for k in range(len(coef))]
+    """Each term's share of the explained force, the one definition every
+    output uses: |c_k A_k|^2 / sum_j |c_j A_j|^2, term k's squared RMS force
+    over the terms' total (between 0 and 1, summing to 1; all 0 when no
+    term acts). It says which terms move the embedding, not which way:
+    terms that oppose each other each keep a positive share."""
+    norms = np.sum((A * coef) ** 2, axis=0)
+    total = float(norms.sum())
+    return [float(v / total) if total > 0 else 0.0 for v in norms]
 
 
 def normal_equations(Z: np.ndarray, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -2,20 +2,32 @@
 training steps (the ranges held at the whole run's), each window scored
 against its own null (the law on randomly relabelled tokens).
 
+Windows are given as a count of equal spans of the run's steps, as step
+edges ``[e0, e1, ..., en]`` (window i covers [e_i, e_i+1)), or as a
+partition of the run's steps into named windows: any object with ``edges``
+(step edges) and, optionally, ``window_names`` (one name per window).
+Edges must increase strictly and lie within the run's steps, from its
+first step with a force to its last recorded step + 1, and every window
+must hold a snapshot (:func:`window_edges`).
+
 A window's record (:func:`window_fits`):
 
-- ``start``, ``stop``: the steps [start, stop) it covers; ``snapshots``;
+- ``start``, ``stop``: the steps [start, stop) it covers; ``name`` (None
+  unless the windows were named); ``snapshots``;
 - ``coef`` and ``coef_unconstrained``: its strengths, with the fit's sign
   constraint and without;
 - ``r2``: R^2 of the (gauge-projected) force field in the window with its
   own strengths; None (undefined) when the window holds too few snapshots for
   its strengths or no force to explain;
 - ``null_r2`` (mean) and ``null_r2_interval`` (2.5 and 97.5 percentiles)
-  over the relabellings, None without a null;
+  over the relabellings, None without a null; ``verdict``
+  (:func:`fitting.forcefit.verdict.verdict`: "above chance", "at chance",
+  "below chance", or None);
 - ``force_share``: the window's share of the target's squared norm over the
   run (where the force is);
-- ``shares``: each term's share of the window's explained force, bounded:
-  |c_k F_k|^2 / sum_j |c_j F_j|^2 (in [0, 1], summing to 1 when any term acts).
+- ``shares``: each term's share of the window's explained force
+  (:func:`fitting.forcefit.solve.shares`: |c_k F_k|^2 / sum_j |c_j F_j|^2,
+  in [0, 1], summing to 1 when any term acts).
 """
 
 from __future__ import annotations
@@ -24,56 +36,123 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .solve import nnls, r2
+from .data import steps_text
+from .solve import nnls, r2, shares
+from .verdict import verdict
 
-__all__ = ["check_windows", "window_edges", "window_fits", "bounded_shares", "fit_r2", "MAX_WINDOWS"]
+__all__ = ["check_windows", "resolve_windows", "StageWindows", "window_names", "window_edges", "window_fits", "fit_r2", "MAX_WINDOWS"]
 
 #: most windows of training steps
 MAX_WINDOWS = 10_000
 
 
+def _edge_list(windows: Any) -> Any:
+    """The step edges of ``windows`` as given: a partition's ``edges``, or the windows themselves."""
+    edges = getattr(windows, "edges", None)
+    return windows if edges is None or isinstance(windows, (str, bytes, np.ndarray)) else edges
+
+
 def check_windows(windows: Any) -> int | np.ndarray:
     """``windows`` in its form: an int in [1, MAX_WINDOWS], or at least two
-    strictly increasing integer step edges (as an array); else a
-    TypeError/ValueError naming ``windows`` (before any data are read)."""
+    integer step edges (a list, a 1-D integer array, or a partition's
+    ``edges``) as an array; a partition's ``window_names`` must name each
+    window once; else a TypeError/ValueError naming ``windows`` (before any
+    data are read; the edges' order and place in the run are checked by
+    :func:`window_edges`, which knows the run's steps)."""
+    if isinstance(windows, str) and windows == "stages":  # the run's stages, resolved by the fit on a Trajectory
+        return windows
     if isinstance(windows, (int, np.integer)) and not isinstance(windows, bool):
         if not 1 <= windows <= MAX_WINDOWS:
             raise ValueError(f"windows must be between 1 and {MAX_WINDOWS} (or a list of step edges), got {windows}")
         return int(windows)
-    if isinstance(windows, (str, bytes)) or not isinstance(windows, Sequence):
-        raise TypeError(f"windows must be an int or a list of step edges, got {type(windows).__name__}")
-    if len(windows) < 2 or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in windows):
-        raise ValueError(f"windows must list at least two integer step edges (e.g. [0, 100, 1000]), got {windows}")
-    edges = np.asarray(windows, dtype=np.int64)
-    if np.any(np.diff(edges) <= 0):
-        raise ValueError(f"windows must be strictly increasing step edges (windows may not overlap), got {list(windows)}")
+    given = _edge_list(windows)
+    if isinstance(given, np.ndarray):
+        if given.ndim != 1 or not np.issubdtype(given.dtype, np.integer):
+            raise TypeError(f"windows must be an int or a list of integer step edges, got an array of "
+                            f"{given.dtype} with shape {given.shape}")
+        given = given.tolist()
+    if isinstance(given, (str, bytes)) or not isinstance(given, Sequence):
+        raise TypeError(f"windows must be an int, a list of step edges, 'stages' or a partition with .edges, got "
+                        f"{windows!r}" if isinstance(windows, str) else
+                        f"windows must be an int, a list of step edges, 'stages' or a partition with .edges, got "
+                        f"{type(windows).__name__}")
+    if len(given) < 2 or not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in given):
+        raise ValueError(f"windows must list at least two integer step edges (e.g. [0, 100, 1000]), got {list(given)}")
+    if len(given) - 1 > MAX_WINDOWS:
+        raise ValueError(f"windows must be at most {MAX_WINDOWS} windows, got {len(given) - 1}")
+    edges = np.asarray(given, dtype=np.int64)
+    window_names(windows, len(edges) - 1)
     return edges
 
 
-def window_edges(windows: Any, steps: np.ndarray) -> np.ndarray:
-    """The step edges of ``windows`` (see :func:`check_windows`) on a run
-    whose snapshots are at ``steps``: an int gives that many equal spans of
-    the run's steps; listed edges must lie inside the run, each window
-    holding at least one snapshot; else a ValueError naming ``windows``."""
-    first, last = int(steps.min()), int(steps.max())
+class StageWindows:
+    """The windows of ``windows="stages"`` on one run: ``edges`` and
+    ``window_names`` (:func:`fitting.signals.stage_windows`)."""
+
+    def __init__(self, trajectory: Any):
+        from ..signals import stage_windows
+
+        self.edges, self.window_names = stage_windows(trajectory)
+
+
+def resolve_windows(windows: Any, X: Any) -> Any:
+    """``windows`` with ``"stages"`` replaced by the stages of the run ``X``
+    (a Trajectory; a ValueError naming ``windows`` for arrays or a list of
+    runs, and the stages' own error for a run whose stages cannot be placed)."""
+    if not (isinstance(windows, str) and windows == "stages"):
+        return windows
+    from particles.trajectory import Trajectory
+
+    if not isinstance(X, Trajectory):
+        raise ValueError("windows='stages' places the stages of one recorded run: give X as a particles.Trajectory "
+                         f"(got {type(X).__name__}), or give step edges")
+    return StageWindows(X)
+
+
+def window_names(windows: Any, count: int) -> tuple[str, ...] | None:
+    """The windows' names (a partition's ``window_names``), checked: one
+    string per window; None for unnamed windows."""
+    names = getattr(windows, "window_names", None)
+    if names is None or isinstance(windows, (int, np.integer)):
+        return None
+    if isinstance(names, (str, bytes)) or not isinstance(names, Sequence) or not all(
+            isinstance(n, str) for n in names):
+        raise TypeError(f"windows.window_names must be a list of str, one per window, got {names!r}")
+    if len(names) != count:
+        raise ValueError(f"windows.window_names must name each of the {count} windows, got {len(names)} names")
+    return tuple(names)
+
+
+def window_edges(windows: Any, steps: np.ndarray, last: int | None = None, runs: int = 1) -> np.ndarray:
+    """The step edges of ``windows`` (see :func:`check_windows`) on the
+    data whose snapshots with a force are at ``steps`` (of ``runs`` runs),
+    recorded up to step ``last`` (default ``steps.max()``): an int gives that
+    many equal spans of the snapshots' steps. Listed edges must increase
+    strictly, lie within the run (from its first step to ``last + 1``) and
+    leave no window without a snapshot; else a ValueError naming
+    ``windows``, the run's steps (first..last) and the accepted range
+    (``embdyn force-fit --windows`` gets the same words)."""
+    first = int(steps.min())
+    last = int(steps.max()) if last is None else int(last)
     edges = check_windows(windows)
     if isinstance(edges, int):
-        return np.unique(np.ceil(np.linspace(first, last + 1, edges + 1)).astype(np.int64))
-    if edges[0] > last or edges[-1] <= first:
-        raise ValueError(f"windows {list(windows)} lie outside the run's steps {first}..{last}")
+        return np.unique(np.ceil(np.linspace(first, int(steps.max()) + 1, edges + 1)).astype(np.int64))
+    shown = f"windows {[int(e) for e in edges]}"
+    accepted = (f"{steps_text(first, last, len(steps), runs)}, so give edges {first} <= e0 < e1 < ... <= "
+                f"{last + 1}")
+    if np.any(np.diff(edges) <= 0):
+        raise ValueError(f"{shown} must be strictly increasing step edges (a window may not be reversed, empty or "
+                         f"overlap another): {accepted}")
+    if edges[0] < first:
+        raise ValueError(f"{shown} begin before the run's start: {accepted}")
+    if edges[-1] > last + 1:
+        raise ValueError(f"{shown} go past the run's end: {accepted}")
     counts = [int(np.sum((steps >= lo) & (steps < hi))) for lo, hi in zip(edges[:-1], edges[1:])]
-    empty = [(int(lo), int(hi)) for (lo, hi), c in zip(zip(edges[:-1], edges[1:]), counts) if c == 0]
+    empty = [f"[{int(lo)}, {int(hi)})" for (lo, hi), c in zip(zip(edges[:-1], edges[1:]), counts) if c == 0]
     if empty:
-        raise ValueError(f"windows must each hold a snapshot; [start, stop) = {empty} hold none (snapshots at steps "
-                         f"{first}..{last})")
+        raise ValueError(f"{shown} must each hold a snapshot; {', '.join(empty)} hold{'s' if len(empty) == 1 else ''} "
+                         f"none: {accepted}")
     return edges
-
-
-def bounded_shares(A: np.ndarray, coef: np.ndarray) -> list[float]:
-    """|c_k A_k|^2 / sum_j |c_j A_j|^2 for each term (0 when none acts)."""
-    norms = np.sum((A * coef) ** 2, axis=0)
-    total = float(norms.sum())
-    return [float(v / total) if total > 0 else 0.0 for v in norms]
 
 
 def fit_r2(A: np.ndarray, b: np.ndarray, d: int, nonnegative: bool) -> tuple[np.ndarray, float]:
@@ -83,19 +162,22 @@ def fit_r2(A: np.ndarray, b: np.ndarray, d: int, nonnegative: bool) -> tuple[np.
 
 
 def window_fits(A: np.ndarray, b: np.ndarray, row_steps: np.ndarray, edges: np.ndarray, terms: Sequence[str],
-                d: int, rows_per_snapshot: int, nonnegative: bool, nulls: Sequence[np.ndarray] = ()) -> list[dict]:
+                d: int, rows_per_snapshot: int, nonnegative: bool, nulls: Sequence[np.ndarray] = (),
+                names: Sequence[str] | None = None) -> list[dict]:
     """One record per window (see the module), from the design ``A`` (rows,
-    K) and target ``b`` of every snapshot, each row's training step, and
-    the null designs (the same rows on relabelled tokens)."""
+    K) and target ``b`` of every snapshot, each row's training step, the
+    null designs (the same rows on relabelled tokens) and the windows'
+    ``names`` (optional, one per window)."""
     total = float(b @ b)
     out = []
     K = A.shape[1]
-    for lo, hi in zip(edges[:-1], edges[1:]):
+    for i, (lo, hi) in enumerate(zip(edges[:-1], edges[1:])):
         keep = (row_steps >= lo) & (row_steps < hi)
         n = int(keep.sum() // rows_per_snapshot)
-        record: dict[str, Any] = {"start": int(lo), "stop": int(hi), "snapshots": n, "coef": None,
-                                  "coef_unconstrained": None, "r2": None, "null_r2": None, "null_r2_interval": None,
-                                  "force_share": 0.0, "shares": None, "defined": False}
+        record: dict[str, Any] = {"start": int(lo), "stop": int(hi), "name": None if names is None else names[i],
+                                  "snapshots": n, "coef": None, "coef_unconstrained": None, "r2": None,
+                                  "null_r2": None, "null_r2_interval": None, "verdict": None, "force_share": 0.0,
+                                  "shares": None, "defined": False}
         if n == 0:
             record["why_undefined"] = "no snapshot in the window"
             out.append(record)
@@ -106,7 +188,7 @@ def window_fits(A: np.ndarray, b: np.ndarray, row_steps: np.ndarray, edges: np.n
         coef, value = fit_r2(Aw, bw, d, nonnegative)
         record["coef"] = dict(zip(terms, (float(c) for c in coef)))
         record["coef_unconstrained"] = dict(zip(terms, (float(c) for c in nnls(Aw, bw, False))))
-        record["shares"] = dict(zip(terms, bounded_shares(Aw, coef)))
+        record["shares"] = dict(zip(terms, shares(Aw, coef)))
         if Aw.shape[0] <= K or bb <= 1e-24 * max(total, 1e-300):
             record["why_undefined"] = ("fewer rows than strengths" if Aw.shape[0] <= K else
                                        "no force to explain in the window")
@@ -117,5 +199,6 @@ def window_fits(A: np.ndarray, b: np.ndarray, row_steps: np.ndarray, edges: np.n
                 values = np.array([fit_r2(N[keep], bw, d, nonnegative)[1] for N in nulls])
                 record["null_r2"] = float(values.mean())
                 record["null_r2_interval"] = [float(v) for v in np.percentile(values, [2.5, 97.5])]
+                record["verdict"] = verdict(value, record["null_r2"], record["null_r2_interval"])
         out.append(record)
     return out

@@ -60,6 +60,7 @@ _EXPORTS = {
     'LinearRelationWarning': ('.relations', 'LinearRelationWarning'),
     'FitQualityWarning': ('.quality', 'FitQualityWarning'),
     'Forecast': ('.forecast', 'Forecast'),
+    'fit_windows': ('.windows', 'fit_windows'),
 }
 
 __all__ = list(_EXPORTS)  # the one export list: _EXPORTS above

@@ -24,7 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_array, check_bool, check_choice, check_float
 
-from .data import as_runs, check_window, in_window, is_run_list, run_times
+from .data import as_runs, check_run_window, check_window, in_window, is_run_list, run_times, window_numbers
 from .equations import EquationsMixin
 from .differentiation import Formulation
 from .blas import blas_threads_for
@@ -63,7 +63,12 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         numerical derivatives; :class:`LinearODE` with ``stable=True``: the
         flow map, which forecasts best).
     window : (start, stop) or None
-        Only samples with start <= t < stop (same units as t) enter fit.
+        Only samples with start <= t < stop (same units as t) enter fit;
+        None at either end leaves it open. ``fit`` refuses, with the runs'
+        first..last time in the message (the message of ``embdyn fit
+        --window``), a window that is reversed or empty, begins before the
+        first sample, stops more than one sample interval past the last
+        sample or holds no sample.
     debias : bool
         Least-squares refit on the selected terms of each equation.
     blowup_factor : float > 1
@@ -139,6 +144,7 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         """Check every parameter without fitting (``fit`` does the same
         first): a ValueError or TypeError naming the one that is wrong."""
         self.resolved_params()
+        check_window(self.window)  # its order too; fit says that with the runs' extent (check_run_window)
 
     def resolved_params(self) -> tuple[Library, Regressor, Formulation]:
         """The checked parameters as objects: (library, regressor,
@@ -157,7 +163,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
             raise ValueError(f"derivative={formulation!r} exists for LinearODE only")
         check_bool(self.debias, "debias")
         check_float(self.blowup_factor, "blowup_factor", 1.0, strict=True)
-        check_window(self.window)
+        if self.window is not None:  # its kind; fit checks it against the runs (check_run_window)
+            window_numbers(self.window)
         return library, regressor, formulation
 
     # ------------------------------------------------------------- rows
@@ -260,6 +267,13 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         -------
         self
 
+        Raises
+        ------
+        ValueError
+            Before any work, for bad data or a ``window`` that does not fit
+            the runs (reversed, empty, before the first sample, past the
+            last, or holding no sample), with the runs' first..last time.
+
         Warns
         -----
         FitQualityWarning
@@ -282,6 +296,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         library, regressor, formulation = self.resolved_params()
         x, t, default_names = from_trajectory(x, t, frequencies)
         runs = as_runs(x)
+        # the window within the runs, before any work: the message of embdyn fit --window, with the runs' extent
+        check_run_window(self.window, run_times(1.0 if t is None else t, runs))
         variables = self._check_variable_names(names if names is not None else default_names, runs[0].shape[1])
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
             delattr(self, attr)

@@ -29,6 +29,60 @@ def _build_model(args: argparse.Namespace, window):
     return LotkaVolterra(form=args.model.removeprefix("lv-"), **common)
 
 
+def _parse_windows(text: str):
+    """--windows: ``stages`` or comma-separated integer step edges."""
+    if text == "stages":
+        return "stages"
+    try:
+        return [int(e) for e in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--windows must be 'stages' or comma-separated integer step edges, got {text!r}") from None
+
+
+def _fit_windows(args: argparse.Namespace, traj) -> int:
+    """``embdyn fit --windows``: one fit per window (fitting.ode.fit_windows), a table and windows.json."""
+    from particles.core.io import write_json
+
+    from ..signals import parse_frequencies, select_frequencies, trajectory_signals
+    from .report import format_value
+    from .windows import fit_windows, resolve_windows
+
+    if args.power != 1:
+        raise ValueError("--windows fits the signals |F_k| (--power 1)")
+    if args.horizon is not None:
+        raise ValueError("--horizon applies to one --window; with --windows each window's forecast runs to the "
+                         "run's end")
+    windows = _parse_windows(args.windows)
+    edges, names = resolve_windows(traj, windows, "--windows")  # checked before any fit (one line, exit 2)
+    _, signals = trajectory_signals(traj)
+    frequencies = parse_frequencies(args.frequencies, signals.shape[1], "--frequencies")
+    selection = select_frequencies(traj, frequencies, factor=args.factor, name="--frequencies")
+    model = _build_model(args, None)
+    model.check_params()
+    out = check_output_folder(args.out, "--out")
+    results = fit_windows(model, traj, windows, frequencies=selection.frequencies)
+    rows = []
+    print(f"trajectory: {args.trajectory}; {selection.message}")
+    print(f"{'window':<22} {'steps':<16} {'rows R^2':>9} {'sim R^2':>9} {'forecast skill':>15}")
+    for res in results:
+        scores = {} if res["report"] is None else {k: v["value"] for k, v in res["report"]["scores"].items()}
+        rows.append({"name": res["name"], "window": list(res["window"]), "error": res["error"], "scores": scores,
+                     "notes": [] if res["report"] is None else res["report"]["notes"],
+                     "equations": None if res["model"] is None else res["model"].equations(selection.names)})
+        span = f"[{res['window'][0]}, {res['window'][1]})"
+        if res["error"] is not None:
+            print(f"{res['name']:<22} {span:<16} not fitted: {res['error']}")
+        else:
+            print(f"{res['name']:<22} {span:<16} {format_value(scores.get('rows_r2')):>9} "
+                  f"{format_value(scores.get('trajectory_r2_fit_window')):>9} "
+                  f"{format_value(scores.get('forecast_skill')):>15}")
+    write_json(out / "windows.json", {"trajectory": str(args.trajectory), "windows": args.windows, "edges": edges,
+                                      "names": names, "fitted_frequencies": selection.frequencies, "fits": rows},
+               indent=2)
+    print(f"wrote {out / 'windows.json'}")
+    return 0
+
+
 def _cmd_fit(args: argparse.Namespace) -> int:
     import matplotlib
 
@@ -42,19 +96,22 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     from ..signals import parse_frequencies, select_frequencies, trajectory_signals
     from ..signals.figures import plot_signals
+    from .data import check_run_horizon, check_run_window, in_window
     from .figures import plot_coefficients, plot_fit
     from .report import fit_report, format_value, model_summary
 
+    if args.windows is not None and args.window is not None:
+        raise ValueError("give --window (one fit) or --windows (one fit per window), not both")
     traj = Trajectory.load(args.trajectory)  # a missing or damaged file: one line, exit 2 (main)
+    if args.windows is not None:
+        return _fit_windows(args, traj)
     steps, signals = trajectory_signals(traj, power=args.power)
+    t = steps.astype(float)
+    # the checks (and messages) of LinearODE(window=...).fit(traj) and model.forecast(traj, horizon=...)
     window = None if args.window is None else tuple(args.window)
-    if window is not None:
-        first, last = int(steps[0]), int(steps[-1])
-        if window[1] <= window[0] or window[0] < 0:
-            raise ValueError(f"--window must have 0 <= START < STOP, got {window[0]:g} {window[1]:g}")
-        if window[0] >= last or window[1] > last + 1:
-            raise ValueError(f"--window {window[0]:g} {window[1]:g} goes past the run's end: its signals cover steps "
-                             f"{first}..{last} ({len(steps)} samples); give START < STOP <= {last + 1}")
+    check_run_window(window, [t])
+    fit_end = float(t[in_window(t, window)][-1])  # where the forecast starts
+    check_run_horizon(args.horizon, fit_end, [t])
     if not args.factor > 0:
         raise ValueError(f"--factor must be > 0 (the survival rule's factor), got {args.factor:g}")
     frequencies = parse_frequencies(args.frequencies, signals.shape[1], "--frequencies")
@@ -65,15 +122,14 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     columns = selection.columns
     names = selection.names
     x = signals[:, columns]
-    t = steps.astype(float)
     model.fit(x, t, names=names)
     model.frequencies_ = selection.frequencies  # model.joblib scores and forecasts a Trajectory on these
     survivors = [] if selection.survivors is None else selection.survivors
-    scores = fit_report(model, x, t, window=window)
+    scores = fit_report(model, x, t, window=window, horizon=args.horizon)
     report = {
         "trajectory": str(args.trajectory), "source": traj.meta.get("source"), "model": args.model,
         "fitted": model_summary(model), "regressor": repr(model.regressor_), "derivative": repr(model.formulation_),
-        "window": window, "samples": int(len(t)), "frequencies": int(signals.shape[1]),
+        "window": window, "horizon": args.horizon, "samples": int(len(t)), "frequencies": int(signals.shape[1]),
         "fitted_frequencies": selection.frequencies, "frequency_rule": selection.rule,
         "frequency_selection": selection.message, "survivors": survivors, "key_frequencies": selection.key,
         **{name: score["value"] for name, score in scores["scores"].items()},
@@ -148,6 +204,11 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--window", type=float, nargs=2, metavar=("START", "STOP"), default=None,
                    help="fit on steps in [START, STOP); the rest is forecast from the observed state at the "
                         "window's end and scored against persistence")
+    p.add_argument("--windows", default=None, metavar="stages|E0,E1,...",
+                   help="one fit per window: the run's stages (embdyn stages) or comma-separated step edges; "
+                        "writes windows.json")
+    p.add_argument("--horizon", type=float, default=None, metavar="STEPS",
+                   help="forecast this many steps past the window's last sample (default: to the run's end)")
     p.add_argument("--power", type=int, choices=(1, 2), default=1, help="signal |F_k| (1) or |F_k|^2 (2)")
     p.add_argument("--frequencies", default="auto", metavar="auto|survivors|key|all|K1,K2,...",
                    help="which frequencies to fit: auto (default: the survivors by the survival paper's rule if "

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from particles.core.validation import check_choice, check_float
 
-from .data import as_runs, check_window, in_window, run_times
+from .data import as_runs, check_run_horizon, check_window, in_window, run_times
 from .forecast import Forecast, pooled_error
 from .integrate import BlowUpError
 from .inputs import MULTIOUTPUT, from_trajectory
@@ -42,7 +42,9 @@ class SimulationScoresMixin:
             observed state at the last sample at or before ``start``.
         horizon : float > 0, optional
             Length of the forecast in time units; default to the end of each
-            run. A horizon past the data is refused.
+            run. A horizon past the data's last sample is refused, with the
+            runs' first..last time in the message (that of ``embdyn fit
+            --horizon``).
         method : as in :meth:`simulate`
 
         Returns
@@ -62,14 +64,12 @@ class SimulationScoresMixin:
         if start is None and not hasattr(self, "t_fit_end_"):  # a model fitted (and saved) before forecasts existed
             raise ValueError("start is required: this model does not know where its fitted window ended (refit it)")
         start = self.t_fit_end_ if start is None else check_float(start, "start")
-        horizon = check_float(horizon, "horizon", 0.0, strict=True, allow_none=True)
+        # the check and message of embdyn fit --horizon, with the runs' extent (a start at the end included)
+        horizon = check_run_horizon(horizon, start, times)
         last = max(float(ti[-1]) for ti in times)
         if not last > start:
             raise ValueError(f"start must be before the data's last sample time {last:.6g} (the forecast needs "
                              f"samples after it), got {start:.6g}; pass data that go past the fitted window")
-        if horizon is not None and start + horizon > last + 1e-12 * abs(last):
-            raise ValueError(f"horizon must end within the data: start {start:.6g} + horizon {horizon:.6g} is past "
-                             f"the last sample time {last:.6g}")
         stop = last if horizon is None else start + horizon
         observed, predicted, kept_times, persistence = [], [], [], []
         blew_up = False

@@ -46,14 +46,53 @@ def _check_power(power: Any) -> int:
     return int(power)
 
 
-def _embedding_stack(E: Any, name: str = "E") -> np.ndarray:
+def _recorded_p(traj: Trajectory) -> int | None:
+    """The token count a trajectory's metadata records (``meta["p"]``, as
+    every writer of the package stores it), or None when it records none."""
+    p = traj.meta.get("p")
+    return int(p) if isinstance(p, (int, np.integer)) and not isinstance(p, (bool, np.bool_)) else None
+
+
+def _check_token_axis(shape: tuple[int, ...], p: int, label: str, source: str) -> None:
+    """Refuse embeddings ``label`` of ``shape`` whose token axis (the one
+    before last) does not hold ``p`` rows (``source`` says where p comes
+    from), suggesting the transpose when the last axis does."""
+    if shape[-2] == p:
+        return
+    axis = len(shape) - 2
+    message = f"{label} has shape {shape}: its token axis (axis {axis}) has {shape[-2]} entries, but {source}"
+    if shape[-1] == p:
+        swap = f"{label}.T" if len(shape) == 2 else f"np.swapaxes({label}, {axis}, {axis + 1})"
+        layout = "(d, p) where (p, d)" if len(shape) == 2 else "(T, d, p) where (T, p, d)"
+        fix = f"build the Trajectory from {swap}" if label.endswith(".embeddings") else f"pass {swap}"
+        message += f"; its last axis has {p}, so it looks transposed, {layout} is expected: {fix}"
+    else:
+        message += "; embeddings are (p, d) or (T, p, d), token n in row n"
+    raise ValueError(message)
+
+
+def _embedding_stack(E: Any, name: str = "E", p: Any = None) -> np.ndarray:
+    """The embeddings of ``E`` (an array (p, d) or (T, p, d), or a
+    Trajectory's snapshots) as float64, refused when their token axis
+    contradicts ``p`` (given, or for a Trajectory recorded in its metadata).
+    Without a p nothing is guessed: axis -2 is the token axis."""
+    if p is not None:
+        p = check_int(p, "p", 2)
     if isinstance(E, Trajectory):
+        recorded = _recorded_p(E)
+        if recorded is not None:
+            _check_token_axis(E.embeddings.shape, recorded, f"{name}.embeddings",
+                              f"the trajectory's meta records p = {recorded}")
+        if p is not None:
+            _check_token_axis(E.embeddings.shape, p, f"{name}.embeddings", f"p = {p}")
         return E.embeddings
     arr = np.asarray(E)
     if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
     if arr.ndim not in (2, 3):
         raise ValueError(f"{name} must have shape (p, d) or (T, p, d), got {arr.shape}")
+    if p is not None:
+        _check_token_axis(arr.shape, p, name, f"p = {p}")
     if arr.shape[-2] < 2 or arr.shape[-1] < 1:
         raise ValueError(f"{name} needs at least 2 tokens and 1 dimension, got shape {arr.shape}")
     arr = arr.astype(np.float64, copy=False)
@@ -62,7 +101,7 @@ def _embedding_stack(E: Any, name: str = "E") -> np.ndarray:
     return check_magnitude(arr, name)
 
 
-def fourier_signals(E: Any, power: int = 1, dc: bool = False) -> np.ndarray:
+def fourier_signals(E: Any, power: int = 1, dc: bool = False, *, p: int | None = None) -> np.ndarray:
     """Fourier signal of each frequency of one embedding or a stack of them.
 
     Parameters
@@ -75,14 +114,29 @@ def fourier_signals(E: Any, power: int = 1, dc: bool = False) -> np.ndarray:
         2 gives S_k = ||F_k||^2 (its text).
     dc : bool
         Prepend the DC signal S_0 (k = 0) as column 0.
+    p : int >= 2, optional
+        Number of tokens. When given (or, for a Trajectory, recorded in its
+        ``meta["p"]``), embeddings whose token axis (axis -2) does not have
+        p entries are refused, and the message suggests the transpose when
+        the last axis has them. Without p nothing is guessed: axis -2 is the
+        token axis whatever its length, so a transposed (d, p) array gives
+        the signals of (d - 1) // 2 "frequencies" of the wrong axis.
 
     Returns
     -------
     ndarray, shape (K,) or (T, K), K = (p-1)//2 (+1 with ``dc``)
         Column j holds frequency k = j + 1 (k = j with ``dc``).
+
+    Raises
+    ------
+    ValueError
+        A token axis that contradicts ``p``, e.g. for ``E.T`` of a (97, 96)
+        embedding with ``p=97``: "E has shape (96, 97): its token axis
+        (axis 0) has 96 entries, but p = 97; its last axis has 97, so it
+        looks transposed, (d, p) where (p, d) is expected: pass E.T".
     """
     power = _check_power(power)
-    X = _embedding_stack(E)
+    X = _embedding_stack(E, p=p)
     p = X.shape[-2]
     K = n_frequencies(p)
     F = np.fft.fft(X, axis=-2)[..., : K + 1, :]  # (..., K+1, d)
@@ -103,10 +157,25 @@ def trajectory_signals(traj: Trajectory, power: int = 1) -> tuple[np.ndarray, np
     -------
     steps : ndarray of int, shape (T,)
     signals : ndarray, shape (T, K)
+
+    Raises
+    ------
+    ValueError
+        When the token count the trajectory records (``meta["p"]``, as every
+        writer of the package stores it) contradicts its embeddings' token
+        axis (axis 1; the message suggests the transpose when axis 2 has p
+        entries), or when its stored signals do not have the (p - 1) // 2
+        columns of its p tokens. A trajectory without ``meta["p"]`` is taken
+        as it is: its embeddings are (S, p, d) by the file format.
     """
     if not isinstance(traj, Trajectory):
         raise TypeError(f"traj must be a particles.Trajectory, got {type(traj).__name__}")
     power = _check_power(power)
+    _embedding_stack(traj, "traj")  # the recorded p against the token axis
+    if traj.signals is not None and traj.signals.shape[1] != n_frequencies(traj.p):
+        raise ValueError(f"traj.signals has {traj.signals.shape[1]} columns, but the trajectory's p = {traj.p} tokens "
+                         f"have {n_frequencies(traj.p)} frequencies (k = 1..(p - 1) // 2): its stored signals were "
+                         f"not computed over the token axis of its embeddings {traj.embeddings.shape}")
     if traj.signals is not None:
         stored = int(traj.meta.get("signal_power", 1))
         signals = traj.signals
@@ -163,6 +232,7 @@ def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, 
     factor = check_float(factor, "factor", 0.0, strict=True)
     output = check_choice(output, "output", ("mask", "frequencies"))
     if isinstance(signals, Trajectory):
+        _embedding_stack(signals, "signals")  # the recorded p against the token axis
         full = fourier_signals(signals.final, dc=True)
         final, dc_value, p = full[1:], float(full[0]), signals.p
     else:

@@ -126,7 +126,9 @@ def survival_ode_analysis(signals: Any, steps: Any = None, n_steps: int = 1000, 
     alpha = check_float(alpha, "alpha", 0.0)
     t = steps.astype(float)
     start = int(steps[0])
-    window = (start, start + n_steps)
+    # a window longer than the data fits every recorded step (documented): it stops one step past the last,
+    # since LinearODE.fit refuses a window past the run's end
+    window = (start, min(start + n_steps, int(steps[-1]) + 1))
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)

@@ -17,7 +17,7 @@ Public API::
     compare_network, NetworkComparison              that network beside a particle preset over weight decay
     EmbeddingRecorder, load_checkpoints             bring your own run: record any torch model's embedding
                                                     while it trains, or load it from saved checkpoints
-    TrainingDivergedError, TorchMissingError
+    TrainingDivergedError, TorchMissingError, CheckpointError (a checkpoint that cannot be used)
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ from .configs import (MODEL_CONFIGS, TOY_PHASE_SETTINGS, ConstantAttentionConfig
 __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "SurvivalMLPConfig", "ToyConfig",
            "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched",
            "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting", "train_network_sweep",
-           "NetworkSweep", "compare_network", "NetworkComparison", "EmbeddingRecorder", "load_checkpoints"]
+           "NetworkSweep", "compare_network", "NetworkComparison", "EmbeddingRecorder", "load_checkpoints",
+           "CheckpointError"]
 
 INSTALL_HINT = ("the torch backend needs PyTorch: pip install '.[torch]' in the repository root "
                 "(pins torch==2.13.0, the CPU build)")
@@ -80,7 +81,7 @@ load_checkpoints = _needs_torch("recorder", "load_checkpoints",
 
 #: classes that need torch, imported on first access
 _LAZY_CLASSES = {"GridResult": "grid_result", "TrainingDivergedError": "trainer", "NetworkSweep": "network_sweep",
-                 "NetworkComparison": "compare", "EmbeddingRecorder": "recorder"}
+                 "NetworkComparison": "compare", "EmbeddingRecorder": "recorder", "CheckpointError": "loop"}
 
 
 def __getattr__(name: str):

@@ -32,10 +32,10 @@ from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import survival_initial_parameters
 from .processes import run_parts
 from .schedule import resolve_schedule, snapshot_due
-from .trainer import TrainingDivergedError, SeriesRecorder
+from .trainer import SeriesRecorder, TrainingDivergedError, check_training_memory, finished_run
 from .stacked import survival_mlp_forward
 
-__all__ = ["train_batched", "batched_checkpoint_path"]
+__all__ = ["train_batched", "batched_checkpoint_path", "batched_groups", "finished_seeds"]
 
 LAYERS = ("layer1", "layer2", "layer3")
 
@@ -44,10 +44,53 @@ def _train_in_groups(config: SurvivalMLPConfig, seeds: list[int], out_dir, *, ca
                      checkpoint_every: int | None, resume: bool, n_jobs: int, gradients: bool) -> list[Trajectory]:
     """The seeds in ``n_jobs`` contiguous groups, each a stack of its own in
     a worker process (:func:`fitting.training.processes.run_parts`)."""
-    groups = [[int(s) for s in g] for g in np.array_split(np.array(seeds), n_jobs)]
+    groups = batched_groups(seeds, n_jobs)
     jobs = [((config, group, out_dir), {"compile": compile, "checkpoint_every": checkpoint_every,
                                         "resume": resume, "gradients": gradients}) for group in groups]
     return [traj for trajs in run_parts(train_batched, jobs, config.steps, callback=callback) for traj in trajs]
+
+
+def batched_groups(seeds: Sequence[int], n_jobs: int) -> list[list[int]]:
+    """The seeds in ``n_jobs`` contiguous groups, one stack (and checkpoint) each."""
+    return [[int(s) for s in g] for g in np.array_split(np.array(list(seeds)), n_jobs)]
+
+
+def finished_seeds(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike, n_jobs: int = 1,
+                   gradients: bool = False) -> dict[int, Trajectory]:
+    """The seeds that ``resume=True`` skips, with their trajectories: those
+    of every group (:func:`batched_groups`) whose seeds all have their
+    finished file in ``out_dir`` (:func:`fitting.training.trainer.finished_run`)."""
+    found: dict[int, Trajectory] = {}
+    for group in batched_groups(seeds, n_jobs):
+        done = {s: finished_run(Path(out_dir) / f"{config.model}_seed{s}.npz", config, s, gradients) for s in group}
+        if all(t is not None for t in done.values()):
+            found.update(done)
+    return found
+
+
+def _resume_check(config, seeds: list[int], out_dir, n_jobs: int, compile: str, gradients: bool
+                  ) -> list[Trajectory] | None:
+    """Every seed's finished trajectory when all are in ``out_dir``; else None, after reading the
+    checkpoint of every group still to train (one that cannot be used is refused before any training)."""
+    done = finished_seeds(config, seeds, out_dir, n_jobs, gradients)
+    if len(done) == len(seeds):
+        return [done[s] for s in seeds]
+    for group in batched_groups(seeds, n_jobs):
+        if not all(s in done for s in group):
+            _checkpoint(config, group, out_dir, compile, gradients).load()
+    return None
+
+
+def _recording(cfg: SurvivalMLPConfig, seeds: list[int], splits, out_dir, gradients: bool):
+    """What each seed records: its series recorder, the snapshot schedule, its metadata and its file."""
+    K = n_frequencies(cfg.p)
+    series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR, "grad_norm_embedding",
+              *[f"grad_norm_{name}" for name in LAYERS]]
+    recorders = [SeriesRecorder(cfg.steps, K, series) for _ in seeds]
+    every = resolve_schedule(cfg.snapshot_every, cfg.spacing, gradients)  # "auto": geometric with gradients
+    metas = _metas(cfg, seeds, splits, every)
+    paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
+    return recorders, every, metas, paths
 
 
 def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str | os.PathLike) -> Path:
@@ -56,8 +99,10 @@ def batched_checkpoint_path(config: SurvivalMLPConfig, seeds: Sequence[int], out
     return Path(out_dir) / f"{config.model}_batched_seed{seeds[0]}-{seeds[-1]}_n{len(seeds)}.ckpt.pt"
 
 
-def _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs) -> list[int]:
-    """The arguments of :func:`train_batched` checked (the seeds as a list)."""
+def _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs, gradients
+                   ) -> tuple[list[int], bool]:
+    """The arguments of :func:`train_batched` checked (the seeds as a list, and gradients), and the
+    memory the whole stack would take (before it is built)."""
     if not isinstance(config, SurvivalMLPConfig):
         raise TypeError(f"train_batched trains SurvivalMLPConfig runs, got {type(config).__name__}")
     seeds = check_seeds(seeds)
@@ -65,7 +110,9 @@ def _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_
     check_checkpointing(checkpoint_every, resume, out_dir, "an output folder (out_dir=...)")
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not 1 <= n_jobs <= len(seeds):
         raise ValueError(f"n_jobs must be an int in [1, {len(seeds)}] (at most one job per seed), got {n_jobs!r}")
-    return seeds
+    gradients = check_bool(gradients, "gradients")
+    check_training_memory(config, len(seeds), gradients=gradients, seed=seeds[0])
+    return seeds, gradients
 
 
 class StackedRuns(NamedTuple):
@@ -114,8 +161,13 @@ def _restore(state: dict | None, params: list, optimizer, recorders: list) -> in
     """Parameters, optimiser and recorders from a checkpoint's state; the step to start from (0 without)."""
     if state is None:
         return 0
+    if len(state["params"]) != len(params) or len(state["recorders"]) != len(recorders):
+        raise ValueError(f"{len(state['params'])} parameters and {len(state['recorders'])} recorders for "
+                         f"{len(params)} and {len(recorders)}")
     with torch.no_grad():
         for param, saved in zip(params, state["params"]):
+            if tuple(saved.shape) != tuple(param.shape):
+                raise ValueError(f"a parameter of shape {tuple(saved.shape)} for {tuple(param.shape)}")
             param.copy_(saved)
     optimizer.load_state_dict(state["optimizer"])
     start = 0
@@ -150,7 +202,7 @@ def _checkpoint(cfg: SurvivalMLPConfig, seeds: list[int], out_dir, compile: str,
     identity = {"config": cfg.to_dict(), "seeds": seeds, "compile": compile, "torch_version": str(torch.__version__),
                 **({"gradients": True} if gradients else {})}
     path = None if out_dir is None else batched_checkpoint_path(cfg, seeds, out_dir)
-    return Checkpoint(path, identity, kind="batched run")
+    return Checkpoint(path, identity, kind="batched run", keys=("params", "optimizer", "recorders"))
 
 
 def _completed(recorders: list, metas: list, paths: list, cfg: SurvivalMLPConfig, splits: list) -> list[Trajectory]:
@@ -230,9 +282,8 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         every this many steps and at an interruption between steps; needs
         ``out_dir``; removed when the run completes.
     resume : bool
-        Continue from that checkpoint if there is one (bit-identical to an
-        uninterrupted run); a checkpoint of another config, seed list or
-        compile mode is refused.
+        Continue from that checkpoint (bit-identical; another run's or an unusable one is refused
+        before any training); groups whose finished files are there are skipped (:func:`finished_seeds`).
     n_jobs : int >= 1
         Split the seeds into ``n_jobs`` contiguous groups, each trained as one
         stack in its own process (joblib) with ``cores // n_jobs`` torch
@@ -244,8 +295,9 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     -------
     list of Trajectory, one per seed, in the order of ``seeds``
     """
-    seeds = _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs)
-    gradients = check_bool(gradients, "gradients")
+    seeds, gradients = _check_batched(config, seeds, out_dir, compile, checkpoint_every, resume, n_jobs, gradients)
+    if resume and out_dir is not None and (done := _resume_check(config, seeds, out_dir, n_jobs, compile, gradients)):
+        return done  # every seed finished before: nothing to redo
     if n_jobs > 1:
         return _train_in_groups(config, seeds, out_dir, callback=callback, compile=compile,
                                 checkpoint_every=checkpoint_every, resume=resume, n_jobs=n_jobs, gradients=gradients)
@@ -255,15 +307,10 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     per_run = _per_run_losses(runs, compiled_or_plain(survival_mlp_forward, compile), cfg.d)
 
-    K = n_frequencies(cfg.p)
-    series = ["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR, "grad_norm_embedding",
-              *[f"grad_norm_{name}" for name in LAYERS]]
-    recorders = [SeriesRecorder(cfg.steps, K, series) for _ in seeds]
-    every = resolve_schedule(cfg.snapshot_every, cfg.spacing, gradients)  # "auto": geometric with gradients
-    metas = _metas(cfg, seeds, splits, every)
-    paths = [None if out_dir is None else Path(out_dir) / f"{cfg.model}_seed{s}.npz" for s in seeds]
+    recorders, every, metas, paths = _recording(cfg, seeds, splits, out_dir, gradients)
     checkpoint = _checkpoint(cfg, seeds, out_dir, compile, gradients)
-    start = _restore(checkpoint.load() if resume else None, params, optimizer, recorders)
+    start = checkpoint.restore(lambda st: _restore(st, params, optimizer, recorders),
+                               checkpoint.load() if resume else None)
 
     def step(t: int, progress: Progress) -> None:
         optimizer.zero_grad(set_to_none=False)

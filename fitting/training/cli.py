@@ -26,14 +26,39 @@ def _snapshot_every(text: str) -> int | str:
         raise argparse.ArgumentTypeError(f"must be an int >= 1, {GEOMETRIC!r} or {AUTO!r}, got {text!r}") from None
 
 
-def _seeds_of(args: argparse.Namespace) -> list[int]:
-    """The seeds of ``--seeds``/``--first-seed``, after checking those and
-    ``--checkpoint-every`` (ValueError naming the flag)."""
+def _check_seed_flags(args: argparse.Namespace) -> range:
+    """The seeds of ``--seeds``/``--first-seed`` as a range (nothing listed,
+    so a huge count costs nothing before it is refused), after checking
+    those and ``--checkpoint-every`` (ValueError naming the flag)."""
     if args.seeds < 1 or args.first_seed < 0:
         raise ValueError(f"--seeds must be >= 1 and --first-seed >= 0, got {args.seeds} and {args.first_seed}")
     if args.checkpoint_every is not None and args.checkpoint_every < 1:
         raise ValueError(f"--checkpoint-every must be >= 1, got {args.checkpoint_every}")
-    return list(range(args.first_seed, args.first_seed + args.seeds))
+    return range(args.first_seed, args.first_seed + args.seeds)
+
+
+def _summary(seed: int, traj, path) -> str:
+    s = traj.scalars
+    return (f"seed {seed}: train loss {s['train_loss'][-1]:.4g} acc {s['train_acc'][-1]:.3f}, "
+            f"val loss {s['val_loss'][-1]:.4g} acc {s['val_acc'][-1]:.3f} -> {path}")
+
+
+def _skipped(command: str, seed: int, path, quiet: bool) -> None:
+    if not quiet:
+        print(f"embdyn {command}: seed {seed}: the finished run {path} is there; skipped (--resume)", file=sys.stderr)
+
+
+def _checkpointed_seeds(out, model: str, seeds: range) -> list[int]:
+    """The seeds of ``seeds`` whose checkpoint (``<model>_seed<n>.ckpt.pt``) is in ``out``, from one
+    listing of the folder (not one look-up per seed)."""
+    import re
+
+    found = []
+    for entry in out.iterdir():
+        match = re.fullmatch(rf"{re.escape(model)}_seed(\d+)\.ckpt\.pt", entry.name)
+        if match and int(match[1]) in seeds:
+            found.append(int(match[1]))
+    return sorted(found)
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
@@ -51,35 +76,51 @@ def _cmd_train(args: argparse.Namespace) -> int:
     if args.snapshot_every is not None:
         changes["snapshot_every"] = args.snapshot_every
     config = config_for(args.model, **changes)
-    seeds = _seeds_of(args)
+    seeds = _check_seed_flags(args)
     if args.batched and args.model != "survival-mlp":
         raise ValueError("--batched exists for survival-mlp only")
     if (args.compile or args.jobs != 1) and not args.batched:
         raise ValueError("--compile and --jobs exist with --batched only")
     if not 1 <= args.jobs <= args.seeds:
         raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
+    from .trainer import check_checkpoint, check_training_memory, finished_run
+
+    # one run in memory at a time (all seeds with --batched), measured before the folder is made
+    check_training_memory(config, args.seeds if args.batched else 1, gradients=args.gradients, seed=seeds[0])
     out = check_output_folder(args.out, "--out")
-    from .batched import train_batched
+    from .batched import finished_seeds, train_batched
     from .trainer import train
 
+    def path_of(seed: int):
+        return out / f"{config.model}_seed{seed}.npz"
+
     if args.batched:
-        bar = None if args.quiet else ProgressBar(f"{args.model} x {len(seeds)} seeds (batched)")
-        trajectories = train_batched(config, seeds, out, callback=bar, compile="auto" if args.compile else "never",
+        done = finished_seeds(config, seeds, out, args.jobs, args.gradients) if args.resume else {}
+        for seed in done:
+            _skipped("train", seed, path_of(seed), args.quiet)
+        bar = None if args.quiet or len(done) == len(seeds) else ProgressBar(
+            f"{args.model} x {len(seeds)} seeds (batched)")
+        trajectories = train_batched(config, list(seeds), out, callback=bar,
+                                     compile="auto" if args.compile else "never",
                                      checkpoint_every=args.checkpoint_every, resume=args.resume, n_jobs=args.jobs,
                                      gradients=args.gradients)
-        paths = [out / f"{config.model}_seed{s}.npz" for s in seeds]
-    else:
-        trajectories, paths = [], []
-        for seed in seeds:
-            path = out / f"{config.model}_seed{seed}.npz"
+        for seed, traj in zip(seeds, trajectories):
+            print(_summary(seed, traj, path_of(seed)))
+        return 0
+    if args.resume:  # every checkpoint that cannot be used is refused before any seed trains
+        for seed in _checkpointed_seeds(out, config.model, seeds):
+            if finished_run(path_of(seed), config, seed, args.gradients) is None:
+                check_checkpoint(config, seed, path_of(seed), args.gradients)
+    for seed in seeds:  # one seed at a time: its summary, and nothing else, is kept
+        path = path_of(seed)
+        traj = finished_run(path, config, seed, args.gradients) if args.resume else None
+        if traj is not None:
+            _skipped("train", seed, path, args.quiet)
+        else:
             bar = None if args.quiet else ProgressBar(f"{args.model} seed {seed}")
-            trajectories.append(train(config, seed, path, checkpoint_every=args.checkpoint_every,
-                                      resume=args.resume, callback=bar, gradients=args.gradients))
-            paths.append(path)
-    for seed, traj, path in zip(seeds, trajectories, paths):
-        s = traj.scalars
-        print(f"seed {seed}: train loss {s['train_loss'][-1]:.4g} acc {s['train_acc'][-1]:.3f}, "
-              f"val loss {s['val_loss'][-1]:.4g} acc {s['val_acc'][-1]:.3f} -> {path}")
+            traj = train(config, seed, path, checkpoint_every=args.checkpoint_every, resume=args.resume,
+                         callback=bar, gradients=args.gradients)
+        print(_summary(seed, traj, path), flush=True)
     return 0
 
 
@@ -130,20 +171,26 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     config, grid = toy_phase_setting(args.variant, **changes)
     if args.quick:
         grid = {k: v[:: max(1, len(v) // 4)] for k, v in grid.items()}
-    seeds = _seeds_of(args)
+    seeds = _check_seed_flags(args)
     cells = len(seeds) * math.prod(len(v) for v in grid.values())
     from .grid_parts import max_jobs
     if not 1 <= args.jobs <= max_jobs(cells):
         raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
                          f"got {args.jobs}")
+    from .grid import check_grid_memory, finished_grid, train_grid
+
+    check_grid_memory(config, cells, "--seeds")  # before the seeds are listed or the folder is made
+    seeds = list(seeds)
     out = check_output_folder(args.out, "--out")
     from particles.core.figures import save_figure
 
     from .figures import plot_phase_grid
-    from .grid import train_grid
 
     stem = (f"toy_phases_{args.variant}" + ("_quick" if args.quick else "")
             + ("" if seeds == [0] else f"_seeds{seeds[0]}-{seeds[-1]}"))
+    if args.resume and not args.quiet and finished_grid(out / f"{stem}.json", config, grid, seeds, tanh=args.tanh):
+        print(f"embdyn toy-phases: the finished grid {out / (stem + '.json')} is there ({cells} cells); "
+              "not trained again (--resume)", file=sys.stderr)
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
     result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
                         resume=args.resume, callback=bar, tanh=args.tanh, n_jobs=args.jobs)
@@ -214,7 +261,11 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-steps and --jobs must be >= 1, got {args.max_steps} and {args.jobs}")
     if args.window < 250:
         raise ValueError(f"--window must be >= 250 (the check interval), got {args.window}")
-    seeds = list(range(args.first_seed, args.first_seed + args.seeds))
+    from particles.sweep import check_sweep_size
+
+    # the particle sweep's rows and the stacked network runs, before the seeds are listed
+    check_sweep_size([{"wd": w} for w in wds], args.seeds, names=("--weight-decays", "--seeds"))
+    seeds = range(args.first_seed, args.first_seed + args.seeds)
     network = NetworkSweep.load(args.network_results) if args.network_results else None
     from particles import preset
     from particles.core.cli import key_values
@@ -227,6 +278,11 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         raise ValueError("--set changes the network's training; it cannot apply to --network-results")
     config = ConstantAttentionConfig(p=base.p, train_fraction=base.fraction).replace(**changes)
     check_same_split(config.p, config.train_fraction, base, "--set")
+    if network is None:
+        from .network_sweep import check_network_memory
+
+        check_network_memory(config, len(wds) * len(seeds), args.max_steps, 250, "--seeds")
+    seeds = list(seeds)
     out = check_output_folder(args.out, "--out")
     bars: dict[str, ProgressBar] = {}
 

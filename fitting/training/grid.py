@@ -38,11 +38,11 @@ from particles.core.validation import check_seeds
 
 from .activations import tanh_of
 from .configs import ToyConfig
-from .grid_cells import train_cells
+from .grid_cells import grid_checkpoint, train_cells
 from .grid_parts import checkpoints_found, max_jobs, part_checkpoints, train_parts
-from .grid_result import GRID_FIELDS, GridFormatError, GridResult, check_grid, finite_or_none
+from .grid_result import GRID_FIELDS, TANH_BEFORE_OPTION, GridFormatError, GridResult, check_grid, finite_or_none
 
-__all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError"]
+__all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError", "finished_grid", "check_grid_memory"]
 
 
 def _check_grid_args(config, grid, seeds, steps, threshold, gap, stop_when, compile, tanh, checkpoint_every, out,
@@ -86,6 +86,81 @@ def _drop_checkpoints_of_other_splits(out: str | os.PathLike, n_jobs: int, resum
                          f"({sorted(p.name for p in others)}); resume with that n_jobs (got n_jobs={n_jobs})")
     for path in others:  # a fresh run replaces the checkpoints of a run with another split
         path.unlink()
+
+
+#: bytes a cell of the stack takes beyond its tensors (the per-cell arrays, records and bookkeeping)
+CELL_OVERHEAD_BYTES = 4096
+
+
+def check_grid_memory(config: ToyConfig, cells: int, name: str = "seeds") -> None:
+    """Refuse, before any cell is built, a grid of ``cells`` cells (grid
+    points x seeds) whose stacked tensors (those of one cell, measured,
+    twice: a step's new values and the stack's reordering) exceed the
+    memory budget (:func:`particles.core.limits.memory_budget`)."""
+    from particles.core.limits import check_budget
+
+    from .grid_stack import CellStack
+
+    one = CellStack(config, [{}], [0])
+    per_cell = 2 * sum(t.numel() * t.element_size() for t in one.tensors.values()) + CELL_OVERHEAD_BYTES
+    check_budget(cells * per_cell, f"a grid of {cells} cells (grid points x {name}) of {per_cell} bytes each",
+                 f"use fewer {name} or grid points")
+
+
+def _check_jobs(n_jobs, n_cells: int, config: ToyConfig) -> int:
+    """``n_jobs`` checked against the grid's cells and CPUs, and the grid's memory (before any cell is built)."""
+    top = max_jobs(n_cells)
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or not 1 <= n_jobs <= top:
+        raise ValueError(f"n_jobs must be an int in [1, {top}] (at most one process per cell and per CPU), "
+                         f"got {n_jobs!r}")
+    check_grid_memory(config, n_cells)
+    return int(n_jobs)
+
+
+def _identity(config: ToyConfig, grid: dict, seeds: list[int], steps: int, threshold: float, stop_when: str,
+              compile: str, tanh: str) -> dict:
+    """What a grid run is: its checkpoints and finished result carry it."""
+    return {"config": config.to_dict(), "grid": grid, "seeds": seeds, "steps": steps, "threshold": float(threshold),
+            "stop_when": stop_when, "compile": compile, "tanh": tanh, "torch_version": str(torch.__version__)}
+
+
+def _finished(out: str | os.PathLike, identity: dict, n_cells: int) -> GridResult | None:
+    """The result at ``out`` when it is the finished grid of ``identity`` (every cell recorded); else None."""
+    import json
+
+    path = Path(out)
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        result = GridResult.load(path)
+    except (ValueError, OSError):  # damaged or foreign: trained again
+        return None
+    meta = {"tanh": TANH_BEFORE_OPTION, **result.meta}
+    same = all(json.dumps(meta.get(k), sort_keys=True) == json.dumps(v, sort_keys=True) for k, v in identity.items())
+    return result if same and len(result.records) == n_cells else None
+
+
+def _resume_check(out, identity: dict, n_cells: int, n_jobs: int) -> GridResult | None:
+    """The finished result at ``out`` (:func:`_finished`); else None, after reading every checkpoint of
+    the run (one that cannot be used is refused before any part trains)."""
+    done = _finished(out, identity, n_cells)
+    if done is None:
+        _drop_checkpoints_of_other_splits(out, n_jobs, True)  # refuses another split first, by name
+        for k, ckpt in enumerate(part_checkpoints(out, n_jobs)):
+            grid_checkpoint(ckpt, identity if n_jobs == 1 else {**identity, "part": k + 1, "parts": n_jobs}).load()
+    return done
+
+
+def finished_grid(out: str | os.PathLike, config: ToyConfig, grid: Mapping[str, Sequence[float]],
+                  seeds: Sequence[int] = (0,), *, steps: int | None = None, threshold: float = 0.9,
+                  stop_when: str = "decided", compile: str = "auto", tanh: str = "fast") -> GridResult | None:
+    """The result at ``out`` when ``train_grid`` with these arguments (its
+    defaults) finished it before, so that ``resume=True`` returns it without
+    training; None otherwise."""
+    grid, seeds, steps = _check_grid_args(config, grid, seeds, steps, threshold, 1.0, stop_when, compile, tanh,
+                                          None, out, False)
+    return _finished(out, _identity(config, grid, seeds, steps, threshold, stop_when, compile, tanh),
+                     len(seeds) * math.prod(len(v) for v in grid.values()))
 
 
 def _records(cells: list[dict], cell_seeds: list[int], run: dict, steps: int, gap: float) -> list[dict]:
@@ -138,7 +213,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         Needed for checkpoints.
     checkpoint_every : int >= 1, optional
         Write ``<out stem>.ckpt.pt`` every this many steps (removed when the
-        grid completes); ``resume=True`` continues from it bit-identically.
+        grid completes); ``resume=True`` continues from it bit-identically
+        (or returns this grid's finished result at ``out``: :func:`finished_grid`).
     callback : callable(done, total), optional
         Called after every step.
     compile : {"auto", "never"}
@@ -171,18 +247,15 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     """
     grid, seeds, steps = _check_grid_args(config, grid, seeds, steps, threshold, gap, stop_when, compile, tanh,
                                           checkpoint_every, out, resume)
+    n_cells = len(seeds) * math.prod(len(v) for v in grid.values())
+    n_jobs = _check_jobs(n_jobs, n_cells, config)
+    identity = _identity(config, grid, seeds, steps, threshold, stop_when, compile, tanh)
+    if resume and out is not None and (done := _resume_check(out, identity, n_cells, n_jobs)) is not None:
+        return done  # finished before: nothing to redo
     keys = list(grid)
     points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())]
     cells = [pt for pt in points for _ in seeds]
     cell_seeds = [s for _ in points for s in seeds]
-    identity = {"config": config.to_dict(), "grid": grid, "seeds": seeds, "steps": steps,
-                "threshold": float(threshold), "stop_when": stop_when, "compile": compile, "tanh": tanh,
-                "torch_version": str(torch.__version__)}
-    top = max_jobs(len(cells))
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or not 1 <= n_jobs <= top:
-        raise ValueError(f"n_jobs must be an int in [1, {top}] (at most one process per cell and per CPU), "
-                         f"got {n_jobs!r}")
-    n_jobs = int(n_jobs)
     if out is not None:
         _drop_checkpoints_of_other_splits(out, n_jobs, resume)
     run_args = dict(steps=steps, threshold=threshold, stop_when=stop_when, checkpoint_every=checkpoint_every,

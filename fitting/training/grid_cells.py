@@ -20,7 +20,7 @@ from .loop import Checkpoint, Progress, run_steps
 from .models import DTYPES, toy_decoder_input
 from .stacked import decoder_step, pair_incidence
 
-__all__ = ["train_cells"]
+__all__ = ["train_cells", "grid_checkpoint", "CHECKPOINT_KEYS"]
 
 
 def _adamw_step(update, tensors: dict, grads: list, step: int, dtype) -> None:
@@ -36,6 +36,36 @@ def _adamw_step(update, tensors: dict, grads: list, step: int, dtype) -> None:
     groups = ["dec" if k in decoder else "emb" for k in names]
     update([tensors[k] for k in names], list(grads), [tensors[f"m_{k}"] for k in names],
            [tensors[f"v_{k}"] for k in names], [decays[g] for g in groups], [step_sizes[g] for g in groups], bc2s)
+
+
+#: the entries of a grid checkpoint
+CHECKPOINT_KEYS = ("tensors", "step", "elapsed", "cell_steps", "steps_train", "steps_val", "steps_run", "last",
+                   "diverged")
+
+
+def grid_checkpoint(ckpt: Path | None, identity: dict) -> Checkpoint:
+    """The checkpoint of a grid run (or of one part of it) with its identity."""
+    return Checkpoint(ckpt, identity, kind="grid run", keys=CHECKPOINT_KEYS,
+                      same=lambda saved: {"tanh": TANH_BEFORE_OPTION, **saved} == identity)
+
+
+def _restore(stack: CellStack, state: dict, config: ToyConfig, n: int) -> tuple:
+    """The stack's tensors and the per-cell arrays from a checkpoint's state, checked against a fresh stack:
+    (step, elapsed, steps_train, steps_val, steps_run, last, diverged)."""
+    tensors = state["tensors"]
+    if not isinstance(tensors, dict) or any(not isinstance(tensors.get(k), torch.Tensor) for k in stack.tensors
+                                            if k != "incidence"):
+        raise ValueError(f"tensors must hold {sorted(stack.tensors)}")
+    arrays = [state[k].numpy().copy() for k in ("steps_train", "steps_val", "steps_run", "last", "diverged")]
+    if any(a.shape[0] != n for a in arrays):
+        raise ValueError(f"per-cell arrays of {[a.shape[0] for a in arrays]} cells for {n}")
+    stack.tensors = tensors
+    if "incidence" not in stack.tensors:
+        # a checkpoint written before the stack kept it (and before the embedding gradient and the
+        # distance search moved into the step): resumes, but equals the old code's run only to rounding
+        stack.tensors["incidence"] = pair_incidence(stack.tensors["train_pairs"], config.p,
+                                                    stack.tensors["embedding"].dtype)
+    return (int(state["step"]), float(state["elapsed"]), *arrays)
 
 
 def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: list[int], identity: dict, *,
@@ -54,20 +84,12 @@ def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: li
     diverged = np.zeros(n, dtype=bool)
     start, elapsed = 0, 0.0
     cell_steps = [0]
-    checkpoint = Checkpoint(ckpt, identity, kind="grid run",
-                            same=lambda saved: {"tanh": TANH_BEFORE_OPTION, **saved} == identity)
+    checkpoint = grid_checkpoint(ckpt, identity)
     state = checkpoint.load() if resume else None
     if state is not None:
-        stack.tensors = state["tensors"]
-        if "incidence" not in stack.tensors:
-            # a checkpoint written before the stack kept it (and before the embedding gradient and the
-            # distance search moved into the step): resumes, but equals the old code's run only to rounding
-            stack.tensors["incidence"] = pair_incidence(stack.tensors["train_pairs"], config.p,
-                                                    stack.tensors["embedding"].dtype)
-        steps_train, steps_val, steps_run = (state[k].numpy().copy() for k in ("steps_train", "steps_val",
-                                                                               "steps_run"))
-        last, diverged = state["last"].numpy().copy(), state["diverged"].numpy().copy()
-        start, elapsed, cell_steps[0] = int(state["step"]), float(state["elapsed"]), int(state["cell_steps"])
+        start, elapsed, steps_train, steps_val, steps_run, last, diverged = checkpoint.restore(
+            lambda st: _restore(stack, st, config, n), state)
+        cell_steps[0] = int(state["cell_steps"])
     step_fn, update = compiled_or_plain(decoder_step, compile), compiled_or_plain(adamw_update, compile)
     classification = config.task == "classification"
     additive = config.group != "permutation"

@@ -157,6 +157,24 @@ def _stacked_state(config: ConstantAttentionConfig, runs: list[tuple[float, int]
     return t, dtype
 
 
+def check_network_memory(config: ConstantAttentionConfig, runs: int, max_steps: int, check_every: int,
+                         name: str = "seeds") -> None:
+    """Refuse, before any run is built, ``runs`` stacked runs whose tensors
+    (one run's, measured), forward activations (hidden x pairs, with their
+    gradients) and accuracy histories exceed the memory budget
+    (:func:`particles.core.limits.memory_budget`)."""
+    from particles.core.limits import check_budget
+
+    one, _ = _stacked_state(config, [(0.0, 0)])
+    tensors = sum(v.numel() * v.element_size() for v in one.values())
+    pairs = int(one["train_pairs"].shape[1] + one["val_pairs"].shape[1])
+    activations = 3 * 8 * pairs * (config.hidden + config.p)
+    history = 32 * (max_steps // check_every + 1)
+    per_run = 2 * tensors + activations + history + 1024  # the final record
+    check_budget(runs * per_run, f"{runs} network runs (weight decays x {name}) of about {per_run} bytes each",
+                 f"use fewer {name} or weight decays")
+
+
 def _settled(history: list[list[float]], index: list[int], val_acc: np.ndarray, bad: np.ndarray, due: bool,
              n_checks: int, tolerance: float) -> np.ndarray:
     """Append each active run's validation accuracy to its history; True
@@ -233,6 +251,7 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     check_every = check_int(check_every, "check_every", 1)
     window = check_int(window, "window", check_every)
     tolerance = check_int(tolerance, "tolerance", 0)
+    check_network_memory(config, len(wds) * len(seeds), max_steps, check_every)  # before any run is built
 
     runs = [(w, s) for w in wds for s in seeds]
     t, dtype = _stacked_state(config, runs)

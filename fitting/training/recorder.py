@@ -52,6 +52,15 @@ def _as_matrix(value: Any, name: str) -> np.ndarray:
     return np.array(arr, dtype=np.float64)
 
 
+def _is_prime(n: int) -> bool:
+    return n >= 2 and all(n % k for k in range(2, int(n ** 0.5) + 1))
+
+
+def _looks_like_p_plus_one(n_rows: int) -> bool:
+    """``n_rows - 1`` is an odd prime and ``n_rows`` is not: the shape of p tokens plus an ``=`` row."""
+    return n_rows > 3 and _is_prime(n_rows - 1) and not _is_prime(n_rows)
+
+
 class EmbeddingRecorder:
     """Record a token-embedding matrix during training.
 
@@ -99,6 +108,14 @@ class EmbeddingRecorder:
         so that :class:`fitting.ForceLawFit` and ``embdyn force-fit`` find
         it: pairs (M, 2) of token indices in 0..p-1 and labels (M,).
 
+    Notes
+    -----
+    The network's own curves (training and validation loss and accuracy)
+    go into the file through :meth:`log`; :func:`fitting.stages` and the
+    explorer read them. An embedding of p + 1 rows, p prime, recorded
+    without ``tokens=`` or ``p=`` warns: the last row is most likely an
+    ``=`` token, which is not one of the p residues.
+
     Examples
     --------
     >>> rec = EmbeddingRecorder(model.embed.weight, p=113)   # doctest: +SKIP
@@ -133,6 +150,10 @@ class EmbeddingRecorder:
             self._rows = slice(0, self.p) if np.array_equal(rows, np.arange(self.p)) else rows
         else:
             self.p = n_rows if p is None else check_int(p, "p", 3)
+            if p is None and tokens is None and train is None and _looks_like_p_plus_one(n_rows):
+                warnings.warn(f"the embedding has {n_rows} rows and {n_rows - 1} is prime: if row {n_rows - 1} is an "
+                              f"'=' token, pass tokens=range({n_rows - 1}), or the frequencies are those of mod "
+                              f"{n_rows}; pass p={n_rows} to silence this warning", UserWarning, stacklevel=2)
             if self.p > n_rows:
                 raise ValueError(f"p = {self.p} is more than the embedding's {n_rows} rows")
             if self.p < n_rows:
@@ -172,6 +193,48 @@ class EmbeddingRecorder:
         self._snaps: list[np.ndarray] = []
         self._last: tuple[int, np.ndarray] | None = None
         self._last_step = -1
+        self._curves: dict[str, tuple[list[int], list[float]]] = {}
+
+    def log(self, step: Any, **values: Any) -> None:
+        """Store the network's own curves at ``step``: ``recorder.log(step,
+        train_loss=..., val_acc=...)``, each value a number (or a 0-d tensor),
+        or ``step`` a sequence of steps and each value a sequence of the same
+        length. Names are identifiers (``train_loss``, ``train_acc``,
+        ``val_loss``, ``val_acc`` are the ones :func:`fitting.stages` and
+        the explorer read). Each curve's steps must increase from one call
+        to the next and its values be finite; a ``ValueError`` naming the
+        curve otherwise, and nothing of that call is stored."""
+        if not values:
+            raise ValueError("log needs at least one curve, e.g. log(step, train_loss=0.5)")
+        if isinstance(step, (list, tuple, np.ndarray, torch.Tensor)):
+            steps = np.asarray(step.detach().cpu() if isinstance(step, torch.Tensor) else step)
+            if steps.ndim != 1 or steps.size == 0:
+                raise ValueError(f"step must be an int or a non-empty 1-D sequence of ints, got shape {steps.shape}")
+            steps = [check_int(s.item() if hasattr(s, "item") else s, "step", 0) for s in steps]
+        else:
+            steps = [check_int(step, "step", 0)]
+        if any(b <= a for a, b in zip(steps, steps[1:])):
+            raise ValueError(f"step must increase, got {steps}")
+        staged = {}
+        for name, value in values.items():
+            if not name.isidentifier():
+                raise ValueError(f"curve names must be identifiers, got {name!r}")
+            arr = np.asarray(value.detach().cpu() if isinstance(value, torch.Tensor) else value, dtype=np.float64)
+            arr = arr.reshape(1) if arr.ndim == 0 else arr
+            if arr.ndim != 1 or arr.shape[0] != len(steps):
+                raise ValueError(f"{name} has {arr.size} value{'s' if arr.size != 1 else ''} for {len(steps)} "
+                                 f"step{'s' if len(steps) != 1 else ''}: give one value per step")
+            if not np.all(np.isfinite(arr)):
+                bad = steps[int(np.argmin(np.isfinite(arr)))]
+                raise ValueError(f"{name} is not finite at step {bad}")
+            known = self._curves.get(name)
+            if known is not None and known[0] and steps[0] <= known[0][-1]:
+                raise ValueError(f"{name}: step must increase, got {steps[0]} after {known[0][-1]}")
+            staged[name] = arr.tolist()
+        for name, vals in staged.items():
+            known_steps, known_vals = self._curves.setdefault(name, ([], []))
+            known_steps.extend(steps)
+            known_vals.extend(vals)
 
     def _read(self) -> np.ndarray:
         """The token rows of the current embedding (selected before any copy to the CPU)."""
@@ -283,9 +346,10 @@ class EmbeddingRecorder:
             info["n_train"] = len(self.train)
             forces.update(train_pairs=self.train.pairs, train_labels=self.train.labels)
         info.update(meta or {})
+        curves = {name: (np.asarray(s, dtype=np.int64), np.asarray(v)) for name, (s, v) in self._curves.items()}
         return Trajectory(np.stack(snaps), np.asarray(snap_steps, dtype=np.int64),
                           steps=np.asarray(self._steps, dtype=np.int64), signals=np.stack(self._signals), meta=info,
-                          **forces)
+                          curves=curves, **forces)
 
 
 def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[dict], Any], *,
@@ -312,6 +376,15 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
         The training set, stored in the trajectory as by
         :class:`EmbeddingRecorder` (checked against p before any file is
         read).
+
+    Raises
+    ------
+    fitting.training.loop.CheckpointError
+        (a ValueError) naming the file: empty, truncated or damaged, not a
+        ``torch.save`` file, or holding objects that ``weights_only=True``
+        refuses (a pickle of a foreign class, or a hostile one: nothing in
+        it is run); ``CheckpointEntryError`` (also a KeyError) when the
+        state has no entry ``key``.
     """
     if isinstance(paths, (str, os.PathLike)) or not len(paths):
         raise TypeError("paths must be a non-empty list of checkpoint files")
@@ -323,12 +396,14 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
     p = None if p is None else check_int(p, "p", 3)
     if train is not None and p is not None:
         train = as_training_set(train, p, name="train")  # refused before any checkpoint is read
+    from .loop import CheckpointEntryError, read_torch_file
+
     snaps = []
     for path in paths:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"checkpoint {path} does not exist")
-        obj = torch.load(path, map_location="cpu", weights_only=True)
+        obj = read_torch_file(path)  # damaged, truncated, foreign or hostile files: CheckpointError naming it
         if callable(key):
             value = key(obj)
         else:
@@ -337,8 +412,8 @@ def load_checkpoints(paths: Sequence[str | os.PathLike], key: str | Callable[[di
                 if isinstance(state, dict) and key not in state and isinstance(state.get(wrapper), dict):
                     state = state[wrapper]
             if not isinstance(state, dict) or key not in state:
-                names = sorted(state)[:8] if isinstance(state, dict) else type(state).__name__
-                raise KeyError(f"checkpoint {path} has no entry {key!r} (entries: {names} ...)")
+                names = sorted(map(str, state))[:8] if isinstance(state, dict) else type(state).__name__
+                raise CheckpointEntryError(f"checkpoint {path} has no entry {key!r} (entries: {names} ...)")
             value = state[key]
         E = _as_matrix(value, f"checkpoint {path} entry {key!r}")
         if p is not None and p > E.shape[0]:

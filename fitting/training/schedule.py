@@ -20,7 +20,7 @@ from typing import Any
 from particles.core.validation import check_int, describe
 
 __all__ = ["AUTO", "GEOMETRIC", "GEOMETRIC_DENSE", "check_snapshot_every", "resolve_schedule", "snapshot_due",
-           "geometric_spacing"]
+           "geometric_spacing", "snapshot_count"]
 
 #: the name of the geometric schedule
 GEOMETRIC = "geometric"
@@ -70,3 +70,20 @@ def snapshot_due(step: int, every: int | str) -> bool:
     if every == GEOMETRIC:
         return step % geometric_spacing(step) == 0
     return step % every == 0
+
+
+def snapshot_count(steps: int, every: int | str) -> int:
+    """How many snapshots a run of ``steps`` steps keeps on the schedule
+    ``every`` (an int or ``"geometric"``): those of steps 0 .. steps - 1 that
+    :func:`snapshot_due` keeps, and the one after the last update. Counted
+    per decade, without a loop over the steps."""
+    if every != GEOMETRIC:
+        return -(-steps // int(every)) + 1
+    count = min(steps, GEOMETRIC_DENSE)
+    low = GEOMETRIC_DENSE
+    while low < steps:
+        high = min(steps, low * 10)
+        spacing = geometric_spacing(low)
+        count += -(-(high - low) // spacing)
+        low *= 10
+    return count + 1

@@ -24,6 +24,7 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
+from particles.core.limits import check_budget, format_bytes
 from particles.core.validation import check_bool, check_path
 from particles.core.version import package_version
 from particles.datasets import TASK_LABELS
@@ -33,10 +34,11 @@ from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import TrainingConfig
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import make_task
-from .schedule import resolve_schedule, snapshot_due
+from .schedule import resolve_schedule, snapshot_count, snapshot_due
 from .threads import threads_for_work, torch_threads
 
-__all__ = ["train", "TrainingDivergedError", "checkpoint_path"]
+__all__ = ["train", "TrainingDivergedError", "checkpoint_path", "run_memory", "check_run_memory",
+           "check_training_memory", "finished_run", "check_checkpoint"]
 
 
 class TrainingDivergedError(FloatingPointError):
@@ -47,6 +49,77 @@ def checkpoint_path(out: str | os.PathLike) -> Path:
     """Checkpoint file that belongs to the trajectory file ``out``."""
     out = Path(out)
     return out.with_name(out.stem + ".ckpt.pt")
+
+
+def run_memory(steps: int, columns: int, every: int | str, snapshot_bytes: int) -> int:
+    """Bytes one run's records take: ``columns`` float64 values a step
+    (signals and series) and the snapshots of the schedule ``every``, each
+    ``snapshot_bytes``; twice, for the copy in the trajectory (or a
+    checkpoint) that is made from them."""
+    return 2 * (8 * steps * columns + snapshot_count(steps, every) * snapshot_bytes)
+
+
+def check_run_memory(config: TrainingConfig, runs: int, columns: int, every: int | str, snapshot_bytes: int,
+                     fixed_bytes: int = 0, what: str = "") -> None:
+    """Refuse ``runs`` runs of ``config`` held in memory at once (one, or
+    the seeds of a batched stack), each recording ``columns`` values a step
+    and snapshots of ``snapshot_bytes``, plus ``fixed_bytes`` a run (the
+    model and its optimiser), when they exceed the memory budget
+    (:func:`particles.core.limits.memory_budget`), before anything is
+    allocated; the message names ``steps`` and ``snapshot_every``."""
+    need = runs * (run_memory(config.steps, columns, every, snapshot_bytes) + fixed_bytes)
+    snaps = snapshot_count(config.steps, every)
+    runs_text = "a run" if runs == 1 else f"{runs} runs (seeds)"
+    check_budget(need, f"{what or config.model}: {runs_text} of steps={config.steps} recording {columns} values a "
+                       f"step and {snaps} snapshots of {format_bytes(snapshot_bytes)} (snapshot_every={every!r})",
+                 "use fewer steps or a sparser snapshot_every" + (" or fewer seeds" if runs > 1 else ""))
+
+
+def finished_run(path: str | os.PathLike, config: TrainingConfig, seed: int, gradients: bool = False
+                 ) -> Trajectory | None:
+    """The trajectory at ``path`` when it is the finished run of ``config``
+    and ``seed`` (written by :func:`train` or :func:`train_batched`:
+    complete, of this config and seed, with gradients when asked for) and
+    reads as a valid trajectory file; None otherwise (missing, interrupted,
+    damaged or of another run), and the run is trained again."""
+    import json
+
+    path = Path(path)
+    if not path.is_file() or path.is_symlink():
+        return None
+    try:
+        traj = Trajectory.load(path)
+    except (ValueError, OSError):  # damaged, foreign, unreadable: not a finished run
+        return None
+    meta = traj.meta
+    same_config = json.dumps(meta.get("config"), sort_keys=True) == json.dumps(config.to_dict(), sort_keys=True)
+    if (meta.get("source") != "fitting.training" or meta.get("completed") is not True or not same_config
+            or meta.get("seed") != int(seed) or meta.get("steps_done") != config.steps
+            or (traj.gradients is not None) != bool(gradients)):
+        return None
+    return traj
+
+
+def _recording(task, config: TrainingConfig, gradients: bool) -> tuple[int, list[str], int | str, int]:
+    """What a run of ``task`` records: the number of signals K, the series'
+    names, the snapshot schedule and the bytes of one snapshot."""
+    p, d = task.embedding().shape
+    series = (["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR]
+              + [f"grad_norm_{g}" for g in task.layer_groups] + list(task.extra_series))
+    every = resolve_schedule(config.snapshot_every, config.spacing, gradients)  # "auto": geometric with gradients
+    snapshot_bytes = 8 * p * d * (3 if gradients else 1) + sum(a.nbytes for a in task.probe_arrays().values())
+    return n_frequencies(p), series, every, snapshot_bytes
+
+
+def check_training_memory(config: TrainingConfig, runs: int = 1, *, gradients: bool = False, seed: int = 0) -> None:
+    """Refuse, before any output or training, ``runs`` runs of ``config``
+    held in memory at once (1 for :func:`train`; the seeds of a batched
+    stack) whose records (:func:`run_memory`), model and optimiser exceed
+    the memory budget; builds one small task of ``seed`` to measure them."""
+    task = make_task(config, seed)
+    K, series, every, snapshot_bytes = _recording(task, config, gradients)
+    model = sum(t.numel() * t.element_size() for t in task.model.parameters())  # with gradient and AdamW's two
+    check_run_memory(config, runs, K + len(series), every, snapshot_bytes, fixed_bytes=4 * model)
 
 
 class SeriesRecorder:
@@ -125,6 +198,37 @@ class SeriesRecorder:
         )
 
 
+def _restore(task, rec: SeriesRecorder, state: dict) -> int:
+    """A run's task and recorder from its checkpoint's state; the step to start from."""
+    task.load_state_dict(state["task"])
+    start = rec.load_state(state["recorder"])
+    if not 0 <= start <= rec.signals.shape[0]:
+        raise ValueError(f"the checkpoint is at step {start}, outside the run's 0 .. {rec.signals.shape[0]}")
+    return start
+
+
+def _run_checkpoint(out: Path | None, config: TrainingConfig, seed: int, gradients: bool) -> Checkpoint:
+    """The checkpoint of the run of ``config`` and ``seed`` written to ``out`` (none without ``out``)."""
+    return Checkpoint(checkpoint_path(out) if out is not None else None,
+                      {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {})},
+                      keys=("task", "recorder"))
+
+
+def check_checkpoint(config: TrainingConfig, seed: int, out: str | os.PathLike, gradients: bool = False) -> None:
+    """What ``train(config, seed, out, resume=True)`` does with the
+    checkpoint of ``out`` before its first step, without training: read it,
+    check it is this run's and put it into a fresh run. A checkpoint that
+    cannot be used raises :class:`~fitting.training.loop.CheckpointError`
+    naming it; none is fine."""
+    task = make_task(config, seed)
+    K, series, _, _ = _recording(task, config, gradients)
+    checkpoint = _run_checkpoint(Path(out), config, seed, gradients)
+    state = checkpoint.load()
+    if state is not None:
+        rec = SeriesRecorder(config.steps, K, series)
+        checkpoint.restore(lambda st: _restore(task, rec, st), state)
+
+
 def probe_step(task) -> tuple[np.ndarray, np.ndarray]:
     """The loss gradient at the task's current embedding and the update the
     optimiser would make from there: the step is taken, then undone."""
@@ -157,7 +261,9 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         Write a checkpoint (``<out stem>.ckpt.pt``) every this many steps;
         needs ``out``. The checkpoint is removed when the run completes.
     resume : bool
-        Continue from the checkpoint of ``out`` if there is one.
+        Continue from the checkpoint of ``out`` (one that cannot be used is a
+        ``CheckpointError`` naming it, before any step), or return the
+        finished run at ``out`` without training (:func:`finished_run`).
     callback : callable(done, total), optional
         Called after every step (progress bars).
     gradients : bool
@@ -178,21 +284,19 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         out = check_path(out, "out")
     if out is not None and Path(out).suffix != ".npz":
         raise ValueError(f"out must end in .npz, got {str(out)!r}")
+    done = finished_run(out, config, seed, gradients) if resume and out is not None else None
+    if done is not None:  # finished before: nothing to redo
+        return done
     task = make_task(config, seed)
     p, d = task.embedding().shape
-    K = n_frequencies(p)
-    groups = list(task.layer_groups)
-    series = (["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR] + [f"grad_norm_{g}" for g in groups]
-              + list(task.extra_series))
+    K, series, every, snapshot_bytes = _recording(task, config, gradients)
+    check_run_memory(config, 1, K + len(series), every, snapshot_bytes)  # before the recorder is allocated
     rec = SeriesRecorder(config.steps, K, series)
-    checkpoint = Checkpoint(checkpoint_path(out) if out is not None else None,
-                            {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {})})
+    checkpoint = _run_checkpoint(out, config, seed, gradients)
     start = 0
     state = checkpoint.load() if resume else None
     if state is not None:
-        task.load_state_dict(state["task"])
-        start = rec.load_state(state["recorder"])
-    every = resolve_schedule(config.snapshot_every, config.spacing, gradients)  # "auto": geometric with gradients
+        start = checkpoint.restore(lambda st: _restore(task, rec, st), state)
     meta = {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "snapshot_schedule": every, "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 __all__ = ["atomic_write", "atomic_write_text", "remove_stale_temporaries", "process_alive", "umask", "json_safe",
-           "json_default", "write_json", "json_loads_bounded", "MAX_JSON_DEPTH"]
+           "json_default", "write_json", "json_loads_bounded", "MAX_JSON_DEPTH", "zip_members", "is_torch_checkpoint"]
 
 #: JSON nested deeper than this is refused before parsing (Python's parser recurses once per level)
 MAX_JSON_DEPTH = 64
@@ -201,3 +201,25 @@ def json_loads_bounded(text: str | bytes, *, max_depth: int = MAX_JSON_DEPTH) ->
     if depth > max_depth:
         raise ValueError(f"JSON nested {depth} levels deep; at most {max_depth} are read")
     return json.loads(text)
+
+
+def zip_members(path: str | os.PathLike) -> list[str] | None:
+    """The member names of the zip archive at ``path`` (an ``.npz``, a
+    ``torch.save`` file, ...), read from its directory: no member is
+    opened, so nothing is decompressed or unpickled. None when the file is
+    not a readable zip archive."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return archive.namelist()
+    except Exception:  # BadZipFile, OSError, ValueError, ...: not ours to describe
+        return None
+
+
+def is_torch_checkpoint(members: list[str]) -> bool:
+    """Whether zip member names (:func:`zip_members`) are those of a
+    ``torch.save`` file: a ``data.pkl`` or ``version`` record, at the top or
+    in the archive's folder (``model/data.pkl``). An ``.npz`` holds only
+    ``<name>.npy`` members, so it never qualifies."""
+    return any(name.count("/") <= 1 and name.rsplit("/", 1)[-1] in ("data.pkl", "version") for name in members)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import math
 import os
+import re
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any, Collection, Sequence
@@ -336,10 +338,19 @@ def check_output_folder(value: Any, name: str = "out", *, lock: str | None = "")
     journal, so that shards can share a folder); ``None`` takes no lock. The
     same process may claim a folder again. Without ``fcntl`` (Windows) no
     lock is taken.
+
+    The lock file is opened with ``O_NOFOLLOW`` and never truncated before
+    it is checked: a symbolic link there, or anything but a regular file of
+    one name holding nothing or a lock text (a file of the user's, a hard
+    link, a FIFO), is refused with a ValueError naming it, and left as it
+    is; the lock of a process that died is taken over. A ``value`` that is
+    (or lies under) a symbolic link to nothing is a ValueError naming
+    ``name`` and the link.
     """
     path = check_path(value, name)
     if path.exists() and not path.is_dir():
         raise ValueError(f"{name} must be a folder (existing or new), but {str(path)!r} is a file")
+    _refuse_dangling_link(path, name)
     try:
         path.mkdir(parents=True, exist_ok=True)
         # a probe file of its own (several processes may check one folder at once)
@@ -353,6 +364,60 @@ def check_output_folder(value: Any, name: str = "out", *, lock: str | None = "")
     return path
 
 
+def _refuse_dangling_link(path: Path, name: str) -> None:
+    """A ValueError naming ``name`` when ``path`` or one of its parents is a
+    symbolic link to nothing (``mkdir`` would only say "File exists")."""
+    for part in (path, *path.parents):
+        if part.is_symlink() and not part.exists():
+            raise ValueError(f"{name}: {str(part)!r} is a symbolic link to {os.readlink(part)!r}, which does not "
+                             f"exist; create that folder, remove the link or choose another {name}")
+
+
+#: what :func:`_claim_folder` writes into a lock file (an empty one is a lock file too)
+_LOCK_TEXT = re.compile(r"process \d+ \(.*\)", re.S)
+#: a lock file is never larger than this (the text above, cut to 120 characters of the command line)
+_LOCK_MAX_BYTES = 1024
+
+
+def _open_lock(lock_path: Path, name: str) -> int:
+    """The lock file ``lock_path`` opened for reading and writing (created if
+    missing), never through a symbolic link and never truncating anything:
+    a symlink, or anything but a regular file of one name holding nothing or
+    a lock text, is a ValueError naming the path. Returns the descriptor."""
+    flags = (os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+             | getattr(os, "O_CLOEXEC", 0))
+    fix = f"remove it or choose another {name}"
+    try:
+        fd = os.open(lock_path, flags, 0o666)
+    except OSError as exc:
+        if lock_path.is_symlink():  # O_NOFOLLOW: ELOOP (EMLINK on some BSDs)
+            raise ValueError(f"{name}: the lock file {str(lock_path)!r} is a symbolic link (to "
+                             f"{os.readlink(lock_path)!r}), which is not followed; {fix}") from None
+        raise ValueError(f"{name}: cannot create the lock file {str(lock_path)!r}: "
+                         f"{exc.strerror or type(exc).__name__}") from None
+    try:
+        info = os.fstat(fd)
+        what = None
+        if not stat.S_ISREG(info.st_mode):
+            what = "not a regular file"
+        elif info.st_nlink != 1:
+            what = f"a file with {info.st_nlink} names (a hard link)"
+        elif info.st_size > _LOCK_MAX_BYTES:
+            what = f"{info.st_size} bytes long"
+        else:
+            text = os.pread(fd, _LOCK_MAX_BYTES, 0).decode("utf-8", "replace").strip()
+            if text and not _LOCK_TEXT.fullmatch(text):
+                what = f"holding {text[:40]!r}"
+        if what is not None:
+            raise ValueError(f"{name}: {str(lock_path)!r} is not a lock file of embdyn ({what}) and is left as it "
+                             f"is; {fix}")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def _claim_folder(path: Path, name: str, lock: str) -> None:
     try:
         import fcntl
@@ -362,21 +427,19 @@ def _claim_folder(path: Path, name: str, lock: str) -> None:
     if key in _HELD_FOLDERS:
         return
     lock_path = path / (".embdyn-lock" + (f"-{lock}" if lock else ""))
-    try:
-        fh = open(lock_path, "a+")
-    except OSError as exc:
-        raise ValueError(f"{name}: cannot create the lock file in {str(path)!r}: {exc.strerror}") from None
+    fd = _open_lock(lock_path, name)
+    fh = os.fdopen(fd, "r+")
     try:
         fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         fh.seek(0)
-        holder = fh.read().strip() or "another process"
+        holder = fh.read(_LOCK_MAX_BYTES).strip() or "another process"
         fh.close()
         raise ValueError(f"{name}: the folder {str(path)!r} is being written by {holder}; wait for it to finish or "
                          f"choose another {name}") from None
-    import os
     import sys
 
+    # ours now (a lock left by a dead process is taken over): the same inode that was checked, truncated
     fh.seek(0)
     fh.truncate()
     fh.write(f"process {os.getpid()} ({' '.join(sys.argv[:3])[:120]})")

@@ -244,3 +244,53 @@ def test_sweep_table_prints_readably():
     assert len(lines) <= 20 and all(len(line) < 120 for line in lines)
     assert any(line.split()[:2] == ["...", "..."] for line in lines)  # 20 rows: the middle is cut
     assert repr(SweepTable()) == "SweepTable: 0 runs, parameters (none)"
+
+
+# --- issue 69 (part): counts are bounded by a memory budget, checked before anything is expanded -----------
+
+def _peak_while(fn):
+    """The peak of Python allocations while ``fn()`` runs (it must raise ValueError), and the error."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError) as info:
+            fn()
+        return tracemalloc.get_traced_memory()[1], str(info.value)
+    finally:
+        tracemalloc.stop()
+
+
+def test_sweep_counts_over_the_memory_budget_are_refused_before_any_allocation():
+    peak, message = _peak_while(lambda: sweep({"lam": [0.0, 1.0]}, 10**12, base=BASE))
+    assert peak < 10 * 2**20
+    assert message.startswith("seeds 1000000000000 x 2 grid points = 2000000000000 runs would hold about ")
+    assert "over the budget of" in message and "and more than this machine's" in message and "shard" in message
+    # a Cartesian product too large is refused before it is expanded
+    peak, message = _peak_while(lambda: sweep({"lam": range(10**6), "wd": range(10**6)}, 1, base=BASE))
+    assert peak < 10 * 2**20 and "seeds 1 x 1000000000000 grid points" in message
+
+
+def test_the_memory_budget_comes_from_the_environment(monkeypatch):
+    from particles.sweep import SWEEP_RUN_BYTES, SWEEP_TASK_BYTES, check_sweep_size
+
+    monkeypatch.setenv("EMBDYN_MEMORY_BUDGET", "1MiB")
+    runs = 2**20 // (SWEEP_RUN_BYTES + SWEEP_TASK_BYTES)
+    assert check_sweep_size({"lam": [0.0]}, runs) == runs
+    with pytest.raises(ValueError, match=r"budget of 1 MiB \(EMBDYN_MEMORY_BUDGET=1MiB\); .* raise the budget .*"
+                                         r"EMBDYN_MEMORY_BUDGET=1GiB\)$"):
+        check_sweep_size({"lam": [0.0]}, runs + 1)
+    # shards keep only their own rows
+    assert check_sweep_size({"lam": [0.0]}, 4 * runs, shard="0/8") == 4 * runs
+    monkeypatch.setenv("EMBDYN_MEMORY_BUDGET", "lots")
+    with pytest.raises(ValueError, match="EMBDYN_MEMORY_BUDGET must be a size"):
+        check_sweep_size({"lam": [0.0]}, 1)
+
+
+def test_cli_sweep_with_too_many_seeds_is_one_line_exit_2_before_any_output(tmp_path, capsys):
+    for argv in (["--seeds", "1000000000000", "--grid", "lam=0,1"], ["--seeds", "100000000", "--grid", "lam=0,1"]):
+        assert main(["sweep", *argv, "--out", str(tmp_path / "o"), "--quiet"]) == 2
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1
+        assert err.startswith("embdyn sweep: --seeds ") and "x 2 --grid points" in err and "over the budget of" in err
+    assert not (tmp_path / "o").exists()

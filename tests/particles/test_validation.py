@@ -242,3 +242,120 @@ def test_two_embdyn_commands_into_one_folder_the_second_is_one_line_exit_2(tmp_p
     finally:
         first.kill()
         first.wait()
+
+
+# --- issue 69 (part): lock and temporary files never follow a symlink ---------------------------------------
+
+def test_a_symlinked_lock_file_is_refused_and_what_it_points_to_is_untouched(tmp_path):
+    from particles.core.validation import check_output_folder
+
+    victim = tmp_path / "v.txt"
+    victim.write_text("v\n")
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / ".embdyn-lock").symlink_to(victim)
+    with pytest.raises(ValueError, match=r"^--out: the lock file .*\.embdyn-lock' is a symbolic link"):
+        check_output_folder(out, "--out")
+    assert victim.read_text() == "v\n"
+    # a dangling one is refused too (nothing is created where it points)
+    (out / ".embdyn-lock-shard-0-of-2").symlink_to(tmp_path / "new.txt")
+    with pytest.raises(ValueError, match="is a symbolic link"):
+        check_output_folder(out, "--out", lock="shard-0-of-2")
+    assert not (tmp_path / "new.txt").exists()
+
+
+def test_a_lock_path_holding_another_file_is_refused_untouched(tmp_path):
+    import os
+
+    from particles.core.validation import check_output_folder
+
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / ".embdyn-lock").write_text("my notes\n")
+    with pytest.raises(ValueError, match=r"^out: .*\.embdyn-lock' is not a lock file of embdyn"):
+        check_output_folder(out, "out")
+    assert (out / ".embdyn-lock").read_text() == "my notes\n"
+    other = tmp_path / "o"
+    other.mkdir()
+    (tmp_path / "precious").write_text("")
+    os.link(tmp_path / "precious", other / ".embdyn-lock")  # a hard link: another name of another file
+    with pytest.raises(ValueError, match="not a lock file of embdyn"):
+        check_output_folder(other, "out")
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / ".embdyn-lock")  # would block a plain open
+    with pytest.raises(ValueError, match="not a lock file of embdyn"):
+        check_output_folder(tmp_path / "fifo", "out")
+
+
+def test_the_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
+    import os
+
+    from particles.core.validation import check_output_folder
+
+    out = tmp_path / "d"
+    out.mkdir()
+    (out / ".embdyn-lock").write_text("process 999999999 (embdyn fit run.npz --out d)")
+    assert check_output_folder(out, "--out") == out
+    assert (out / ".embdyn-lock").read_text().startswith(f"process {os.getpid()} (")
+
+
+def test_a_dangling_symlink_out_is_named(tmp_path):
+    from particles.core.validation import check_output_folder
+
+    (tmp_path / "dang").symlink_to(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match=r"^--out: .*dang' is a symbolic link to .*nowhere', which does not exist"):
+        check_output_folder(tmp_path / "dang", "--out")
+    with pytest.raises(ValueError, match=r"^--out: .*dang' is a symbolic link to .*nowhere', which does not exist"):
+        check_output_folder(tmp_path / "dang" / "sub", "--out")
+    assert not (tmp_path / "nowhere").exists()
+
+
+def test_cli_symlinked_lock_is_one_line_exit_2_and_the_target_kept(tmp_path, capsys):
+    from particles.cli import main
+
+    victim = tmp_path / "v.txt"
+    victim.write_text("v\n")
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / ".embdyn-lock").symlink_to(victim)
+    assert main(["sweep", "--grid", "lam=0", "--seeds", "1", "--out", str(tmp_path / "d"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "is a symbolic link" in err and len(err.strip().splitlines()) == 1
+    assert victim.read_text() == "v\n"
+    (tmp_path / "dang").symlink_to(tmp_path / "nowhere")
+    assert main(["sweep", "--grid", "lam=0", "--seeds", "1", "--out", str(tmp_path / "dang"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--out: " in err and "which does not exist" in err and "File exists" not in err
+
+
+def test_a_symlinked_sweep_journal_is_refused_and_its_target_untouched(tmp_path):
+    from particles.sweep import JournalError, sweep
+
+    victim = tmp_path / "v.txt"
+    victim.write_text("v\n")
+    (tmp_path / "j.jsonl").symlink_to(victim)
+    with pytest.raises(JournalError, match=r"journal .*j.jsonl' is a symbolic link"):
+        sweep({"lam": [0.0]}, 1, base="circles", journal=tmp_path / "j.jsonl", n_jobs=1)
+    assert victim.read_text() == "v\n"
+
+
+def test_temporary_files_are_created_exclusively(tmp_path, monkeypatch):
+    """atomic_write's temporary is made with O_EXCL (and O_NOFOLLOW): a planted name is never opened."""
+    import os
+    import tempfile
+
+    from particles.core.io import atomic_write_text
+
+    seen = []
+    real = os.open
+
+    def spy(path, flags, *args, **kwargs):
+        seen.append((str(path), flags))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", spy)
+    atomic_write_text(tmp_path / "a.txt", "x")
+    monkeypatch.undo()
+    tmps = [flags for path, flags in seen if path.endswith(".tmp")]
+    assert tmps and all(f & os.O_EXCL and f & os.O_CREAT and f & getattr(os, "O_NOFOLLOW", 0) == getattr(os, "O_NOFOLLOW", 0)
+                        for f in tmps), (seen, tempfile.__file__)
+    assert (tmp_path / "a.txt").read_text() == "x"

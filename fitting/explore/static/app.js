@@ -189,44 +189,96 @@ async function loadRunList(select) {
     await openRun(Number(list.value));
 }
 
+const pct = v => `${(100 * v).toFixed(1)} %`;
+
 async function openRun(id) {
   const t0 = performance.now();
   const frame = decodeFrame(await (await api(`/api/runs/${id}`)).arrayBuffer());
   const h = frame.header;
   const steps = frame.arrays.signal_steps.data, K = frame.arrays.signals.shape[1];
-  state.run = { id, header: h, steps, signals: frame.arrays.signals.data, K, fit: null, metrics: null, step: h.last_step };
+  const curves = {};  // the network's own curves (fitting.network_curves): name -> {x, y}
+  for (const name of h.curves || []) curves[name] = { x: Array.from(frame.arrays["curve_steps:" + name].data), y: Array.from(frame.arrays["curve:" + name].data) };
+  state.run = { id, header: h, steps, signals: frame.arrays.signals.data, K, fit: null, metrics: null, step: h.last_step,
+                plane: h.default_plane, curves, stages: null };
   state.runView = null;
   const slider = $("run-step"); slider.min = h.first_step; slider.max = h.last_step; slider.value = h.last_step;
   $("fit-start").value = h.first_step; $("fit-stop").value = Math.round((h.first_step + h.last_step) / 2);
   $("fit-result").textContent = "";
   $("run-info").textContent = `${h.name}: p = ${h.p}, d = ${h.d}, ${h.snapshots} snapshots, steps ${h.first_step}-${h.last_step}` +
     (h.frequency_selection ? `; fits use ${h.frequency_selection}` : "");
-  drawSignals();
+  const planes = $("run-plane"); planes.innerHTML = "";
+  for (const p of h.planes) {
+    const o = document.createElement("option"); o.value = p.id;
+    o.textContent = h.d > 2 ? (p.k ? `k = ${p.k} Fourier plane (${pct(p.share)})` : `PCA plane (${pct(p.share)})`) : p.label;
+    o.title = h.d > 2 ? `${p.label}: ${pct(p.share)} of the final snapshot's variance` : p.label; planes.appendChild(o);
+  }
+  planes.value = h.default_plane; planes.disabled = h.planes.length < 2;
+  $("stages-note").textContent = "stages: computing…";
+  drawSignals(); drawCurves();
   scrub.next = null;  // a scrub of the previous run in flight draws nothing (drawRunFrame checks the run)
-  const first = decodeFrame(await (await api(`/api/runs/${id}/frame?step=${h.last_step}`)).arrayBuffer());
+  const first = decodeFrame(await (await api(`/api/runs/${id}/frame?step=${h.last_step}&plane=${h.default_plane}`)).arrayBuffer());
   if (state.run.id !== id) return;
   drawRunFrame(state.run, first);
   document.body.dataset.runPaint = (performance.now() - t0).toFixed(1);
+  loadStages(id);
   pollMetrics(id);
 }
 
 function safeOpenRun(id) { openRun(id).catch(() => { /* shown by api() */ }); }
 
+// ---- stages: fitting.stages(run).to_dict() from /api/runs/{id}/stages, drawn on every time axis ----------
+const STAGE_COLOURS = { memorisation: "#dd6b20", "circuit formation": "#3182ce", cleanup: "#38a169", generalisation: "#805ad5" };
+
+async function loadStages(id) {
+  let body;
+  try { body = await (await api(`/api/runs/${id}/stages`)).json(); } catch (e) {
+    if (state.run && state.run.id === id) $("stages-note").textContent = `stages: the server could not place them (${e.message})`;
+    return;
+  }
+  const r = state.run; if (!r || r.id !== id) return;
+  r.stages = body;
+  const note = $("stages-note");
+  if (!body.stages) {
+    note.textContent = `stages: not placed: ${body.error}`;
+    document.body.dataset.stages = "none";
+  } else {
+    const span = (a, b) => (a === null || a === undefined ? "?" : a) + "–" + (b === null || b === undefined ? "end" : b);
+    const parts = body.stages.map(s => s.found ? `${s.name} ${span(s.start, s.stop)}` : `${s.name}: not found` + (s.reason ? ` (${s.reason})` : ""));
+    let text = `stages (fitting.stages, as embdyn stages): ${parts.join("; ")}.`;
+    if (body.lead_time) text += ` Lead time: ${body.lead_time.steps} steps (${body.lead_time.low}–${body.lead_time.high}).`;
+    note.textContent = text;
+    document.body.dataset.stages = String(body.stages.filter(s => s.found).length);
+  }
+  drawSignals(); drawRunMetrics(); drawCurves();
+}
+
+// the found stages as bands for lineChart (the same on every time axis)
+function stageBands(r) {
+  if (!r.stages || !r.stages.stages) return [];
+  return r.stages.stages.filter(s => s.found).map(s => ({ start: s.start, stop: s.stop, label: s.name,
+                                                           color: STAGE_COLOURS[s.name] || "#718096" }));
+}
+const stagesKey = r => (r.stages ? (r.stages.stages ? "s" + r.stages.stages.length : "e") : "-");
+const runXlim = r => [r.header.first_step, r.header.last_step];
+
 const RULE_NAMES = { survivors: "the survivors", key: "the key frequencies", all: "all frequencies", given: "the given frequencies" };
 
 function drawSignals() {
   const r = state.run; if (!r) return;
-  const key = `${r.id}:${r.fit ? r.fit.start + "-" + r.fit.stop : ""}`;
+  const key = `${r.id}:${r.fit ? r.fit.start + "-" + r.fit.stop : ""}:${stagesKey(r)}`;
   if ($("signals-plot")._cacheKey === key) { lineChart($("signals-plot"), [], { cacheKey: key, vline: r.step }); return; }
-  const surv = new Set(r.header.fit_frequencies || []);  // the frequencies every fit uses (fitting.select_frequencies)
-  const series = [], legend = [];
+  // in colour and named: the key frequencies (fitting.key_frequencies), else those a fit uses; the rest grey, one entry
+  let named = r.header.key_frequencies || [], what = "the key frequencies";
+  if (!named.length && r.header.frequency_rule !== "all") { named = r.header.fit_frequencies || []; what = RULE_NAMES[r.header.frequency_rule] || "fitted frequencies"; }
+  const on = new Set(named), colours = {};
+  named.forEach((k, i) => { colours[k] = hue(i, Math.max(named.length, 1)); });
+  const series = [], legend = named.map(k => ({ label: `k = ${k}`, color: colours[k] }));
+  if (on.size < r.K) legend.push({ label: on.size ? "other k" : "all k", color: "#c8c8c8" });
   const x = Array.from(r.steps);
   for (let k = 0; k < r.K; k++) {
     const y = new Array(x.length); for (let i = 0; i < x.length; i++) y[i] = r.signals[i * r.K + k];
-    const on = surv.has(k + 1);
-    const color = on ? hue(legend.length, Math.max(surv.size, 1)) : "#ccc";
-    if (on) legend.push({ label: `k = ${k + 1}`, color });
-    series.push({ x, y, color, width: on ? 2 : 1, k: k + 1, on });
+    const lit = on.has(k + 1);
+    series.push({ x, y, color: lit ? colours[k + 1] : "#c8c8c8", width: lit ? 2 : 1, k: k + 1, on: lit });
   }
   series.sort((a, b) => a.on - b.on);
   if (r.fit) {
@@ -236,9 +288,36 @@ function drawSignals() {
     });
     legend.push({ label: "ODE fit", color: "#555", dash: [6, 4] });
   }
-  lineChart($("signals-plot"), series, { xlabel: "step", ylabel: "signal (Fourier amplitude)", vline: r.step, cacheKey: key,
-    title: surv.size ? `Fourier signals (in colour: ${RULE_NAMES[r.header.frequency_rule] || "fitted frequencies"})` :
-      "Fourier signals", legend });
+  $("signals-plot").dataset.legend = legend.map(item => item.label).join(";");
+  lineChart($("signals-plot"), series, { xlabel: "step", ylabel: "signal |F_k| (Fourier amplitude)", vline: r.step, cacheKey: key,
+    xlim: runXlim(r), bands: stageBands(r),
+    title: on.size ? `Fourier signals (in colour: ${what})` : "Fourier signals", legend });
+}
+
+// the network's own curves (fitting.network_curves): accuracy and loss, train and validation
+const CURVE_STYLE = { train_acc: ["train", "#2b6cb0"], val_acc: ["validation", "#c05621"],
+                      train_loss: ["train", "#2b6cb0"], val_loss: ["validation", "#c05621"] };
+
+function drawCurves() {
+  const r = state.run; if (!r) return;
+  const names = Object.keys(r.curves);
+  const acc = names.filter(n => /acc/.test(n)), loss = names.filter(n => /loss/.test(n));
+  $("curves-acc-plot").hidden = !acc.length; $("curves-loss-plot").hidden = !loss.length;
+  $("curves-note").textContent = names.length ? "the network's own accuracy and loss, as the run recorded them (fitting.network_curves)" :
+    "this run records no train or validation curves (log them with EmbeddingRecorder.log(step, train_loss=..., val_acc=...))";
+  const key = `${r.id}:${stagesKey(r)}`;
+  const style = (n, i) => CURVE_STYLE[n] || [n, hue(i, names.length)];
+  if (acc.length) {
+    lineChart($("curves-acc-plot"), acc.map((n, i) => ({ x: r.curves[n].x, y: r.curves[n].y, color: style(n, i)[1] })),
+      { xlabel: "step", ylabel: "accuracy", ylim: [0, 1.02], xlim: runXlim(r), vline: r.step, cacheKey: key, bands: stageBands(r),
+        title: "the network's accuracy", legend: acc.map((n, i) => ({ label: style(n, i)[0], color: style(n, i)[1] })) });
+  }
+  if (loss.length) {  // log scale: losses fall by orders of magnitude
+    const log = v => (v > 0 ? Math.log10(v) : null);
+    lineChart($("curves-loss-plot"), loss.map((n, i) => ({ x: r.curves[n].x, y: r.curves[n].y.map(log), color: style(n, i)[1] })),
+      { xlabel: "step", ylabel: "loss (log scale)", xlim: runXlim(r), vline: r.step, cacheKey: key, bands: stageBands(r), ylog: true,
+        title: "the network's loss", legend: loss.map((n, i) => ({ label: style(n, i)[0], color: style(n, i)[1] })) });
+  }
 }
 
 // structure metrics arrive while they are computed (up to 0.4 s a snapshot for d = 128)
@@ -248,6 +327,7 @@ async function pollMetrics(id) {
     try { m = await (await api(`/api/runs/${id}/metrics`)).json(); } catch (e) { return; }
     if (!(state.run && state.run.id === id)) return;
     state.run.metrics = m.rows; state.run.metricsNote = m.error || (m.done ? "" : `computing: ${m.rows.length} of ${m.total} snapshots`);
+    state.run.accuracy = { shown: m.accuracy_shown, note: m.accuracy_note, label: m.accuracy_label };
     drawRunMetrics();
     if (m.done) return;
     await new Promise(resolve => setTimeout(resolve, 700));
@@ -258,32 +338,48 @@ function drawRunMetrics() {
   const r = state.run; if (!r || !r.metrics) return;
   if (!r.metrics.length) { const c = $("metrics-plot"); c.getContext("2d").clearRect(0, 0, c.width, c.height); return; }
   const x = r.metrics.map(m => m.step);
-  const series = [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" },
-                  { x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" }];
-  // short legend labels (the legend box is narrow); what they measure goes into the title
-  const legend = [{ label: "circularity", color: "#c05621" }, { label: "accuracy", color: "#2b6cb0" }];
-  let what = `accuracy: ${r.header.accuracy_label || "pair-sum accuracy"}`;
+  const series = [{ x, y: r.metrics.map(m => m.circularity), color: "#c05621" }];
+  // short legend labels (the legend box is narrow); what they measure goes into the note below
+  const legend = [{ label: "circularity", color: "#c05621" }];
+  const acc = r.accuracy || { shown: true, note: "", label: r.header.accuracy_label };
+  let what = "";
+  if (acc.shown) {
+    series.push({ x, y: r.metrics.map(m => m.accuracy), color: "#2b6cb0" });
+    legend.push({ label: "pair-sum acc.", color: "#2b6cb0" });
+    what = `pair-sum acc.: the ${acc.label}; ${acc.note}`;
+  } else {
+    what = `The ${acc.label}: ${acc.note}`;
+  }
   if (r.header.d > 2) {  // in d > 2 any embedding is nearly circular in a plane of its own choosing: show the plane's share
     series.push({ x, y: r.metrics.map(m => m.plane_share), color: "#718096", dash: [4, 3] });
     legend.push({ label: "plane share", color: "#718096", dash: [4, 3] });
-    what += "; circularity in its frequency's Fourier plane, which holds the plane share of the variance";
+    what += ". Circularity is measured in its frequency's Fourier plane, which holds the plane share of the variance";
   }
   lineChart($("metrics-plot"), series,
-    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step, cacheKey: `${r.id}:${r.metrics.length}:${r.metricsNote}`,
-      title: "structure metrics" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
-      xlim: [r.header.first_step, r.header.last_step], legend });
-  $("metrics-note").textContent = what;
+    { xlabel: "step", ylabel: "value", ylim: [0, 1.02], vline: r.step,
+      cacheKey: `${r.id}:${r.metrics.length}:${r.metricsNote}:${acc.shown}:${stagesKey(r)}`,
+      title: "structure metrics of the embedding" + (r.metricsNote ? ` (${r.metricsNote})` : ""),
+      xlim: runXlim(r), legend, bands: stageBands(r) });
+  $("metrics-note").textContent = what + ".";
+  document.body.dataset.accuracyShown = acc.shown ? "1" : "0";
 }
 
 const scrub = { busy: false, next: null };
 function drawRunFrame(r, frame) {
   const h = frame.header; r.step = h.step;
   const structure = r.metrics ? (r.metrics.filter(m => m.step <= h.snapshot_step).pop() || {}).structure : null;
-  const view = runView(); view.axisNames = h.d > 2 ? ["principal component 1", "principal component 2"] : ["x1", "x2"];
-  view.draw(frame.arrays.positions.data, { labels: true, p: h.p, title: `step ${h.step} (snapshot at ${h.snapshot_step})` + (structure ? ` · ${structure}` : "") });
+  const view = runView(); view.axisNames = h.axes;
+  view.draw(frame.arrays.positions.data, { labels: true, p: h.p, title: `step ${h.step} (snapshot at ${h.snapshot_step})` + (structure ? ` · structure class: ${structure}` : "") });
   $("run-step-label").textContent = `step ${h.step}`;
-  $("run-snapshot-label").textContent = `embedding of step ${h.snapshot_step}` + (h.d > 2 ? `; the run's plane holds ${(100 * h.explained).toFixed(1)} % of its variance` : "");
-  drawSignals(); drawRunMetrics();
+  $("run-snapshot-label").textContent = `embedding of step ${h.snapshot_step}`;
+  let caption;
+  if (h.d <= 2) caption = `The embedding itself (d = ${h.d}).`;
+  else if (h.plane === "pca") caption = `PCA plane: the two leading principal components of the final snapshot. ` +
+    `It holds ${pct(h.explained)} of this snapshot's variance (centred over tokens; ${pct(h.final_explained)} of the final one's).`;
+  else caption = `Fourier plane of k = ${h.plane}: the final snapshot's vectors Σ_t cos(2πkt/p) E_t and Σ_t sin(2πkt/p) E_t, ` +
+    `orthonormalised. It holds ${pct(h.explained)} of this snapshot's variance (centred over tokens; ${pct(h.final_explained)} of the final one's).`;
+  const box = $("run-plane-caption"); box.textContent = caption; box.dataset.plane = h.plane;
+  drawSignals(); drawRunMetrics(); drawCurves();
 }
 
 async function showRunStep(step) {
@@ -293,12 +389,18 @@ async function showRunStep(step) {
     while (scrub.next !== null) {
       const { step, t0 } = scrub.next; scrub.next = null;
       const r = state.run; if (!r) break;
-      const frame = decodeFrame(await (await api(`/api/runs/${r.id}/frame?step=${step}`)).arrayBuffer());
+      const frame = decodeFrame(await (await api(`/api/runs/${r.id}/frame?step=${step}&plane=${encodeURIComponent(r.plane)}`)).arrayBuffer());
       if (state.run !== r) continue;  // another run was opened meanwhile
       drawRunFrame(r, frame);
       document.body.dataset.scrubMs = (performance.now() - t0).toFixed(1);
     }
   } catch (e) { /* shown */ } finally { scrub.busy = false; }
+}
+
+function choosePlane(plane) {
+  const r = state.run; if (!r) return;
+  r.plane = plane; state.runView = null;  // new axes: the view's limits start afresh
+  showRunStep(r.step);
 }
 
 async function uploadRun(file) {
@@ -437,6 +539,7 @@ async function main() {
   buildControls();
   for (const name of ["play", "pause", "step", "reset"]) $("btn-" + name).addEventListener("click", () => action(name));
   $("run-step").addEventListener("input", ev => showRunStep(Number(ev.target.value)));
+  $("run-plane").addEventListener("change", ev => choosePlane(ev.target.value));
   $("run-select").addEventListener("change", ev => safeOpenRun(Number(ev.target.value)));
   $("run-file").addEventListener("change", ev => { if (ev.target.files.length) uploadRun(ev.target.files[0]); });
   $("btn-fit").addEventListener("click", fitWindow);

@@ -3,7 +3,7 @@
 // showError, clearError, controlSender and plots.js's decodeFrame, EmbeddingView, lineChart.
 "use strict";
 
-const net = { opened: false, session: null, ws: null, models: [], meta: null, values: {}, controls: {}, frames: 0, frameTimes: [],
+const net = { opened: false, session: null, queued: null, ws: null, models: [], meta: null, values: {}, controls: {}, frames: 0, frameTimes: [],
               series: { x: [], ta: [], va: [], tl: [], vl: [] }, lastRestarts: -1, view: null };
 
 async function openNetworkTab() {
@@ -13,12 +13,14 @@ async function openNetworkTab() {
   try { body = await (await api("/api/network/controls")).json(); } catch (e) {
     net.opened = false;  // asked again the next time the tab opens; the error is shown by api()
     $("network-status").textContent = "the Network tab could not ask the server for its controls";
+    net.queued = null; showQueued(null);
     return;
   }
   if (!body.available) {
     $("network-status").textContent = body.error;
     for (const el of document.querySelectorAll("#network-controls input, #network-controls select, #network-controls button, #particle-controls input, #particle-controls select, #particle-controls button")) el.disabled = true;
     document.body.dataset.network = "unavailable";
+    net.queued = null; showQueued(null);
     return;
   }
   net.controls = body.controls;
@@ -43,8 +45,9 @@ function buildNetworkControls() {
       sendNetworkControl(name, isFinite(Number(text)) ? Number(text) : text);
     });
   }
-  for (const name of ["play", "pause", "step", "reset"]) $("net-" + name).addEventListener("click", () => networkAction(name));
 }
+// the buttons work from the page's first moment: a click before the session is ready is queued (networkAction)
+for (const name of ["play", "pause", "step", "reset"]) $("net-" + name).addEventListener("click", () => networkAction(name));
 
 function showNetworkValues(values, force) {
   net.values = values;
@@ -57,10 +60,29 @@ const networkSender = controlSender(() => net.session, (values, force) => showNe
                                     meta => resetNetwork(meta));
 const sendNetworkControl = networkSender.send;
 
+// A play or step asked for before the live session is ready (building a network takes seconds) waits for it: the play
+// button says "starting…" until the session's first playing frame; pause drops what waits, reset has nothing to reset.
+function showQueued(name) {
+  const button = $("net-play");
+  button.textContent = name === "play" ? "starting…" : "play";
+  button.dataset.state = name === "play" ? "starting" : "";
+}
+
 async function networkAction(name) {
-  if (!net.session) return;
+  if (!net.session) {
+    if (name === "play" || name === "step") net.queued = name;
+    else if (name === "pause") net.queued = null;
+    showQueued(net.queued);
+    return;
+  }
   try { await postJSON(`/api/live/${net.session}/action`, { action: name }); clearError(); } catch (e) { /* shown */ }
   if (name === "reset") resetNetworkSeries();
+  if (name !== "play") showQueued(null);
+}
+
+function runQueued() {
+  const name = net.queued; net.queued = null;
+  if (name) networkAction(name);
 }
 
 function resetNetworkSeries() { net.series = { x: [], ta: [], va: [], tl: [], vl: [] }; }
@@ -69,6 +91,7 @@ const fixed = (v, digits) => (v === null || v === undefined ? "–" : v.toFixed(
 
 function onNetworkFrame(frame) {
   const h = frame.header;
+  if (h.playing && $("net-play").dataset.state === "starting") showQueued(null);  // the queued play runs
   if (h.restarts !== net.lastRestarts) { net.lastRestarts = h.restarts; resetNetworkSeries(); net.view = null; }
   net.frames += 1;
   const now = performance.now(); net.frameTimes.push(now);
@@ -124,7 +147,7 @@ function connectNetwork(model) {
   ws.binaryType = "arraybuffer";
   ws.onclose = ev => {
     if (net.ws !== ws) return;  // a session the page has left for another model
-    net.session = null;
+    net.session = null; net.queued = null; showQueued(null);
     $("network-status").textContent = ev.reason ? `closed by the server: ${ev.reason}` : "disconnected: reload the page";
   };
   ws.onmessage = ev => {
@@ -135,7 +158,8 @@ function connectNetwork(model) {
         net.session = msg.session; resetNetwork(msg.meta); showNetworkValues(msg.meta.values, true);
         document.body.dataset.networkSession = msg.session; document.body.dataset.networkModel = msg.meta.model;
         $("network-status").textContent = "connected";
-      } else if (msg.type === "error") { showError(msg.error); $("network-status").textContent = msg.error; }
+        runQueued();
+      } else if (msg.type === "error") { showError(msg.error); $("network-status").textContent = msg.error; net.queued = null; showQueued(null); }
       return;
     }
     try { onNetworkFrame(decodeFrame(ev.data)); } finally { ws.send(JSON.stringify({ type: "ack" })); }

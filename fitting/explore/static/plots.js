@@ -45,8 +45,16 @@ function formatTick(v, step) {
   return v.toFixed(decimals);
 }
 
-// Axes in a box with ticks and labels; returns the mapping from data to pixels.
-function drawAxes(ctx, box, xr, yr, xlabel, ylabel, title) {
+// a log10 value's tick: the power of ten it stands for (1e-3, 0.01, 0.1, 1, 10, 1e3...)
+function powerTick(v) {
+  const x = Math.pow(10, v);
+  if (Math.abs(v - Math.round(v)) < 1e-9) { const e = Math.round(v); return e >= -2 && e <= 3 ? String(Number(x.toPrecision(1))) : `1e${e}`; }
+  return Number(x.toPrecision(2)).toExponential(1).replace("e+", "e");
+}
+
+// Axes in a box with ticks and labels; returns the mapping from data to pixels. ``ylog``: the y values are log10
+// of the quantity, its ticks are labelled with the quantity itself.
+function drawAxes(ctx, box, xr, yr, xlabel, ylabel, title, ylog, titleY) {
   const { left, top, width, height } = box;
   const sx = v => left + (v - xr[0]) / (xr[1] - xr[0]) * width;
   const sy = v => top + height - (v - yr[0]) / (yr[1] - yr[0]) * height;
@@ -59,14 +67,18 @@ function drawAxes(ctx, box, xr, yr, xlabel, ylabel, title) {
     ctx.fillText(formatTick(t, xt.length > 1 ? xt[1] - xt[0] : Math.abs(t) || 1), x, top + height + 6);
   }
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
-  const yt = niceTicks(yr[0], yr[1], Math.max(3, Math.floor(height / 45)));
+  let yt = niceTicks(yr[0], yr[1], Math.max(3, Math.floor(height / 45)));
+  if (ylog && yr[1] - yr[0] >= 1) {  // whole decades, at most five of them labelled
+    const lo = Math.ceil(yr[0]), hi = Math.floor(yr[1]), every = Math.max(1, Math.ceil((hi - lo + 1) / 5));
+    yt = []; for (let e = hi; e >= lo; e -= every) yt.unshift(e);
+  }
   for (const t of yt) {
     const y = sy(t); ctx.beginPath(); ctx.moveTo(left - 4, y); ctx.lineTo(left, y); ctx.stroke();
-    ctx.fillText(formatTick(t, yt.length > 1 ? yt[1] - yt[0] : Math.abs(t) || 1), left - 6, y);
+    ctx.fillText(ylog ? powerTick(t) : formatTick(t, yt.length > 1 ? yt[1] - yt[0] : Math.abs(t) || 1), left - 6, y);
   }
   ctx.textAlign = "center"; ctx.textBaseline = "bottom";
   ctx.fillText(xlabel, left + width / 2, top + height + 36);
-  if (title) { ctx.font = "bold 12px system-ui, sans-serif"; ctx.fillText(title, left + width / 2, top - 4); ctx.font = "12px system-ui, sans-serif"; }
+  if (title) { ctx.font = "bold 12px system-ui, sans-serif"; ctx.fillText(title, left + width / 2, titleY === undefined ? top - 4 : titleY); ctx.font = "12px system-ui, sans-serif"; }
   ctx.save(); ctx.translate(left - 46, top + height / 2); ctx.rotate(-Math.PI / 2);
   ctx.textBaseline = "bottom"; ctx.fillText(ylabel, 0, 0); ctx.restore();
   return { sx, sy };
@@ -89,7 +101,54 @@ function drawVline(ctx, map, x) {
   ctx.restore();
 }
 
-// series: [{x, y, color, width, dash, label}]; opts: xlabel, ylabel, title, vline, xlim, ylim, legend, cacheKey.
+// Bands of steps (the stages of a run): [{start, stop, label, color}] in x units (start or stop null: from the left or
+// to the right edge). Each is shaded lightly over the plot with dashed lines at its ends, and drawn above the plot
+// as a bar with its name, in lanes, so that overlapping bands stay readable. ``bandLanes`` places them (lane of
+// each band, number of lanes); ``drawBands`` draws them.
+const LANE = 13;
+function bandLanes(ctx, box, sx, xr, bands) {
+  ctx.save(); ctx.font = "10px system-ui, sans-serif";
+  const ends = [], placed = [];
+  for (const b of bands) {
+    const a = sx(b.start === null || b.start === undefined ? xr[0] : b.start);
+    const z = sx(b.stop === null || b.stop === undefined ? xr[1] : b.stop);
+    const x0 = Math.max(box.left, Math.min(a, z)), x1 = Math.min(box.left + box.width, Math.max(a, z));
+    const w = ctx.measureText(b.label).width;
+    const tx = Math.max(box.left, Math.min(x0 + 2, box.left + box.width - w));  // the name from the band's start, inside the chart
+    const from = Math.min(x0, tx), to = Math.max(x1, tx + w);
+    let lane = ends.findIndex(end => end + 6 < from);
+    if (lane < 0) { lane = ends.length; ends.push(to); } else ends[lane] = to;
+    placed.push({ ...b, a, z, x0, x1, tx, lane });
+  }
+  ctx.restore();
+  return { placed, lanes: ends.length };
+}
+
+function drawBands(ctx, box, layout) {
+  ctx.save();
+  ctx.beginPath(); ctx.rect(box.left, box.top, box.width, box.height); ctx.clip();
+  for (const b of layout.placed) {
+    if (b.x1 < box.left || b.x0 > box.left + box.width) continue;
+    ctx.globalAlpha = 0.10; ctx.fillStyle = b.color; ctx.fillRect(b.x0, box.top, Math.max(b.x1 - b.x0, 1), box.height);
+    ctx.globalAlpha = 0.8; ctx.strokeStyle = b.color; ctx.lineWidth = 1; ctx.setLineDash([3, 3]);
+    for (const x of [b.a, b.z]) { ctx.beginPath(); ctx.moveTo(x, box.top); ctx.lineTo(x, box.top + box.height); ctx.stroke(); }
+    ctx.setLineDash([]); ctx.globalAlpha = 1;
+  }
+  ctx.restore();
+  ctx.save(); ctx.font = "10px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "top";
+  const top = box.top - LANE * layout.lanes - 2;
+  for (const b of layout.placed) {
+    const y = top + LANE * b.lane;
+    ctx.fillStyle = b.color; ctx.fillRect(b.x0, y + 10, Math.max(b.x1 - b.x0, 2), 2.5);
+    ctx.fillStyle = "#2d3748"; ctx.fillText(b.label, b.tx, y);
+  }
+  ctx.restore();
+}
+
+// series: [{x, y, color, width, dash, label}]; opts: xlabel, ylabel, title, vline, xlim, ylim, legend, cacheKey,
+// bands (bandLanes: drawn over the plot, named in lanes between the title and the plot), ylog (y values are log10 of
+// the quantity: ticks say the quantity).
+// A legend taller than the chart goes into more columns.
 // With cacheKey, the chart without its vertical line is kept as an image: the next call with the same key
 // only copies it and draws the line (scrubbing redraws nothing else).
 function lineChart(canvas, series, opts) {
@@ -101,11 +160,20 @@ function lineChart(canvas, series, opts) {
     return;
   }
   ctx.clearRect(0, 0, canvas.width, canvas.height);
-  const box = { left: 62, top: 22, width: canvas.width - 62 - (opts.legend ? 96 : 14), height: canvas.height - 22 - 48 };
+  const height = canvas.height - 22 - 48, rows = Math.max(1, Math.floor((height - 6) / 15) + 1);
+  const columns = opts.legend ? Math.max(1, Math.ceil(opts.legend.length / rows)) : 0;
+  const box = { left: 62, top: 22, width: canvas.width - 62 - (opts.legend ? 8 + 88 * columns : 14), height };
   const xs = [], ys = [];
   for (const s of series) { for (const v of s.x) xs.push(v); for (const v of s.y) ys.push(v); }
   const xr = opts.xlim || range(xs, 0), yr = opts.ylim || range(ys);
-  const { sx, sy } = drawAxes(ctx, box, xr, yr, opts.xlabel, opts.ylabel, opts.title);
+  let layout = null;
+  if (opts.bands && opts.bands.length) {  // lanes for the bands' names between the title and the plot
+    layout = bandLanes(ctx, box, v => box.left + (v - xr[0]) / (xr[1] - xr[0]) * box.width, xr, opts.bands);
+    const room = LANE * layout.lanes + 2;
+    box.top += room; box.height -= room;
+  }
+  const { sx, sy } = drawAxes(ctx, box, xr, yr, opts.xlabel, opts.ylabel, opts.title, opts.ylog, layout ? 18 : undefined);
+  if (layout) drawBands(ctx, box, layout);
   ctx.save(); ctx.beginPath(); ctx.rect(box.left, box.top, box.width, box.height); ctx.clip();
   for (const s of series) {
     ctx.strokeStyle = s.color; ctx.lineWidth = s.width || 1.5; ctx.setLineDash(s.dash || []);
@@ -129,13 +197,12 @@ function lineChart(canvas, series, opts) {
   ctx.restore();
   if (opts.legend) {
     ctx.font = "11px system-ui, sans-serif"; ctx.textAlign = "left"; ctx.textBaseline = "middle";
-    let y = box.top + 6;
-    for (const item of opts.legend) {
+    opts.legend.forEach((item, i) => {
+      const x = box.left + box.width + 8 + 88 * Math.floor(i / rows), y = box.top + 6 + 15 * (i % rows);
       ctx.strokeStyle = item.color; ctx.lineWidth = 2; ctx.setLineDash(item.dash || []);
-      ctx.beginPath(); ctx.moveTo(box.left + box.width + 8, y); ctx.lineTo(box.left + box.width + 26, y); ctx.stroke();
-      ctx.setLineDash([]); ctx.fillStyle = "#333"; ctx.fillText(item.label, box.left + box.width + 30, y);
-      y += 15;
-    }
+      ctx.beginPath(); ctx.moveTo(x, y); ctx.lineTo(x + 18, y); ctx.stroke();
+      ctx.setLineDash([]); ctx.fillStyle = "#333"; ctx.fillText(item.label, x + 22, y);
+    });
   }
   const map = { sx, sy, box };
   if (opts.cacheKey !== undefined) {

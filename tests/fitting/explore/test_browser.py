@@ -34,8 +34,69 @@ def files(tmp_path_factory):
     return folder
 
 
+def torch_or_skip():
+    """torch, or skip (CI's browser step sets EMBDYN_REQUIRE_TORCH: never skip there)."""
+    if os.environ.get("EMBDYN_REQUIRE_TORCH"):
+        import torch
+    else:
+        torch = pytest.importorskip("torch")
+    return torch
+
+
+def tiny_network_run(torch, p=23, d=32, steps=2500, seed=0):
+    """A user's own network, in plain torch: an MLP (embed a and b, concatenate, one ReLU layer) learning
+    a + b mod p full batch on 60 % of the pairs, recorded with EmbeddingRecorder (signals every step, a
+    snapshot every 50) with its own train and validation curves logged every 20 steps. It memorises at
+    once and generalises some hundred steps later (about 3 s on one core)."""
+    from torch import nn
+
+    from fitting.training import EmbeddingRecorder
+
+    torch.manual_seed(seed)
+    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    pairs = torch.stack([a.flatten(), b.flatten()], 1)
+    labels = pairs.sum(1) % p
+    perm = torch.randperm(len(pairs))
+    n_train = int(round(0.6 * len(pairs)))
+    tr, va = perm[:n_train], perm[n_train:]
+    embed = nn.Embedding(p, d)
+    head = nn.Sequential(nn.Linear(2 * d, 128), nn.ReLU(), nn.Linear(128, p))
+    opt = torch.optim.AdamW([*embed.parameters(), *head.parameters()], lr=5e-3, weight_decay=2.0, betas=(0.9, 0.98))
+    recorder = EmbeddingRecorder(embed.weight, every=1, snapshot_every=50, train=(pairs[tr].numpy(), labels[tr].numpy()))
+    recorder.attach(opt)
+    for step in range(steps):
+        out = head(embed(pairs[tr]).flatten(1))
+        loss = nn.functional.cross_entropy(out, labels[tr])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        if step % 20 == 0 or step + 1 == steps:
+            with torch.no_grad():
+                val = head(embed(pairs[va]).flatten(1))
+                recorder.log(step + 1, train_loss=loss.item(), train_acc=(out.argmax(1) == labels[tr]).float().mean().item(),
+                             val_loss=nn.functional.cross_entropy(val, labels[va]).item(),
+                             val_acc=(val.argmax(1) == labels[va]).float().mean().item())
+    return recorder.trajectory(meta={"model": "plain-torch MLP"})
+
+
 @pytest.fixture(scope="module")
-def server(files):
+def network_run(files):
+    """The tiny plain-torch network's run file (None without torch: the Run-tab test skips)."""
+    try:
+        torch = torch_or_skip()
+    except pytest.skip.Exception:
+        return None
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        tiny_network_run(torch).save(files / "own_mlp.npz")
+    finally:
+        torch.set_num_threads(threads)
+    return files / "own_mlp.npz"
+
+
+@pytest.fixture(scope="module")
+def server(files, network_run):
     import uvicorn
 
     from fitting.explore import make_app
@@ -43,7 +104,8 @@ def server(files):
     root = Path(__file__).parents[3]
     survival = root / "fitting" / "survival" / "data" / "survival_mlp_seed0.npz"  # shipped: signals every step, d = 128
     axial = root / "docs" / "figures" / "phase_axial" / "sweep.csv"  # a committed 6 x 5 sweep, 20 seeds a cell
-    app = make_app([files / "circles_seed5.npz", survival], [axial, files / "sweep.csv"])
+    runs = [files / "circles_seed5.npz", survival] + ([network_run] if network_run is not None else [])
+    app = make_app(runs, [axial, files / "sweep.csv"])
     config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", ws="websockets-sansio",
                             lifespan="off")
     srv = uvicorn.Server(config)
@@ -177,8 +239,10 @@ def test_explorer_in_chromium(files, server, browser, shots):
     assert not severe(d), severe(d)
     Select(d.find_element("id", "run-select")).select_by_index(1)  # the shipped survival run, d = 128
     wait_for(lambda: "survival" in text(d, "run-info"), "the survival run")
-    wait_for(lambda: "principal component" in (d.execute_script("return state.runView && state.runView.axisNames[0]")
-                                               or ""), "the PCA view")
+    # its strongest key frequency's Fourier plane by default (k = 22), the PCA plane one choice away
+    wait_for(lambda: "cos axis of k = 22" in (d.execute_script("return state.runView && state.runView.axisNames[0]")
+                                              or ""), "the k = 22 Fourier plane")
+    assert d.find_element("id", "run-plane").get_attribute("value") == "22"
     for element_id, value in (("fit-start", "0"), ("fit-stop", "1000")):
         box = d.find_element("id", element_id)
         box.send_keys(Keys.CONTROL, "a")
@@ -191,8 +255,11 @@ def test_explorer_in_chromium(files, server, browser, shots):
     for _ in range(3):
         step_slider.send_keys(Keys.PAGE_UP)
     wait_for(lambda: text(d, "run-step-label") not in ("step 3000", ""), "a step inside the run")
+    Select(d.find_element("id", "run-plane")).select_by_value("pca")
+    wait_for(lambda: "principal component" in (d.execute_script("return state.runView && state.runView.axisNames[0]")
+                                               or ""), "the PCA view")
+    assert text(d, "run-plane-caption").startswith("PCA plane")
     assert not severe(d), severe(d)
-    d.save_screenshot(str(shots / "explore_run.png"))
 
     # --- Phase: a cell's runs, and its setting live ---------------------------------------------------------
     d.find_element("id", "tab-button-phase").click()
@@ -225,6 +292,79 @@ def test_explorer_in_chromium(files, server, browser, shots):
 
 
 
+def test_run_tab_on_a_network_run(files, network_run, server, browser, shots):
+    """The Run tab in the network's terms (issue 68) on a plain-torch MLP recorded with EmbeddingRecorder: the
+    strongest key frequency's Fourier plane by default with its share of the variance, the PCA plane on request,
+    the network's own curves, the stage boundaries with the numbers of fitting.stages, the key frequencies named
+    in the legend and the rest grey, and the pair-sum accuracy left out (it stays at chance for a network)."""
+    torch_or_skip()
+    import json
+
+    import numpy as np
+    from selenium.webdriver.support.ui import Select
+
+    import fitting
+    from fitting.explore.projection import fourier_plane
+    from particles.core.io import json_safe
+    from particles.trajectory import Trajectory
+
+    traj = Trajectory.load(network_run)
+    key = [int(k) for k in fitting.key_frequencies(traj)]
+    strongest = max(key, key=lambda k: traj.signals[-1, k - 1])
+    share = fourier_plane(traj.final, strongest)[2]
+    d = browser
+    d.set_window_size(1500, 1250)
+    try:
+        d.get("about:blank")  # a fresh page: nothing left of the previous test (its refused upload's message)
+        d.get(server + "#run")
+        body = d.find_element("tag name", "body")
+        wait_for(lambda: body.get_attribute("data-ready") == "1", "the page to load")
+        Select(d.find_element("id", "run-select")).select_by_index(2)
+        wait_for(lambda: "own_mlp" in text(d, "run-info"), "the network's run")
+        wait_for(lambda: d.find_element("id", "run-plane-caption").get_attribute("data-plane") == str(strongest),
+                 f"the k = {strongest} Fourier plane")
+        caption = text(d, "run-plane-caption")
+        assert caption.startswith(f"Fourier plane of k = {strongest}") and f"{100 * share:.1f} % of the final one's" in caption
+        assert d.execute_script("return state.runView.axisNames[0]") == f"cos axis of k = {strongest} (final snapshot)"
+        # the key frequencies named in the legend, the others one grey entry
+        legend = d.find_element("id", "signals-plot").get_attribute("data-legend").split(";")
+        assert legend == [f"k = {k}" for k in key] + ["other k"], legend
+        # the network's own curves, as fitting.network_curves gives them
+        for canvas in ("curves-acc-plot", "curves-loss-plot"):
+            assert d.find_element("id", canvas).is_displayed()
+        curves = fitting.network_curves(traj)
+        shown = d.execute_script("return state.run.curves")
+        assert sorted(shown) == sorted(curves)
+        np.testing.assert_allclose(shown["val_acc"]["y"], curves["val_acc"][1], rtol=1e-6)
+        # the stage boundaries: the page holds the numbers of fitting.stages (and embdyn stages)
+        wait_for(lambda: body.get_attribute("data-stages") not in (None, ""), "the stages")
+        served = d.execute_script("return state.run.stages")
+        assert served == json.loads(json.dumps(json_safe(fitting.stages(traj).to_dict())))
+        found = [s for s in served["stages"] if s["found"]]
+        assert body.get_attribute("data-stages") == str(len(found)) and {"memorisation", "generalisation"} <= {
+            s["name"] for s in found}, served["stages"]
+        for s in found:
+            assert f"{s['name']} {s['start']}–{s['stop']}" in text(d, "stages-note")
+        # the pair-sum accuracy is the particle model's metric: at chance in a network's embedding, so left out
+        wait_for(lambda: "computing" not in (d.execute_script("return state.run.metricsNote") or "")
+                 and d.execute_script("return state.run.metrics && state.run.metrics.length"), "the metrics", 60)
+        assert body.get_attribute("data-accuracy-shown") == "0"
+        assert "pair-sum nearest-neighbour accuracy of the embedding (particle model's metric)" in text(d, "metrics-note")
+        assert "not shown" in text(d, "metrics-note")
+        # the PCA plane on request, then back to the Fourier plane for the picture
+        Select(d.find_element("id", "run-plane")).select_by_value("pca")
+        wait_for(lambda: d.find_element("id", "run-plane-caption").get_attribute("data-plane") == "pca", "the PCA plane")
+        Select(d.find_element("id", "run-plane")).select_by_value(str(strongest))
+        wait_for(lambda: d.find_element("id", "run-plane-caption").get_attribute("data-plane") == str(strongest),
+                 "the Fourier plane again")
+        time.sleep(0.5)
+        assert not severe(d), severe(d)
+        assert d.find_element("id", "error").get_attribute("hidden") is not None
+        d.save_screenshot(str(shots / "explore_run.png"))
+    finally:
+        d.set_window_size(1500, 1000)
+
+
 def test_network_tab_in_chromium(server, browser, shots):
     """The Network tab (issue 52): the network trains on the server, frames arrive, the accuracy rises, a
     weight-decay change reaches the run, the particle panel starts from the network's embedding under the
@@ -239,10 +379,14 @@ def test_network_tab_in_chromium(server, browser, shots):
     d = browser
     d.get(server)
     wait_for(lambda: d.find_element("tag name", "body").get_attribute("data-ready") == "1", "the page to load")
-    d.find_element("id", "tab-button-network").click()
+    # play clicked in the same moment as the tab opens, long before the session is built: queued, not dropped
+    label = d.execute_script('document.getElementById("tab-button-network").click(); '
+                             'document.getElementById("net-play").click(); '
+                             'return [document.body.dataset.networkSession || "", document.getElementById("net-play").textContent];')
+    assert label == ["", "starting…"], label
     wait_for(lambda: d.find_element("tag name", "body").get_attribute("data-network-session"), "the network session")
-    d.find_element("id", "net-play").click()
-    wait_for(lambda: int(text(d, "net-step-count") or 0) > 0, "a first training frame")
+    wait_for(lambda: int(text(d, "net-step-count") or 0) > 0, "a first training frame, from the queued play")
+    wait_for(lambda: text(d, "net-play") == "play", "the play button's own label again")
     first_acc = float(text(d, "net-train-acc"))
     frames0 = int(d.execute_script("return net.frames"))
     time.sleep(2.0)
@@ -267,7 +411,9 @@ def test_network_tab_in_chromium(server, browser, shots):
     summary = text(d, "hand-law-summary")
     assert "R²" in summary and "chance" in summary, summary
     wait_for(lambda: body.get_attribute("data-agree") in ("yes", "no"), "the structures compared")
-    assert text(d, "hand-agree").startswith("agree" if body.get_attribute("data-agree") == "yes" else "differ")
+    # both read at one moment (a frame between two reads may change them)
+    agree, said = d.execute_script('return [document.body.dataset.agree, document.getElementById("hand-agree").textContent]')
+    assert said.startswith("agree" if agree == "yes" else "differ"), (agree, said)
     d.set_window_size(1500, 1900)
     try:
         time.sleep(1.0)

@@ -8,7 +8,7 @@ import pytest
 from particles.cli import main
 
 
-def _force_run(tmp_path):
+def _force_run(tmp_path, sig_a=2.5):
     """A constant-attention-shaped run whose gradients come from a known law
     (the meta names its training set as the trainer's files do)."""
     import particles as P
@@ -18,11 +18,11 @@ def _force_run(tmp_path):
     data = pair_dataset(config)
     rng = np.random.default_rng(0)
     train, _ = data.split(0.8, seed=rng)
-    law = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
+    law = P.ForceParams(k_a=2.0, sig_a=sig_a, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
     X = P.simulate(rng.normal(size=(11, 2)), train, law, steps=600, dt=0.01, record_every=20).embeddings
     G = np.stack([P.forces(x, train, law) for x in X])
     meta = {"model": config.model, "config": config.to_dict(), "train_indices": train.indices.tolist()}
-    path = tmp_path / "run.npz"
+    path = tmp_path / ("run.npz" if sig_a == 2.5 else f"run_sig_a{sig_a:g}.npz")
     P.Trajectory(X, np.arange(len(X)) * 20, gradients=-G, meta=meta).save(path)
     return path
 
@@ -151,14 +151,15 @@ def test_force_fit_path_gives_the_same_fit_and_shows_progress(tmp_path, capsys):
         assert main(["force-fit", str(path), "--normalize", "none", "--bootstrap", "0", "--path", kernels,
                      "--out", str(tmp_path / kernels)]) == 0
         err = capsys.readouterr().err
-        assert "force fit (snapshots evaluated)" in err  # the progress bar, on stderr
+        # the progress bar, on stderr, with the fit's stages: the kernels' compilation first (issue 68)
+        assert "force fit: compiling kernels" in err and "force fit: range search" in err
         report = json.loads((tmp_path / kernels / "force_fit.json").read_text())
         assert report["fit_info"]["path"] == kernels and report["fit_info"]["snapshot_evaluations"] > 0
         tables[kernels] = {row["name"]: row["value"] for row in report["table"]}
     for name, value in tables["direct"].items():
         assert abs(tables["gram"][name] - value) <= 1e-6 * max(1.0, abs(value)), name
     assert main(["force-fit", str(path), "--quiet", "--bootstrap", "0", "--out", str(tmp_path / "q")]) == 0
-    assert "snapshots evaluated" not in capsys.readouterr().err
+    assert "force fit" not in capsys.readouterr().err
 
 
 def test_force_fit_windows_gauge_and_null_on_the_command_line(tmp_path, capsys):
@@ -192,3 +193,68 @@ def test_force_fit_displacement_needs_only_the_snapshots(tmp_path, capsys):
     # 40 Euler steps of dt 0.01 move the state far, so the force at the start explains a part of it only
     assert "displacement per step over 40 steps" in report["summary"]
     assert report["r2"] > report["null_r2_interval"][1]
+
+
+# --- issue 68: a verdict a user can act on ------------------------------------------------------------------
+
+@pytest.mark.parametrize("args, kwargs", [
+    (["--windows", "0,100,99999"], dict(windows=[0, 100, 99999])),  # past the run's end (steps 0..600)
+    (["--windows", "0,700"], dict(windows=[0, 700])),
+    (["--windows", "300,100"], dict(windows=[300, 100])),  # reversed
+    (["--windows", "0,5,10"], dict(windows=[0, 5, 10])),  # empty windows
+    (["--window", "100", "99999"], dict(window=(100, 99999))),
+    (["--window", "300", "100"], dict(window=(300, 100))),  # reversed
+    (["--window", "300", "300"], dict(window=(300, 300))),  # empty
+    (["--window", "10", "15"], dict(window=(10, 15))),  # holds no snapshot
+])
+def test_windows_are_refused_alike_in_python_and_on_the_command_line(tmp_path, capsys, args, kwargs):
+    """The same words from fit() and from embdyn force-fit (one line, exit 2),
+    naming the run's steps where the windows leave them."""
+    import particles as P
+    from fitting import ForceLawFit
+
+    path = _force_run(tmp_path)  # steps 0, 20, ..., 600
+    window = kwargs.pop("window", None)
+    with pytest.raises(ValueError) as python:
+        ForceLawFit(**kwargs).fit(P.Trajectory.load(path), window=window)
+    assert main(["force-fit", str(path), "--out", str(tmp_path / "o"), *args]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(python.value) in err[0], (str(python.value), err)
+    assert "the run's steps are 0..600 (31 snapshots with a force), so give" in err[0]
+    assert not (tmp_path / "o" / "force_fit.json").exists()
+
+
+def test_force_fit_prints_the_verdict_and_reports_unidentified_ranges(tmp_path, capsys):
+    """One sentence with the verdict on stdout (the library's), the JSON's
+    verdict and ranges, a range at its bound as not identified, and one
+    share per term everywhere."""
+    from fitting.forcefit.verdict import verdict
+
+    path = _force_run(tmp_path)
+    assert main(["force-fit", str(path), "--bootstrap", "0", "--null", "4", "--terms", "attraction", "repulsion",
+                 "--quiet", "--out", str(tmp_path / "o")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    report = json.loads((tmp_path / "o" / "force_fit.json").read_text())
+    assert report["verdict"] == verdict(report["r2"], report["null_r2"], report["null_r2_interval"])
+    assert report["verdict"] in ("above chance", "at chance", "below chance")
+    assert report["verdict_sentence"] in lines and report["verdict_sentence"].endswith(report["verdict"] + ".")
+    assert report["verdict_sentence"].startswith("The built-in law explains R^2")
+    assert report["whole_run"]["verdict"] == report["verdict"]
+    assert all(w["verdict"] == verdict(w["r2"], w["null_r2"], w["null_r2_interval"]) for w in report["windows"])
+    shares = {r["name"]: r["share"] for r in report["table"] if r["kind"] == "strength"}
+    assert shares == report["shares"] == report["whole_run"]["shares"]
+    closing = next(line for line in lines if line.startswith("Terms by their share"))
+    for name, value in shares.items():
+        assert f"{name} {value:.2f}" in closing
+    # a law whose attraction reaches further than the default box (sig_a 0.3 to 30): sig_a ends at its bound
+    far = _force_run(tmp_path, sig_a=300.0)
+    assert main(["force-fit", str(far), "--bootstrap", "0", "--null", "0", "--out", str(tmp_path / "b")]) == 0
+    out, err = capsys.readouterr()
+    report = json.loads((tmp_path / "b" / "force_fit.json").read_text())
+    assert report["range_status"]["sig_a"] == "at its upper bound 30" and report["ranges"]["sig_a"] is None
+    row = next(r for r in report["table"] if r["name"] == "sig_a")
+    assert row["value"] is None and row["identified"] is False and row["fitted"] == pytest.approx(30.0)
+    line = next(line for line in out.splitlines() if line.strip().startswith("sig_a"))
+    assert "not identified: at its upper bound 30" in line and "30 " not in line.split("not identified")[0]
+    assert "sig_a = 30 lies at its upper bound 30, so it is not identified" in err
+    assert "no verdict without a null" in report["verdict_sentence"] and report["verdict"] is None

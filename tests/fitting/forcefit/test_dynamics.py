@@ -114,7 +114,7 @@ def test_a_clipped_sign_warns_and_the_signed_fit_is_kept():
 
 @pytest.mark.parametrize("options, message", [
     (dict(windows=[0, 100, 100]), "strictly increasing"),
-    (dict(windows=[5000, 6000]), "outside the run"),
+    (dict(windows=[5000, 6000]), r"go past the run's end: the run's steps are 0\.\.1200"),
     (dict(windows=[0, 1, 2]), "each hold a snapshot"),
     (dict(windows=[0]), "at least two"),
     (dict(windows="5"), "windows must be an int"),

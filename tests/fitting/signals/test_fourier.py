@@ -156,3 +156,41 @@ def test_surviving_frequencies_as_mask_or_frequencies():
     assert mask.dtype == bool and ks.tolist() == (np.flatnonzero(mask) + 1).tolist() == [2, 6]
     with pytest.raises(ValueError, match="output must be one of"):
         surviving_frequencies(signals, dc=0.5, output="ks")
+
+
+def test_a_token_axis_that_contradicts_p_is_refused_with_the_transpose_suggested(rng):
+    E = rng.normal(size=(97, 96))  # p = 97 tokens in d = 96 dimensions
+    assert fourier_signals(E.T).shape == (47,)  # without p nothing is guessed: axis -2 is the token axis
+    assert fourier_signals(E, p=97).shape == (48,)
+    with pytest.raises(ValueError) as info:
+        fourier_signals(E.T, p=97)
+    assert str(info.value) == ("E has shape (96, 97): its token axis (axis 0) has 96 entries, but p = 97; its last "
+                               "axis has 97, so it looks transposed, (d, p) where (p, d) is expected: pass E.T")
+    with pytest.raises(ValueError, match=r"axis 1\) has 96 entries, but p = 97; .*pass np.swapaxes\(E, 1, 2\)"):
+        fourier_signals(np.stack([E.T, E.T]), p=97)
+    with pytest.raises(ValueError, match=r"E has shape \(50, 96\): its token axis \(axis 0\) has 50 entries, but "
+                                         r"p = 97; embeddings are \(p, d\)"):
+        fourier_signals(E[:50], p=97)
+    for bad, kind in ((1, ValueError), (2.0, TypeError), (True, TypeError), ("97", TypeError)):
+        with pytest.raises(kind, match="p must be an int >= 2"):
+            fourier_signals(E, p=bad)
+
+
+def test_a_trajectory_is_checked_against_the_p_it_records(rng):
+    E = rng.normal(size=(2, 97, 6))
+    good = Trajectory(E, [0, 10], meta={"p": 97})
+    assert trajectory_signals(good)[1].shape == (2, 48)
+    flipped = Trajectory(np.swapaxes(E, 1, 2), [0, 10], meta={"p": 97})  # stored (S, d, p)
+    for call in (lambda: trajectory_signals(flipped), lambda: fourier_signals(flipped),
+                 lambda: frequency_circularity(flipped), lambda: surviving_frequencies(flipped)):
+        with pytest.raises(ValueError, match=r"embeddings has shape \(2, 6, 97\): its token axis \(axis 1\) has 6 "
+                                             r"entries, but the trajectory's meta records p = 97; its last axis has "
+                                             r"97, so it looks transposed.*build the Trajectory from np.swapaxes"):
+            call()
+    with pytest.raises(ValueError, match="but p = 5"):  # a given p is checked too
+        fourier_signals(good, p=5)
+    unrecorded = Trajectory(np.swapaxes(E, 1, 2), [0, 10])  # no recorded p: taken as (S, p, d), as the format says
+    assert trajectory_signals(unrecorded)[1].shape == (2, 2)
+    wrong = Trajectory(E, [0, 10], signals=np.ones((2, 47)), meta={"p": 97})  # signals over another axis
+    with pytest.raises(ValueError, match=r"traj.signals has 47 columns, but the trajectory's p = 97 tokens have 48"):
+        trajectory_signals(wrong)

@@ -201,7 +201,7 @@ def test_fit_takes_frequencies_and_the_explorer_reads_windows_as_the_command_lin
     assert set(report["notes"]) <= set(explorer["notes"])
     capsys.readouterr()
     assert main(["fit", str(path), "--window", "-5", "150", "--out", str(tmp_path / "g")]) == 2
-    assert "0 <= START < STOP" in capsys.readouterr().err
+    assert "window [-5, 150) begins before the run's start: the run covers 0..299" in capsys.readouterr().err
 
 
 def test_the_report_says_when_a_fit_does_not_describe_its_data():

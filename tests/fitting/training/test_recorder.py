@@ -161,7 +161,11 @@ def test_p_below_the_rows_warns_unless_tokens_names_them():
         warnings.simplefilter("error")
         rec = EmbeddingRecorder(emb.weight, tokens=range(11))
         assert rec.p == 11
-        EmbeddingRecorder(emb.weight)  # all rows: nothing to say
+        EmbeddingRecorder(emb.weight, p=12)  # all rows, said so: nothing to say
+        EmbeddingRecorder(torch.nn.Embedding(13, 4).weight)  # 13 rows, 12 not prime: nothing to say
+    # 12 rows and 11 prime, nothing said: the shape of p tokens and an '=' row (issue 68)
+    with pytest.warns(UserWarning, match=r"tokens=range\(11\)"):
+        EmbeddingRecorder(emb.weight)
     with pytest.raises(ValueError, match="disagrees with tokens"):
         EmbeddingRecorder(emb.weight, p=10, tokens=range(11))
     with pytest.raises(ValueError, match="tokens must name rows in 0..11"):
@@ -249,3 +253,41 @@ def test_recorder_with_gradients_keeps_the_formation_on_the_geometric_schedule()
     assert traj.snapshot_steps.tolist() == list(range(100)) + [100, 110, 120, 130]
     np.testing.assert_allclose(traj.embeddings, states[traj.snapshot_steps], rtol=1e-6)
     assert EmbeddingRecorder(torch.zeros(3, 2)).snapshot_every == 100  # without gradients: as before
+
+
+def test_log_stores_the_networks_curves_in_the_file(tmp_path):
+    rec, _, _ = _train(6, lambda w: EmbeddingRecorder(w, tokens=range(11)))
+    rec.log(0, train_loss=2.5, val_acc=0.1)
+    rec.log(3, train_loss=torch.tensor(1.5), val_acc=0.3)
+    rec.log([4, 6], train_loss=[1.0, 0.5])
+    traj = rec.trajectory()
+    assert traj.curves["train_loss"][0].tolist() == [0, 3, 4, 6]
+    assert traj.curves["train_loss"][1].tolist() == [2.5, 1.5, 1.0, 0.5]
+    assert traj.curves["val_acc"][0].tolist() == [0, 3]
+    back = Trajectory.load(traj.save(tmp_path / "run.npz"))
+    for name in ("train_loss", "val_acc"):
+        np.testing.assert_array_equal(back.curves[name][0], traj.curves[name][0])
+        np.testing.assert_array_equal(back.curves[name][1], traj.curves[name][1])
+    from fitting import network_curves
+
+    assert set(network_curves(back)) == {"train_loss", "val_acc"}
+
+
+def test_log_refuses_backwards_steps_and_mismatched_lengths():
+    rec = EmbeddingRecorder(torch.nn.Embedding(11, 4).weight)
+    rec.log(10, val_acc=0.5)
+    with pytest.raises(ValueError, match="val_acc: step must increase, got 10 after 10"):
+        rec.log(10, val_acc=0.6)
+    with pytest.raises(ValueError, match="step must increase"):
+        rec.log([20, 15], val_acc=[0.1, 0.2])
+    with pytest.raises(ValueError, match="val_acc has 3 values for 2 steps"):
+        rec.log([20, 30], val_acc=[0.1, 0.2, 0.3])
+    with pytest.raises(ValueError, match="train_loss is not finite at step 20"):
+        rec.log(20, val_acc=0.7, train_loss=float("nan"))
+    with pytest.raises(ValueError, match="step"):
+        rec.log(-1, val_acc=0.1)
+    with pytest.raises(ValueError, match="at least one curve"):
+        rec.log(40)
+    rec.log(20, val_acc=0.7)  # nothing of the refused calls was stored
+    rec.record(0)
+    assert rec.trajectory().curves["val_acc"][0].tolist() == [10, 20]
