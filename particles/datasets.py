@@ -228,8 +228,8 @@ def as_training_set(train, p: int, *, task: str | None = None, size: int | None 
         raise TypeError(f"{name} must be a PairDataset or a (pairs, labels) tuple, got {type(train).__name__}")
     pairs, labels = np.asarray(pairs), np.asarray(labels)
     for label, arr in (("pairs", pairs), ("labels", labels)):
-        if arr.size and not np.issubdtype(arr.dtype, np.integer):
-            if not np.issubdtype(arr.dtype, np.floating) or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
+        if arr.size and arr.dtype.kind not in "iu":  # timedelta64 is a numpy integer subtype
+            if arr.dtype.kind != "f" or not np.all(np.isfinite(arr)) or np.any(arr != np.round(arr)):
                 raise ValueError(f"{name}: {label} must hold integers, got dtype {arr.dtype}")
     if pairs.ndim != 2 or pairs.shape[1] != 2 or pairs.shape[0] == 0:
         raise ValueError(f"{name}: pairs must have shape (M, 2) with M >= 1, got {pairs.shape}")

@@ -338,7 +338,10 @@ def effective_loss_reference(E: np.ndarray, A: sp.spmatrix | np.ndarray,
 
 def centroid_sum(E: np.ndarray) -> np.ndarray:
     """C = sum_k E_k, shape (d,): conserved by the centred flow."""
-    return check_array(E, "E", ndim=2).sum(axis=0)
+    E = check_array(E, "E", ndim=2)
+    if E.shape[0] < 1:
+        raise ValueError(f"E must have shape (p, d) with at least 1 token (row), got {E.shape}")
+    return E.sum(axis=0)
 
 
 def spread(E: np.ndarray, normalization: str = "centred") -> float:

@@ -99,7 +99,9 @@ def _check_system(x: Any, pairs: Any, labels: Any, params: Any) -> tuple[np.ndar
         raise TypeError(f"params must be a ForceParams or a PairEnergy, got {type(params).__name__}")
     x = check_array(x, "x", ndim=2)
     pairs = check_array(pairs, "pairs", dtype="int", shape=(None, 2))
-    labels = check_array(labels, "labels", dtype="int", shape=(pairs.shape[0],))
+    labels = check_array(labels, "labels", dtype="int", ndim=1)
+    if labels.shape[0] != pairs.shape[0]:
+        raise ValueError(f"labels must have shape ({pairs.shape[0]},) to match pairs, got {labels.shape}")
     if pairs.size and (pairs.min() < 0 or pairs.max() >= x.shape[0]):
         raise ValueError(f"pairs must hold token indices in [0, p) with p = {x.shape[0]} rows of x, got range "
                          f"[{pairs.min()}, {pairs.max()}]")

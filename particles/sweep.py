@@ -182,12 +182,20 @@ def grid_points(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]])
     """Cartesian product of a dict of value lists, or a list of dicts as given."""
     if isinstance(grid, Mapping):
         names = list(grid)
+        for n in names:
+            if not isinstance(n, str):
+                raise TypeError(f"grid must be keyed by parameter names (str), got the key {describe(n)}")
         values = [list(grid[n]) for n in names]
         for n, v in zip(names, values):
             if not v:
                 raise ValueError(f"grid entry {n!r} has no values")
         return [dict(zip(names, combo)) for combo in itertools.product(*values)]
-    points = [dict(point) for point in grid]
+    points = []
+    for i, point in enumerate(grid):
+        if not isinstance(point, Mapping) or not all(isinstance(k, str) for k in point):
+            raise TypeError(f"grid must be a dict of value lists or a list of dicts of parameter name -> value, "
+                            f"got {describe(point)} at index {i}")
+        points.append(dict(point))
     if not points:
         raise ValueError("grid holds no points")
     return points
@@ -391,8 +399,12 @@ def _check_sweep_args(grid, seeds, base, n_jobs, backend, shard) -> tuple[Preset
     # plain Python values (NumPy scalars included), so that journal keys and
     # headers compare equal after a JSON round trip
     points = [{k: _plain(v) for k, v in point.items()} for point in grid_points(grid)]
-    for point in points:  # validate every point before any work starts
-        base.replace(**point)
+    for i, point in enumerate(points):  # validate every point before any work starts
+        try:
+            base.replace(**point)
+        except (ValueError, TypeError) as exc:
+            kind = TypeError if isinstance(exc, TypeError) else ValueError
+            raise kind(f"grid point {i} ({describe(point)}): {exc}") from None
     seed_list = check_seeds(seeds, count=True, distinct=False)  # repeated seeds run again, as before
     shard = parse_shard(shard)
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0):

@@ -80,8 +80,8 @@ def _int_series(name: str, value: Any) -> np.ndarray:
     arr = np.asarray(value)
     if arr.ndim != 1:
         raise TrajectoryFormatError(name, f"must be 1-D, got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        if not np.issubdtype(arr.dtype, np.floating) or not np.all(arr == np.round(arr)):
+    if arr.size and arr.dtype.kind not in "iu":  # not timedelta64 (a numpy integer subtype), not bool
+        if arr.dtype.kind != "f" or not np.all(arr == np.round(arr)):
             raise TrajectoryFormatError(name, f"must hold integers, got dtype {arr.dtype}")
     arr = arr.astype(np.int64)
     if arr.size > 1 and np.any(np.diff(arr) <= 0):
@@ -95,8 +95,8 @@ def _float_array(name: str, value: Any, ndim: int) -> np.ndarray:
     arr = np.asarray(value)
     if arr.ndim != ndim:
         raise TrajectoryFormatError(name, f"must have {ndim} dimensions, got shape {arr.shape}")
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
-        raise TrajectoryFormatError(name, f"must be numeric, got dtype {arr.dtype}")
+    if arr.dtype.kind not in "iuf":  # timedelta64 is a numpy integer subtype: refused by kind
+        raise TrajectoryFormatError(name, f"must hold real numbers (float or int), got dtype {arr.dtype}")
     arr = arr.astype(np.float64, copy=False)
     if not np.all(np.isfinite(arr)):
         bad = np.argwhere(~np.isfinite(arr))[0]
@@ -129,9 +129,14 @@ def _check_npz_headers(path: Path, budget: int | None = None) -> None:
     except Exception as exc:  # BadZipFile, OSError, NotImplementedError (unknown compression), ...
         raise TrajectoryFormatError("file", f"{str(path)!r} is not a readable .npz archive ({exc})") from None
     needed = 0
+    seen: set[str] = set()
     with archive:
         for info in archive.infolist():
             field = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
+            if info.filename in seen:  # numpy would keep the last copy without a word
+                raise TrajectoryFormatError(field, f"appears more than once in {str(path)!r} (duplicate zip members: "
+                                                   "which copy is meant is unknown)")
+            seen.add(info.filename)
             try:
                 with archive.open(info) as fh:
                     version = np.lib.format.read_magic(fh)
@@ -159,7 +164,8 @@ def _check_npz_headers(path: Path, budget: int | None = None) -> None:
 def _check_loadable(traj: "Trajectory") -> None:
     """What a file must hold to be of use to any reader (refused at load, not when a partial
     trajectory is built in memory): a snapshot, at least 2 tokens and 1 dimension, and embeddings,
-    signals, gradients and updates whose squares stay finite (magnitude <= MAX_ABS)."""
+    signals, gradients and updates whose squares stay finite (magnitude <= MAX_ABS), and a meta["p"] /
+    meta["d"] (where recorded as numbers) equal to the embeddings' token count and dimension."""
     S, p, d = traj.embeddings.shape
     if S == 0:
         raise TrajectoryFormatError("embeddings", "holds no snapshot; a trajectory file needs at least one")
@@ -167,6 +173,13 @@ def _check_loadable(traj: "Trajectory") -> None:
         raise TrajectoryFormatError("embeddings", f"holds {p} token{'s' if p != 1 else ''}; at least 2 are needed")
     if d < 1:
         raise TrajectoryFormatError("embeddings", "has 0 dimensions; at least 1 is needed")
+    # every writer records meta["p"] and meta["d"] as the embeddings' own token count and dimension
+    # (a recorder given tokens= stores those rows only, and p = their count)
+    for key, actual, axis in (("p", p, "token"), ("d", d, "dimension")):
+        recorded = traj.meta.get(key)
+        if isinstance(recorded, (int, float)) and not isinstance(recorded, bool) and recorded != actual:
+            raise TrajectoryFormatError("meta", f"records {key} = {recorded!r} (meta[{key!r}]) but the embeddings "
+                                                f"{(S, p, d)} have {key} = {actual} on their {axis} axis")
     # positions and what is computed from them; scalars (energies, partition functions of valid runs
     # can exceed the bound) and snapshot arrays are stored as they are
     arrays = {"embeddings": traj.embeddings, "signals": traj.signals, "gradients": traj.gradients,
@@ -518,7 +531,7 @@ class Trajectory:
                     # CRC, zlib or zip errors of a damaged member; object arrays refused without pickle
                     raise TrajectoryFormatError(name, f"cannot be read from {str(path)!r} ({exc})") from None
         version = data["schema_version"]
-        if version.shape != () or not np.issubdtype(version.dtype, np.integer):
+        if version.shape != () or version.dtype.kind not in "iu":
             raise TrajectoryFormatError("schema_version", "must be a scalar integer")
         if int(version) != SCHEMA_VERSION:
             raise TrajectoryFormatError("schema_version", f"is {int(version)}; this version reads {SCHEMA_VERSION}")

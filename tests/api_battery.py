@@ -765,6 +765,10 @@ def bad_values(good: Any) -> list[tuple[str, Any]]:
     if isinstance(good, np.ndarray):
         out = common[:2] + [("empty", np.array([])), ("scalar", np.float64(1.0)), ("extra dim", good[None]),
                             ("strings", good.astype(str)), ("objects", good.astype(object))]
+        if good.ndim >= 2 and good.shape[0] > 0:  # the same number of dimensions, no rows ("empty" is 1-D)
+            out += [("no rows", good[:0])]
+        if good.dtype.kind in "iuf":  # a NumPy integer subtype, refused by kind rather than cast
+            out += [("timedelta", np.zeros(good.shape, dtype="m8[s]"))]
         if good.dtype.kind in "fc":
             nan = good.copy()
             nan.flat[0] = np.nan

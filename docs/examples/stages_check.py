@@ -100,7 +100,8 @@ def main(argv=None):
     ax.set_yticks(range(len(rows)), [f"{r['run']} ({'grokked' if r['grokking'] and r['grokking']['grokked'] else 'not grokked' if r['grokking'] else 'did not generalise'})" for r in rows], fontsize="small")
     ax.set_ylabel("run (architecture, p, d, seed)")
     ax.set_xlabel("lead of circuit formation over generalisation (steps)\n> 0: the circuit starts forming first")
-    fig.legend(fontsize="small", loc="outside upper center", ncol=2)
+    if labelled:
+        fig.legend(fontsize="small", loc="outside upper center", ncol=2)
     fig.savefig(out / "stages_check.png", dpi=110)
 
 

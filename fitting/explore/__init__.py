@@ -35,7 +35,8 @@ def check_files(value, name: str) -> list:
     return list(value)
 
 
-def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::1")):
+def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::1"), max_json_bytes=None,
+             max_ws_message=None, max_meta_chars=None, body_timeout=None):
     """The explorer as an ASGI application (Starlette).
 
     Parameters
@@ -47,6 +48,15 @@ def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::
     hosts : sequence of str or None
         Host names the server answers (default this machine's); None answers any.
         Requests from another site's page are refused either way.
+    max_json_bytes, max_ws_message, max_meta_chars : int, optional
+        The most bytes of a JSON request body (413 beyond), of a WebSocket message (closed with
+        1009 beyond) and characters of an upload's ``meta`` (422 beyond); defaults
+        :data:`fitting.explore.limits.MAX_JSON_BYTES` (64 KiB), ``MAX_WS_MESSAGE`` (4 KiB),
+        ``MAX_META_CHARS`` (1 Mi).
+    body_timeout : float, optional
+        Seconds a request body may stall (408 beyond; default ``limits.BODY_TIMEOUT``, 20 s).
+        The connection limits (header timeout, connection cap) belong to the server:
+        :func:`fitting.explore.limits.server_config`.
 
     Raises
     ------
@@ -62,4 +72,13 @@ def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::
     if hosts is not None and (isinstance(hosts, str) or not isinstance(hosts, (list, tuple))
                               or not all(isinstance(h, str) and h for h in hosts)):
         raise TypeError(f"hosts must be a list of host names (str) or None, got {hosts!r}")
-    return build_app(trajectories, phases, hosts)
+    from particles.core.validation import check_float, check_int
+
+    limits = {}
+    for key, value in (("max_json_bytes", max_json_bytes), ("max_ws_message", max_ws_message),
+                       ("max_meta_chars", max_meta_chars)):
+        if value is not None:
+            limits[key] = check_int(value, key, 1)
+    if body_timeout is not None:
+        limits["body_timeout"] = check_float(body_timeout, "body_timeout", 0, strict=True)
+    return build_app(trajectories, phases, hosts, limits)

@@ -11,7 +11,9 @@ import threading
 import webbrowser
 from pathlib import Path
 
-from particles.core.validation import check_int
+from particles.core.validation import check_float, check_int
+
+from . import limits as _limits
 
 __all__ = ["register_explore", "check_port_free", "classify_files"]
 
@@ -57,6 +59,10 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         print(f"embdyn explore: {INSTALL_HINT}", file=sys.stderr)
         return 2
     port = check_int(args.port, "--port", 0, 65535)
+    for option in ("max_json_bytes", "max_ws_message", "max_meta_chars", "max_connections"):
+        check_int(getattr(args, option), "--" + option.replace("_", "-"), 1)
+    for option in ("body_timeout", "header_timeout"):
+        check_float(getattr(args, option), "--" + option.replace("_", "-"), 0, strict=True)
     trajectories, phases = classify_files(args.files)
     check_port_free(args.host, port)
     import uvicorn
@@ -69,11 +75,18 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         hosts = None  # every address of the machine: any Host header (cross-site requests still refused)
     else:
         hosts = ("127.0.0.1", "localhost", "::1", args.host)
-    app = make_app(trajectories, phases, hosts=hosts)  # every file read and checked before the server starts
+    from .limits import server_config
+
+    # every file read and checked before the server starts
+    app = make_app(trajectories, phases, hosts=hosts, max_json_bytes=args.max_json_bytes,
+                   max_ws_message=args.max_ws_message, max_meta_chars=args.max_meta_chars,
+                   body_timeout=args.body_timeout)
     # Ctrl-C: connections get half a second to close (a live frame stops after its chunk), then their tasks
     # are cancelled
-    config = uvicorn.Config(app, host=args.host, port=port, log_level="warning", ws="websockets-sansio",
-                            lifespan="off", timeout_graceful_shutdown=0.5)
+    # slow or too many clients: the header and keep-alive timeouts, the connection cap (fitted to the
+    # descriptor limit), WebSocket messages over the cap closed with 1009 from their frame header
+    config = server_config(app, args.host, port, header_timeout=args.header_timeout,
+                           max_connections=args.max_connections, timeout_graceful_shutdown=0.5)
     server = uvicorn.Server(config)
 
     def announce() -> None:
@@ -121,4 +134,19 @@ def register_explore(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8050, help="port (default 8050; 0 for any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a browser")
+    g = p.add_argument_group("limits", "what a client may send, and how long the server waits (docs/explore.md)")
+    g.add_argument("--max-json-bytes", type=int, default=_limits.MAX_JSON_BYTES,
+                   help=f"largest JSON request body (default {_limits.MAX_JSON_BYTES}; 413 beyond)")
+    g.add_argument("--max-ws-message", type=int, default=_limits.MAX_WS_MESSAGE,
+                   help=f"largest WebSocket message from a page (default {_limits.MAX_WS_MESSAGE}; closed "
+                        f"with 1009 beyond)")
+    g.add_argument("--max-meta-chars", type=int, default=_limits.MAX_META_CHARS,
+                   help=f"most characters of an upload's meta (default {_limits.MAX_META_CHARS}; 422 beyond)")
+    g.add_argument("--body-timeout", type=float, default=_limits.BODY_TIMEOUT,
+                   help=f"seconds a request body may stall (default {_limits.BODY_TIMEOUT:g}; 408 beyond)")
+    g.add_argument("--header-timeout", type=float, default=_limits.HEADER_TIMEOUT,
+                   help=f"seconds for a request's headers (default {_limits.HEADER_TIMEOUT:g})")
+    g.add_argument("--max-connections", type=int, default=_limits.MAX_CONNECTIONS,
+                   help=f"open connections at a time (default {_limits.MAX_CONNECTIONS}, lowered to the "
+                        f"descriptor limit less {_limits.RESERVED_DESCRIPTORS}; 503 beyond)")
     p.set_defaults(func=_cmd_explore)

@@ -54,7 +54,9 @@ def fitted_law(recorded: Mapping[str, Any], preset_name: str, seed: int = 0) -> 
     -------
     law : ForceParams
     info : dict
-        ``r2``, ``null_r2`` (mean over the null's relabellings), ``snapshots``,
+        ``r2``, ``null_r2`` (mean over the null's relabellings), ``verdict``
+        ("above chance", "at chance" or "below chance", :func:`fitting.forcefit.verdict.verdict`, the
+        summary's and the command line's), ``null_r2_interval``, ``snapshots``,
         ``steps`` (first, last), ``ranges``, ``strengths`` and ``warnings``
         (the fit's own, one plain sentence each).
     """
@@ -68,7 +70,9 @@ def fitted_law(recorded: Mapping[str, Any], preset_name: str, seed: int = 0) -> 
         warnings.simplefilter("always")
         estimator.fit(recorded["X"], recorded["G"], train=recorded["train"], steps=steps)
     law = estimator.to_law()
-    info = {"r2": float(estimator.r2_), "null_r2": estimator.null_r2_, "snapshots": int(len(steps)),
+    info = {"r2": float(estimator.r2_), "null_r2": estimator.null_r2_, "verdict": estimator.verdict_,
+            "null_r2_interval": None if estimator.null_r2_interval_ is None else
+            [float(v) for v in estimator.null_r2_interval_], "snapshots": int(len(steps)),
             "steps": [int(steps[0]), int(steps[-1])], "ranges": dict(estimator.ranges_),
             "strengths": {t: float(c) for t, c in zip(estimator.terms_, estimator.coef_)},
             "warnings": [" ".join(str(w.message).split()) for w in caught]}

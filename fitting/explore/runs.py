@@ -396,6 +396,22 @@ def trajectory_bytes(traj: Trajectory) -> int:
     return int(sum(a.nbytes for a in arrays if a is not None))
 
 
+def check_meta_size(path: str, max_chars: int) -> None:
+    """A ``TrajectoryFormatError`` (field ``meta``) when the archive's ``meta.npy`` holds more than
+    ``max_chars`` characters, read from the zip directory (a NumPy string takes 4 bytes a character, plus
+    its header): a file cannot hold the server's lock for seconds while a huge ``meta`` is parsed."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo("meta.npy")
+    except (KeyError, zipfile.BadZipFile, OSError, ValueError):
+        return  # no meta member, or not a zip: Trajectory.load says what is wrong
+    if info.file_size > 4 * max_chars + 4096:
+        raise TrajectoryFormatError("meta", f"holds about {(info.file_size - 128) // 4} characters of JSON; the "
+                                            f"explorer reads at most {max_chars}")
+
+
 class RunStore:
     """Trajectories by number. Files come from the command line (:meth:`add_path`)
     or from an upload (:meth:`add_upload`, kept in a private temporary folder)."""
@@ -436,11 +452,12 @@ class RunStore:
             fh.write(data)
         return self.add_upload_file(name, tmp)
 
-    def add_upload_file(self, name: str, tmp: str) -> int:
+    def add_upload_file(self, name: str, tmp: str, max_meta_chars: int | None = None) -> int:
         """A file sent by the page, written to ``tmp`` (from :meth:`upload_file`; removed here);
         a damaged or foreign file raises ``TrajectoryFormatError`` (its message names the upload,
         not the server's temporary file). The uploads kept hold at most :data:`MAX_UPLOADS_MEMORY`
-        together: the oldest are closed (and freed) to make room."""
+        together: the oldest are closed (and freed) to make room. ``max_meta_chars``: the most characters
+        of ``meta`` JSON text read (checked from the archive's directory, before it is parsed; None: any)."""
         try:
             size = os.path.getsize(tmp)
             if size == 0:
@@ -451,6 +468,8 @@ class RunStore:
             safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in Path(str(name)).name)[:100] \
                 or "upload.npz"
             check_unpacked_size(tmp, safe)
+            if max_meta_chars is not None:
+                check_meta_size(tmp, max_meta_chars)
             try:
                 traj = Trajectory.load(tmp, max_bytes=MAX_UPLOAD_MEMORY)
             except Exception as exc:  # the same exception, with the upload's name for the temporary path

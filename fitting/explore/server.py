@@ -50,7 +50,7 @@ from typing import Any, Sequence
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import FileResponse, JSONResponse, Response
 from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
@@ -63,6 +63,8 @@ from particles.core.controls import ControlError, controls_spec
 from particles.core.io import json_safe
 
 from .frames import encode_frame
+from .limits import (BODY_TIMEOUT, MAX_JSON_BYTES, MAX_META_CHARS, MAX_WS_MESSAGE, BodyRefused, log, parse_json,
+                     read_body)
 from .live import LiveSimulation, control_spec
 from .network import live_network_class, live_network_names
 from .phases import load_phase_file
@@ -103,12 +105,26 @@ async def _body_json(request: Request) -> Any:
     # media types are case-insensitive (RFC 9110)
     if request.headers.get("content-type", "").split(";")[0].strip().lower() != "application/json":
         raise ValueError("the request body must be JSON (Content-Type: application/json)")
+    limits = request.app.state.limits
+    body, _ = await read_body(request, limits["max_json_bytes"], timeout=limits["body_timeout"])
     try:
-        return json_loads_bounded(await request.body())
+        return await parse_json(body)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise ValueError("the request body must be JSON") from None
     except ValueError as exc:  # nested past MAX_JSON_DEPTH
         raise ValueError(f"the request body is refused: {exc}") from None
+
+
+async def _body_refused(request: Request, exc: BodyRefused) -> Response:
+    if exc.status == 408:
+        log.warning("%s %s: %s", request.method, request.url.path, exc)
+    # the rest of the body is not read: the connection closes after this answer
+    return _json({"error": str(exc), "parameter": None}, exc.status)
+
+
+async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
+    log.warning("%s %s: the client went away before its request body ended", request.method, request.url.path)
+    return Response(status_code=400)  # nobody reads it
 
 
 class NotFound(Exception):
@@ -341,8 +357,17 @@ class Explorer:
                 self.sessions.pop(session.sid, None)
                 session.wake.set()
                 raise WebSocketDisconnect(message.get("code", 1000))
+            text, data = message.get("text"), message.get("bytes")
+            size = len(text) if text is not None else len(data or b"")
+            cap = websocket.app.state.limits["max_ws_message"]
+            if size > cap:  # Uvicorn refuses it from its frame header already (ws_max_size); other servers
+                session.closed = True
+                self.sessions.pop(session.sid, None)
+                session.wake.set()
+                await websocket.close(code=1009, reason=f"message over {cap} bytes")
+                raise WebSocketDisconnect(1009)
             try:
-                kind = json_loads_bounded(message.get("text") or "").get("type")
+                kind = json_loads_bounded(text or "").get("type")
             except (ValueError, AttributeError):  # bad or deeply nested JSON
                 continue  # anything but {"type": "ack"} is ignored
             if kind == "ack":
@@ -406,36 +431,35 @@ class Explorer:
 
     async def run_upload(self, request: Request) -> Response:
         name = request.query_params.get("name", "upload.npz")
-        size = request.headers.get("content-length")
-        if size is not None and size.isdigit() and int(size) > MAX_UPLOAD_BYTES:
-            return _error(ValueError(f"the file has {size} bytes; the most the explorer reads is "
-                                     f"{MAX_UPLOAD_BYTES}"), 413, "file")
+        limits = request.app.state.limits
         # streamed to a file of the store's private folder as it arrives: an upload holds one chunk of memory
-        # while it is received, whatever its size
-        tmp, received = None, 0
+        # while it is received, whatever its size; 413 from its Content-Length before anything is read
+        tmp = None
         try:
             tmp = self.runs.upload_file()
             with open(tmp, "wb") as fh:
-                async for chunk in request.stream():
-                    received += len(chunk)
-                    if received > MAX_UPLOAD_BYTES:
-                        break
-                    fh.write(chunk)
+                await read_body(request, MAX_UPLOAD_BYTES, timeout=limits["body_timeout"], sink=fh.write)
         except OSError as exc:  # the disk is full, or the private folder went away
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
             return _error(OSError(f"the upload could not be stored on the server: {exc.strerror or exc}"), 507,
                           "file")
-        except BaseException:  # the page went away mid-upload
+        except BodyRefused as exc:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+            if exc.status == 408:
+                log.warning("upload %r dropped: %s", name[:100], exc)
+            return _error(ValueError(str(exc).replace("the request body", "the file")), exc.status, "file")
+        except ClientDisconnect:  # the page went away mid-upload: one line, no traceback
+            Path(tmp).unlink(missing_ok=True)
+            log.warning("upload %r abandoned: the client went away before the file ended", name[:100])
+            return Response(status_code=400)  # nobody reads it
+        except BaseException:  # cancelled (the server stopping)
             if tmp is not None:
                 Path(tmp).unlink(missing_ok=True)
             raise
-        if received > MAX_UPLOAD_BYTES:
-            Path(tmp).unlink(missing_ok=True)
-            return _error(ValueError(f"the file has more than {MAX_UPLOAD_BYTES} bytes, the most the explorer "
-                                     f"reads"), 413, "file")
         try:
-            run_id = await asyncio.to_thread(self.runs.add_upload_file, name, tmp)
+            run_id = await asyncio.to_thread(self.runs.add_upload_file, name, tmp, limits["max_meta_chars"])
         except (TrajectoryFormatError, ValueError, TypeError, OSError) as exc:
             return _error(exc, 422, "file")
         return _json({"id": run_id, "runs": self.runs.listing()})
@@ -568,12 +592,16 @@ class SameOrigin:
 
 
 def build_app(trajectories: Sequence[str | Path], phases: Sequence[str | Path],
-              hosts: Sequence[str] | None) -> Starlette:
+              hosts: Sequence[str] | None, limits: dict[str, Any] | None = None) -> Starlette:
     """The application behind :func:`fitting.explore.make_app` (which checks the arguments
-    and documents them)."""
+    and documents them); ``limits``: :mod:`.limits`'s caps by name (``max_json_bytes``, ``max_ws_message``,
+    ``max_meta_chars``, ``body_timeout``), defaults for those not given."""
     explorer = Explorer(trajectories, phases)
     app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)],
-                    exception_handlers={NotFound: _not_found})
+                    exception_handlers={NotFound: _not_found, BodyRefused: _body_refused,
+                                        ClientDisconnect: _client_gone})
     app.state.explorer = explorer
+    app.state.limits = {"max_json_bytes": MAX_JSON_BYTES, "max_ws_message": MAX_WS_MESSAGE,
+                        "max_meta_chars": MAX_META_CHARS, "body_timeout": BODY_TIMEOUT, **(limits or {})}
     explorer.warm_up()
     return app

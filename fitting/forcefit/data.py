@@ -161,8 +161,14 @@ def as_force_runs(X: Any, G: Any = None, *, train: Any = None, steps: Any = None
         if not isinstance(train, PairDataset):
             raise TypeError(f"train must be a PairDataset (the training pairs and labels), got {describe(train)}")
         X = check_array(X, "X", dtype="float", ndim=3)
-        steps = np.arange(X.shape[0]) if steps is None else check_array(steps, "steps", dtype="int", low=0,
-                                                                          shape=(X.shape[0],))
+        if X.shape[0] < 1:  # before steps, whose length follows X
+            raise ValueError(f"X must hold at least one snapshot: shape (T, p, d) with T >= 1, got {X.shape}")
+        if steps is not None:
+            steps = check_array(steps, "steps", dtype="int", low=0, ndim=1)
+            if steps.shape[0] != X.shape[0]:
+                raise ValueError(f"steps must have shape ({X.shape[0]},) to match the snapshots of X, got "
+                                 f"{steps.shape}")
+        steps = np.arange(X.shape[0]) if steps is None else steps
         steps = np.asarray(steps, dtype=np.int64)
         last = int(steps[-1]) if len(steps) else None
         if target == "displacement":

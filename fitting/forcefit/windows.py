@@ -67,7 +67,7 @@ def check_windows(windows: Any) -> int | np.ndarray:
         return int(windows)
     given = _edge_list(windows)
     if isinstance(given, np.ndarray):
-        if given.ndim != 1 or not np.issubdtype(given.dtype, np.integer):
+        if given.ndim != 1 or given.dtype.kind not in "iu":
             raise TypeError(f"windows must be an int or a list of integer step edges, got an array of "
                             f"{given.dtype} with shape {given.shape}")
         given = given.tolist()

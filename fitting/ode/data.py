@@ -45,7 +45,7 @@ def as_runs(x: Any, name: str = "x") -> list[np.ndarray]:
         arr = np.asarray(run)
         if np.iscomplexobj(arr):
             raise TypeError(f"{name} run {i} must be real, got complex dtype {arr.dtype}")
-        if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        if arr.dtype.kind not in "iuf":  # not bool, timedelta64 (a numpy integer subtype), ...
             raise TypeError(f"{name} run {i} must be numeric, got dtype {arr.dtype}")
         if arr.ndim != 2:
             raise ValueError(f"{name} run {i} must have shape (T, K), got {arr.shape}")

@@ -81,7 +81,7 @@ def linear_solution(A: np.ndarray, b: np.ndarray, x0: np.ndarray, t: np.ndarray,
     x0 = np.asarray(x0)
     t = np.asarray(t)
     for name, arr in (("A", A), ("b", b), ("x0", x0), ("t", t)):
-        if np.iscomplexobj(arr) or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+        if arr.dtype.kind not in "iuf":  # not complex, bool, timedelta64 (a numpy integer subtype), ...
             raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
         if not np.all(np.isfinite(arr)):
             raise ValueError(f"{name} must be finite")

@@ -87,7 +87,7 @@ def _embedding_stack(E: Any, name: str = "E", p: Any = None) -> np.ndarray:
             _check_token_axis(E.embeddings.shape, p, f"{name}.embeddings", f"p = {p}")
         return E.embeddings
     arr = np.asarray(E)
-    if not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)):
+    if arr.dtype.kind not in "iuf":  # not complex, bool, timedelta64 (a numpy integer subtype), ...
         raise TypeError(f"{name} must be a real numeric array, got dtype {arr.dtype}")
     if arr.ndim not in (2, 3):
         raise ValueError(f"{name} must have shape (p, d) or (T, p, d), got {arr.shape}")
@@ -237,8 +237,8 @@ def surviving_frequencies(signals: Any, factor: float = 2.0, *, dc: Any = None, 
         final, dc_value, p = full[1:], float(full[0]), signals.p
     else:
         arr = check_array(signals, "signals", ndim=(1, 2))
-        if arr.shape[-1] < 1:
-            raise ValueError(f"signals must have shape (K,) or (T, K) with K >= 1, got {arr.shape}")
+        if arr.shape[-1] < 1 or arr.shape[0] < 1:  # (0, K): no step to take the last row of
+            raise ValueError(f"signals must have shape (K,) or (T, K) with K >= 1 and T >= 1, got {arr.shape}")
         final = arr if arr.ndim == 1 else arr[-1]
         if dc is None:
             raise ValueError("dc is required with a signal array: the reference rule averages over all p bins "

@@ -33,7 +33,7 @@ def _token_rows(tokens: Any, n_rows: int) -> np.ndarray:
     if isinstance(tokens, (str, bytes)) or not hasattr(tokens, "__len__"):
         raise TypeError(f"tokens must be a range or a sequence of row indices, got {type(tokens).__name__}")
     rows = np.asarray(list(tokens))
-    if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer):
+    if rows.ndim != 1 or rows.size == 0 or rows.dtype.kind not in "iu":
         raise TypeError(f"tokens must be a non-empty sequence of integer row indices, got {rows.dtype} of shape "
                         f"{rows.shape}")
     if rows.min() < 0 or rows.max() >= n_rows:

@@ -95,3 +95,9 @@ def test_classification_variant_collapses_classes():
 def test_bad_inputs(call, match):
     with pytest.raises((ValueError, TypeError), match=match):
         call()
+
+
+def test_centroid_sum_refuses_an_embedding_without_tokens():
+    from particles import centroid_sum
+    with pytest.raises(ValueError, match=r"E must have shape \(p, d\) with at least 1 token \(row\), got \(0, 2\)"):
+        centroid_sum(np.zeros((0, 2)))

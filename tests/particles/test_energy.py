@@ -251,3 +251,12 @@ def test_compile_for_tells_records_of_one_name_apart_and_takes_any_kernel():
     compile_for((s, (np.zeros(3),)))
     compile_for((s, (np.zeros(3),)))
     assert len(s.compiled) == 1
+
+
+@pytest.mark.parametrize("name", ["energy_reference", "forces_reference"])
+def test_reference_names_pairs_when_labels_do_not_match(name):
+    import particles
+    fn = getattr(particles, name)
+    # pairs without rows against 3 labels: the message used to name labels only
+    with pytest.raises(ValueError, match=r"labels must have shape \(0,\) to match pairs, got \(3,\)"):
+        fn(np.zeros((3, 2)), np.zeros((0, 2), int), np.zeros(3, int), particles.ForceParams())

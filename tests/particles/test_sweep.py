@@ -294,3 +294,17 @@ def test_cli_sweep_with_too_many_seeds_is_one_line_exit_2_before_any_output(tmp_
         assert len(err.strip().splitlines()) == 1
         assert err.startswith("embdyn sweep: --seeds ") and "x 2 --grid points" in err and "over the budget of" in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("grid, kind, message", [
+    (None, TypeError, "grid must be a dict of value lists or a list of dicts, got None"),
+    ([None], TypeError, "grid must be a dict of value lists or a list of dicts of parameter name -> value, got None "
+                        "at index 0"),
+    ([{"lam": 1.0}, 5], TypeError, "grid must be .* got 5 at index 1"),
+    ({3: [1.0]}, TypeError, "grid must be keyed by parameter names \\(str\\), got the key 3"),
+    ([{"lam": "x"}], TypeError, "grid point 0 \\(\\{'lam': 'x'\\}\\): ForceParams.lam must be a real number"),
+    ([{"wd": 0.1}, {"nonsense": 1}], ValueError, "grid point 1 .*unknown preset or force parameter"),
+])
+def test_sweep_names_grid_for_every_bad_shape(grid, kind, message):
+    with pytest.raises(kind, match=message):
+        sweep(grid, seeds=1, n_jobs=1)

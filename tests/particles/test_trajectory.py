@@ -1,5 +1,6 @@
 import json
 import os
+import warnings
 import zipfile
 
 import numpy as np
@@ -381,3 +382,54 @@ def test_an_os_error_while_saving_names_the_file_not_the_temporary(tmp_path, mon
         P.Trajectory(np.zeros((1, 3, 2)), [0]).save(tmp_path / "run.npz")
     assert str(tmp_path / "run.npz") in str(info.value) and ".tmp" not in str(info.value)
     assert list(tmp_path.iterdir()) == []  # no temporary left
+
+
+@pytest.mark.parametrize("field", ["embeddings", "signals", "gradients"])
+@pytest.mark.parametrize("dtype", ["m8[s]", "M8[s]", complex, object, "U3", bool])
+def test_non_real_dtypes_are_refused_by_field(field, dtype):
+    # timedelta64 is a NumPy integer subtype: it used to pass as numbers
+    t = _traj()
+    arrays = {"embeddings": t.embeddings, "signals": t.signals, "gradients": t.embeddings}
+    arrays[field] = np.zeros(arrays[field].shape, dtype=dtype)
+    with pytest.raises(TrajectoryFormatError, match=rf"'{field}': must hold real numbers .*got dtype") as info:
+        Trajectory(arrays["embeddings"], t.snapshot_steps, steps=t.steps, signals=arrays["signals"],
+                   gradients=arrays["gradients"])
+    assert info.value.field == field
+    assert np.dtype(dtype).str[1:] in str(info.value) or np.dtype(dtype).name in str(info.value)
+
+
+def test_timedelta_steps_are_refused():
+    with pytest.raises(TrajectoryFormatError, match="'snapshot_steps': must hold integers, got dtype timedelta64"):
+        Trajectory(np.zeros((2, 3, 2)), np.array([0, 1], dtype="m8[s]"))
+
+
+def test_duplicate_members_are_refused(tmp_path):
+    path = _traj().save(tmp_path / "run.npz", compress=False)
+    other = np.zeros((3, 5, 2))
+    import io
+    buffer = io.BytesIO()
+    np.lib.format.write_array(buffer, other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # zipfile: "Duplicate name"
+        with zipfile.ZipFile(path, "a") as archive:
+            archive.writestr("embeddings.npy", buffer.getvalue())
+    with pytest.raises(TrajectoryFormatError, match="'embeddings': appears more than once in .*duplicate zip members"):
+        Trajectory.load(path)
+
+
+@pytest.mark.parametrize("key, value, actual", [("p", 7, 5), ("d", 3, 2), ("p", 5.5, 5)])
+def test_meta_contradicting_the_arrays_is_refused_at_load(tmp_path, key, value, actual):
+    t = _traj()
+    t.meta[key] = value  # in memory a partial or foreign trajectory is still accepted
+    path = t.save(tmp_path / "run.npz")
+    with pytest.raises(TrajectoryFormatError, match=rf"'meta': records {key} = {value} \(meta\['{key}'\]\) but the "
+                                                    rf"embeddings \(3, 5, 2\) have {key} = {actual}"):
+        Trajectory.load(path)
+
+
+def test_meta_agreeing_with_the_arrays_loads(tmp_path):
+    t = _traj()
+    t.meta.update(p=5, d=2)
+    assert Trajectory.load(t.save(tmp_path / "run.npz")).meta["d"] == 2
+    t.meta.update(p="five")  # not a number: nothing to compare (fourier_signals ignores it too)
+    assert Trajectory.load(t.save(tmp_path / "run.npz")).meta["p"] == "five"

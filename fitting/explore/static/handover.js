@@ -47,8 +47,9 @@ function describeLaw(body) {
   const law = body.law;
   if (!body.fit) return `${body.values.preset}'s own: k_a ${fixed(law.k_a, 3)}, sig_a ${fixed(law.sig_a, 3)}, k_r ${fixed(law.k_r, 3)}, lam ${fixed(law.lam, 3)}`;
   const f = body.fit;
+  const interval = f.null_r2_interval ? ` [${fixed(f.null_r2_interval[0], 3)}, ${fixed(f.null_r2_interval[1], 3)}]` : "";
   return `fitted to steps ${f.steps[0]}-${f.steps[1]} (${f.snapshots} snapshots): R² ${fixed(f.r2, 3)} ` +
-         `against ${fixed(f.null_r2, 3)} with the tokens relabelled (chance)`;
+         `against ${fixed(f.null_r2, 3)}${interval} with the tokens relabelled: ${f.verdict || "no verdict"}`;
 }
 
 // returns whether a hand-over was started (not while another one is in flight or before the network is connected)

@@ -32,6 +32,7 @@ def test_the_fitted_law_is_forcelawfit_on_the_recorded_steps():
     ref = ForceLawFit("clustering-alignment", tie_alignment=True, normalize="rms", n_bootstrap=0,
                       null=HANDOVER_NULL).fit(rec["X"], rec["G"], train=rec["train"], steps=rec["steps"])
     assert fitted == ref.to_law() and info["r2"] == ref.r2_ and info["null_r2"] == ref.null_r2_
+    assert info["verdict"] == ref.verdict_ and info["verdict"] in ("above chance", "at chance", "below chance")
     assert info["snapshots"] == 60 and info["steps"] == [0, 59]
     # the data are the preset's own terms: the fit explains them, well above its null
     assert info["r2"] > 0.999 and info["null_r2"] < info["r2"] - 0.1

@@ -256,3 +256,14 @@ def test_path_and_callback_are_checked():
         ForceLawFit("effective", path="gram").fit(X, G, train=train)
     with pytest.raises(TypeError, match="callback must be callable"):
         ForceLawFit().fit(X, G, train=train, callback=3)
+
+
+def test_snapshots_are_checked_before_their_steps():
+    X, G, train = particle_run(P.ForceParams(lam=1.0), steps=60, every=30)
+    # X without snapshots and steps of the original length: the message used to name steps only
+    with pytest.raises(ValueError, match=r"X must hold at least one snapshot: shape \(T, p, d\) with T >= 1, got "
+                                         r"\(0, "):
+        ForceLawFit().fit(X[:0], G[:0], train=train, steps=np.arange(len(X)))
+    with pytest.raises(ValueError, match=rf"steps must have shape \({len(X)},\) to match the snapshots of X, got "
+                                         rf"\({len(X) + 1},\)"):
+        ForceLawFit().fit(X, G, train=train, steps=np.arange(len(X) + 1))

@@ -194,3 +194,17 @@ def test_a_trajectory_is_checked_against_the_p_it_records(rng):
     wrong = Trajectory(E, [0, 10], signals=np.ones((2, 47)), meta={"p": 97})  # signals over another axis
     with pytest.raises(ValueError, match=r"traj.signals has 47 columns, but the trajectory's p = 97 tokens have 48"):
         trajectory_signals(wrong)
+
+
+def test_surviving_frequencies_refuses_signals_without_rows():
+    # used to be an IndexError from taking the last row of a (0, K) array
+    with pytest.raises(ValueError, match=r"signals must have shape \(K,\) or \(T, K\) with K >= 1 and T >= 1, "
+                                         r"got \(0, 3\)"):
+        surviving_frequencies(np.empty((0, 3)), dc=0.0)
+
+
+@pytest.mark.parametrize("dtype", ["m8[s]", complex, bool, object])
+def test_fourier_signals_refuses_non_real_dtypes(dtype):
+    # timedelta64 is a NumPy integer subtype and used to be read as numbers
+    with pytest.raises(TypeError, match=r"E must be a real numeric array, got dtype"):
+        fourier_signals(np.zeros((5, 2), dtype=dtype))
