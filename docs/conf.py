@@ -69,7 +69,8 @@ API = {
         "effective_theory.experiments": None, "effective_theory.plot": None,
     },
     "fitting": {
-        "fitting.signals.fourier": None, "fitting.signals.frequencies": None, "fitting.survival.measures": None, "fitting.ode.report": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
+        "fitting.signals.fourier": None, "fitting.signals.frequencies": None, "fitting.signals.stages": None,
+        "fitting.ode.windows": None, "fitting.forcefit.verdict": None, "fitting.survival.measures": None, "fitting.ode.report": None, "fitting.ode.derivatives": None, "fitting.ode.noise": None,
         "fitting.ode": "ODEModel, LinearODE, LotkaVolterra, BootstrapEnsemble, EnsembleSimulation, "
                        "PolynomialLibrary, FourierLibrary, CustomLibrary, STLSQ, OLS, Lasso, LassoCV, "
                        "FiniteDifference, SavitzkyGolay, WeakForm, BlowUpError, linear_solution",

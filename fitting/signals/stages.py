@@ -121,10 +121,14 @@ class Stage:
         One of :data:`STAGE_NAMES`.
     found : bool
         Whether the rule placed it (else ``reason`` says why not).
-    start, stop : int or None
-        Its first and last step (training steps, as recorded).
-    start_range, stop_range : (int, int) or None
-        The steps between which each boundary lies (see the module's notes).
+    start : int or None
+        Its first step (training steps, as recorded).
+    stop : int or None
+        Its last step.
+    start_range : (int, int) or None
+        The steps between which its start lies (see the module's notes).
+    stop_range : (int, int) or None
+        The steps between which its stop lies.
     rule : str
         The rule, in one line.
     evidence : str
