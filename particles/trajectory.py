@@ -114,6 +114,15 @@ def default_memory_budget() -> int:
     return int(total // 4)
 
 
+def _plain_reason(exc: BaseException) -> str:
+    """An exception's message without Python object reprs (``<ast.Call object at 0x...>``, which NumPy's
+    header parser puts in its message for a header holding an expression)."""
+    import re
+
+    text = re.sub(r"<[\w.]+ object at 0x[0-9a-fA-F]+>", "an expression", str(exc))
+    return " ".join(text.split()) or type(exc).__name__
+
+
 def _check_npz_headers(path: Path, budget: int | None = None) -> None:
     """Read every member's .npy header from the zip directory, before any
     array is loaded: a damaged archive, an object dtype or a shape larger
@@ -145,7 +154,8 @@ def _check_npz_headers(path: Path, budget: int | None = None) -> None:
                     else:
                         shape, _, dtype = np.lib.format.read_array_header_2_0(fh)
             except Exception as exc:  # zip, zlib, header syntax
-                raise TrajectoryFormatError(field, f"has a damaged header in {str(path)!r} ({exc})") from None
+                raise TrajectoryFormatError(field, f"has a damaged header in {str(path)!r} "
+                                                   f"({_plain_reason(exc)})") from None
             if dtype.hasobject:
                 raise TrajectoryFormatError(field, "holds Python objects (needs pickle), which are refused")
             nbytes = int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
@@ -488,7 +498,9 @@ class Trajectory:
         field ``"file"``), from the zip's directory and before any member is
         read or unpickled: a ``torch.save`` checkpoint, or an ``.npz`` that
         holds none of a trajectory's own arrays (a training set's ``pairs``
-        and ``labels``, ...), whose arrays the message lists.
+        and ``labels``, ...), whose arrays the message lists. A member stored
+        twice (numpy would keep the last copy) and a ``meta["p"]`` or
+        ``meta["d"]`` that contradicts the embeddings' shape are refused too.
 
         ``max_bytes``: the most memory the file may take once read and
         converted to float64, estimated from its headers before anything is

@@ -433,3 +433,19 @@ def test_meta_agreeing_with_the_arrays_loads(tmp_path):
     assert Trajectory.load(t.save(tmp_path / "run.npz")).meta["d"] == 2
     t.meta.update(p="five")  # not a number: nothing to compare (fourier_signals ignores it too)
     assert Trajectory.load(t.save(tmp_path / "run.npz")).meta["p"] == "five"
+
+
+def test_a_header_holding_an_expression_is_named_without_python_objects(tmp_path):
+    """NumPy's header parser says "malformed node or string: <ast.Call object at 0x...>" for a header holding
+    a call; the refusal names the field and shows no Python object (issue 69)."""
+    import zipfile
+
+    header = "{'descr': '<f8', 'fortran_order': False, 'shape': foo(3), }"
+    header += " " * (108 - len(header)) + "\n"
+    member = b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + b"\0" * 24
+    path = tmp_path / "expr.npz"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("embeddings.npy", member)
+    with pytest.raises(TrajectoryFormatError, match="'embeddings': has a damaged header") as caught:
+        Trajectory.load(path)
+    assert "object at 0x" not in str(caught.value) and "an expression" in str(caught.value)
