@@ -474,7 +474,7 @@ class Explorer:
         step = request.query_params.get("step")
         plane = request.query_params.get("plane")
         try:
-            if step is None or not step.lstrip("-").isdigit():
+            if step is None or not (step.isascii() and step.removeprefix("-").isdigit()):
                 raise ValueError(f"step must be an int (the query ?step=N), got {step!r}")
             header, arrays = await asyncio.to_thread(run.frame, int(step), plane)
         except (ValueError, TypeError) as exc:

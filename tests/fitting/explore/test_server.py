@@ -180,9 +180,10 @@ def test_runs(client, files):
     header, arrays = decode_frame(client.get("/api/runs/0/frame?step=55").content)
     assert header["snapshot_step"] == 40
     np.testing.assert_allclose(arrays["positions"], traj.embeddings[2], rtol=1e-6)
-    for step in ("401", "-1", "abc", "1.5"):
+    for step in ("401", "-1", "abc", "1.5", "--5", "%D9%A3"):  # "--5" and an Arabic-Indic digit: no int() message
         bad = client.get(f"/api/runs/0/frame?step={step}")
         assert bad.status_code == 422 and bad.json()["parameter"] == "step"
+        assert "invalid literal" not in bad.text and "base 10" not in bad.text
     client.app.state.explorer.runs.get(0).metrics(wait=True)
     metrics = client.get("/api/runs/0/metrics").json()
     assert metrics["done"] and len(metrics["rows"]) == metrics["total"]
