@@ -106,7 +106,7 @@ def stages_figure(run_stages) -> Figure:
     ax.legend(h1 + h2, l1 + l2, fontsize="small", loc="center right")
     ax = axes[1]
     ax.plot(steps, s["outside_power"], color="tab:purple", lw=1.5)
-    ax.set_ylabel("power outside the circuit\nfrequencies (of its peak)")
+    ax.set_ylabel("power outside the circuit\n(1: its peak from the\ncircuit's start)", fontsize="small")
     if np.all(np.asarray(s["outside_power"]) > 0):
         ax.set_yscale("log")
     if has_curves:

@@ -175,7 +175,8 @@ class RunStages:
     series : dict of str to ndarray
         ``steps`` and the embedding's measures at those steps:
         ``circuit_share``, ``concentration`` and ``outside_power`` (relative
-        to its peak).
+        to its peak from circuit formation's start, which cleanup falls
+        from; to its overall peak when no circuit formed).
     curves : dict of str to (steps, values)
         The network's own curves the rules read (:func:`network_curves`).
     first_step, last_step : int
