@@ -393,7 +393,8 @@ class ForceLawFit(BaseEstimator):
         if getattr(law, "p", None) is not None and not isinstance(law, str):  # a law on a fixed set of tokens
             if any(r.train.p != law.p for r in runs):
                 raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
-        windows = resolve_windows(self.windows, X)  # "stages": the run's stages (fitting.stages)
+        # "stages": the run's stages (fitting.stages), fitted to the snapshots with a force in the fitted window
+        windows = resolve_windows(self.windows, X, np.concatenate([r.steps for r in runs]), run_span(runs)[1])
         runs, scales, unit, edges, names = self._prepare(runs, windows)  # windows refused before any work
         gauge = self._gauge
         groups = self._groups

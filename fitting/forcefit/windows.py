@@ -86,19 +86,47 @@ def check_windows(windows: Any) -> int | np.ndarray:
 
 
 class StageWindows:
-    """The windows of ``windows="stages"`` on one run: ``edges`` and
-    ``window_names`` (:func:`fitting.signals.stage_windows`)."""
+    """The windows of ``windows="stages"`` on one run, fitted to the force
+    snapshots: ``edges`` and ``window_names``.
 
-    def __init__(self, trajectory: Any):
+    The stages' edges (:func:`fitting.signals.stage_windows`) lie on the
+    signals' steps, the snapshots with a force are sparser, and a fit may
+    take part of the run (``window=``): the edges are clipped to the
+    snapshots' span (``first`` .. ``last + 1``), and a window that holds no
+    snapshot is merged into the next one (the last into the one before),
+    its name joined to that one's with " + "."""
+
+    def __init__(self, trajectory: Any, steps: np.ndarray | None = None, last: int | None = None):
         from ..signals import stage_windows
 
-        self.edges, self.window_names = stage_windows(trajectory)
+        edges, names = stage_windows(trajectory)
+        if steps is None:
+            self.edges, self.window_names = list(edges), list(names)
+            return
+        steps = np.asarray(steps)
+        lo, hi = int(steps.min()), (int(steps.max()) if last is None else int(last)) + 1
+        spans = [[max(a, lo), min(b, hi), n] for a, b, n in zip(edges, edges[1:], names) if b > lo and a < hi]
+        merged: list[list] = []
+        for span in spans:
+            held = bool(np.any((steps >= span[0]) & (steps < span[1])))
+            if merged and not merged[-1][3]:  # the one before held no snapshot: this one takes it in
+                prev = merged.pop()
+                span = [prev[0], span[1], f"{prev[2]} + {span[2]}"]
+                held = bool(np.any((steps >= span[0]) & (steps < span[1])))
+            merged.append([*span, held])
+        if len(merged) > 1 and not merged[-1][3]:
+            last_span = merged.pop()
+            merged[-1] = [merged[-1][0], last_span[1], f"{merged[-1][2]} + {last_span[2]}", True]
+        self.edges = [int(m[0]) for m in merged] + [int(merged[-1][1])]
+        self.window_names = [m[2] for m in merged]
 
 
-def resolve_windows(windows: Any, X: Any) -> Any:
+def resolve_windows(windows: Any, X: Any, steps: np.ndarray | None = None, last: int | None = None) -> Any:
     """``windows`` with ``"stages"`` replaced by the stages of the run ``X``
-    (a Trajectory; a ValueError naming ``windows`` for arrays or a list of
-    runs, and the stages' own error for a run whose stages cannot be placed)."""
+    (a Trajectory), fitted to the snapshots with a force at ``steps``
+    (recorded to ``last``; :class:`StageWindows`); a ValueError naming
+    ``windows`` for arrays or a list of runs, and the stages' own error for
+    a run whose stages cannot be placed."""
     if not (isinstance(windows, str) and windows == "stages"):
         return windows
     from particles.trajectory import Trajectory
@@ -106,7 +134,7 @@ def resolve_windows(windows: Any, X: Any) -> Any:
     if not isinstance(X, Trajectory):
         raise ValueError("windows='stages' places the stages of one recorded run: give X as a particles.Trajectory "
                          f"(got {type(X).__name__}), or give step edges")
-    return StageWindows(X)
+    return StageWindows(X, steps, last)
 
 
 def window_names(windows: Any, count: int) -> tuple[str, ...] | None:

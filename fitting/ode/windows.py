@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from sklearn.base import clone
 
 from particles.trajectory import Trajectory
@@ -26,15 +27,22 @@ def resolve_windows(trajectory: Trajectory, windows: Any, name: str = "windows")
         if windows != "stages":
             raise ValueError(f"{name} must be 'stages' or a list of step edges, got {windows!r}")
         return stage_windows(trajectory)
-    try:
-        edges = [int(e) for e in windows]
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be 'stages' or a list of integer step edges, got {windows!r}") from None
+    edges = list(getattr(windows, "edges", windows)) if not isinstance(windows, np.ndarray) else windows.tolist()
+    if not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in edges):
+        raise TypeError(f"{name} must be 'stages', a list of integer step edges or a partition with .edges, got "
+                        f"{windows!r}")
+    edges = [int(e) for e in edges]
+    if hasattr(windows, "window_names"):
+        names = [str(n) for n in windows.window_names]
+        if len(names) != len(edges) - 1:
+            raise ValueError(f"{name}: window_names must name each of the {len(edges) - 1} windows")
     if len(edges) < 2 or any(b <= a for a, b in zip(edges, edges[1:])):
         raise ValueError(f"{name} must be at least two increasing step edges, got {edges}")
     steps, _ = trajectory_signals(trajectory)
     check_run_window((edges[0], edges[-1]), [steps.astype(float)], name)  # the message of window=, run's steps
-    return edges, [f"window {i + 1}" for i in range(len(edges) - 1)]
+    if not hasattr(windows, "window_names"):
+        names = [f"window {i + 1}" for i in range(len(edges) - 1)]
+    return edges, names
 
 
 def fit_windows(model: Any, trajectory: Trajectory, windows: Any = "stages", *,
@@ -59,9 +67,11 @@ def fit_windows(model: Any, trajectory: Trajectory, windows: Any = "stages", *,
     -------
     list of dict
         One per window: ``name``, ``window`` (start, stop), ``model`` (the
-        fitted copy, or None), ``report`` (:func:`fitting.ode.report.fit_report`,
-        or None) and ``error`` (why the window could not be fitted, e.g. too
-        few samples; else None).
+        fitted copy, or None), ``report`` (:func:`fitting.ode.report.fit_report`
+        on the run from the window's first sample on: the simulation R^2 of
+        the window starts there, the forecast runs from its end to the run's
+        end; or None) and ``error`` (why the window could not be fitted, e.g.
+        too few samples; else None).
     """
     from ..signals import select_frequencies
     from .base import ODEModel
@@ -73,13 +83,18 @@ def fit_windows(model: Any, trajectory: Trajectory, windows: Any = "stages", *,
     model.check_params()  # its settings refused before any fit
     edges, names = resolve_windows(trajectory, windows)
     selection = select_frequencies(trajectory, frequencies)
+    steps, signals = trajectory_signals(trajectory)
+    x_all, t_all = signals[:, selection.columns], steps.astype(float)
     results = []
     for name, start, stop in zip(names, edges, edges[1:]):
         window = (start, stop)
         fitted = clone(model).set_params(window=window)
         try:
             fitted.fit(trajectory, frequencies=selection.frequencies)
-            report = fit_report(fitted, trajectory, window=window)
+            # scored from the window's first sample on: its simulation starts there, not at the run's start
+            # (a model of a late stage is not run through the stages before it), its forecast from its end
+            first = int(np.searchsorted(t_all, start))
+            report = fit_report(fitted, x_all[first:], t_all[first:], window=window)
             error = None
         except ValueError as exc:  # too few samples in a short window: said, the other windows fitted
             fitted, report, error = None, None, " ".join(str(exc).split())

@@ -299,7 +299,13 @@ def stage_windows(trajectory: Trajectory, **options: Any) -> tuple[list[int], li
     """
     result = stages(trajectory, **options)
     if len(result.edges) < 3:
-        reasons = "; ".join(f"{s.name}: {s.reason or f'ends at the run end (step {s.stop})'}" for s in result.stages)
+        def why(stage: Stage) -> str:
+            if not stage.found:
+                return stage.reason or "not placed"
+            if stage.name == "generalisation":
+                return "placed, but the windows are cut at the ends of the other stages"
+            return f"ends at step {stage.stop}, not inside the run's steps {result.first_step}..{result.last_step - 1}"
+        reasons = "; ".join(f"{s.name}: {why(s)}" for s in result.stages)
         raise ValueError(f"windows='stages': no stage ends inside this run (steps {result.first_step}.."
                          f"{result.last_step}), so there is nothing to cut it at ({reasons})")
     return result.edges, result.window_names
@@ -369,7 +375,8 @@ def _rising(steps: np.ndarray, y: np.ndarray, levels: tuple[float, float] = (0.1
     span = y1 - y0
     progress = (s - y0) / span if span > 0 else np.zeros_like(s)
     tol = NOISE_BANDS * _noise(y, s) / span if span > 0 else 0.0
-    return {"early": y0, "late": y1, "noise": tol, "start": _reach(steps, progress, levels[0], after, tol),
+    return {"early": y0, "late": y1, "noise": tol, "flat": span <= 0 or tol >= 1,
+            "start": _reach(steps, progress, levels[0], after, tol),
             "stop": _reach(steps, progress, levels[1], after, tol), "moving": _still_moving(s, y0, y1)}
 
 
@@ -410,6 +417,10 @@ def _memorisation(curves: dict, first: int, levels: tuple[float, float]) -> Stag
         if r["late"] < FITTED_ACCURACY:
             return _not_placed("memorisation", rule, f"the training accuracy ends at {r['late']:.3f}, below "
                                                      f"{FITTED_ACCURACY:g}", evidence)
+        if r["flat"]:
+            return _not_placed("memorisation", rule, f"the training accuracy does not rise above its noise (it is "
+                                                     f"{r['early']:.3f} at the first logged step, {int(steps[0])})",
+                               evidence)
         return _stage("memorisation", rule, evidence, (first, first, first), r["stop"])
     if "train_loss" in curves:
         steps, loss = curves["train_loss"]
@@ -419,9 +430,9 @@ def _memorisation(curves: dict, first: int, levels: tuple[float, float]) -> Stag
         r = _rising(steps, -np.log(np.maximum(loss, 1e-300)), levels)
         drop = float(np.exp(r["late"] - r["early"]))
         evidence = f"train_loss fell {drop:.3g}x"
-        if drop < LOSS_DROP:
+        if drop < LOSS_DROP or r["flat"]:
             return _not_placed("memorisation", rule, f"the training loss fell only {drop:.3g}x (the rule needs "
-                                                     f"{LOSS_DROP:g}x without an accuracy)", evidence)
+                                                     f"{LOSS_DROP:g}x without an accuracy, above its noise)", evidence)
         return _stage("memorisation", rule, evidence, (first, first, first), r["stop"])
     return _not_placed("memorisation", rule, "the run records no training accuracy or loss (recorder.log(step, "
                                              "train_acc=...) stores them)")
@@ -445,6 +456,10 @@ def _generalisation(curves: dict, levels: tuple[float, float], memorised: int | 
         if later["late"] - later["early"] >= 0.5 * (r["late"] - r["early"]) > 0:
             evidence += f", {later['early']:.3f} when memorisation ended (step {memorised})"
             r = later
+    if r["flat"] and r["late"] >= GENERALISED_ACCURACY:
+        return _not_placed("generalisation", rule, f"the validation accuracy does not rise above its noise (it is "
+                                                   f"{r['early']:.3f} at the first logged step, {int(steps[0])})",
+                           evidence), None
     if r["late"] < GENERALISED_ACCURACY:
         return _not_placed("generalisation", rule, f"the validation accuracy ends at {r['late']:.3f}, below "
                                                    f"{GENERALISED_ACCURACY:g}: the run did not generalise",
@@ -537,6 +552,9 @@ def _spectrum(trajectory: Trajectory, signals: np.ndarray, given: list[int] | No
     it, the concentration (K x IPR) and the key frequencies."""
     K = signals.shape[1]
     power = signals ** 2
+    if K < 1 or not np.any(power[-1] > 0):
+        raise ValueError(f"the run's final Fourier spectrum is {'empty (p < 3)' if K < 1 else 'zero'}: the circuit "
+                         "rules need a final embedding that varies over the tokens")
     total = power.sum(axis=1)
     total = np.where(total > 0, total, 1.0)
     concentration = K * (power ** 2).sum(axis=1) / total ** 2  # K x IPR: 1 for a flat spectrum, K for one k

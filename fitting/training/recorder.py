@@ -206,6 +206,8 @@ class EmbeddingRecorder:
         curve otherwise, and nothing of that call is stored."""
         if not values:
             raise ValueError("log needs at least one curve, e.g. log(step, train_loss=0.5)")
+        if isinstance(step, (np.ndarray, torch.Tensor)) and step.ndim == 0:  # a 0-d tensor or array: one step
+            step = step.item()
         if isinstance(step, (list, tuple, np.ndarray, torch.Tensor)):
             steps = np.asarray(step.detach().cpu() if isinstance(step, torch.Tensor) else step)
             if steps.ndim != 1 or steps.size == 0:

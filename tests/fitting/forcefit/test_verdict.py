@@ -361,3 +361,20 @@ def test_windows_stages_needs_a_run_and_stages_that_can_be_placed(tmp_path, caps
     code = main(["force-fit", str(path), "--windows", "stages", "--out", str(tmp_path / "ff")])
     err = capsys.readouterr().err
     assert code == 2 and len(err.strip().splitlines()) == 1 and "stage" in err
+
+
+def test_stage_windows_are_fitted_to_the_force_snapshots(monkeypatch):
+    """Stage edges lie on the signals' steps; a window holding no force snapshot is merged into the next (the last
+    into the one before), and a fit of part of the run clips them (a review found the whole fit refused)."""
+    import fitting.signals as signals
+    from fitting.forcefit.windows import StageWindows
+
+    monkeypatch.setattr(signals, "stage_windows", lambda traj: ([0, 148, 951, 1381, 1991],
+                                                                ["memorisation", "circuit formation", "cleanup",
+                                                                 "after cleanup"]))
+    w = StageWindows(None, np.array([0, 500, 1500]), 1990)
+    assert w.edges == [0, 148, 951, 1991] and w.window_names[-1] == "cleanup + after cleanup"
+    w = StageWindows(None, np.array([200, 500, 1000]), 1200)
+    assert w.edges == [200, 951, 1201] and w.window_names == ["circuit formation", "cleanup"]
+    w = StageWindows(None, np.array([0, 100, 500, 1000, 1500]), 1990)
+    assert w.edges == [0, 148, 951, 1381, 1991]

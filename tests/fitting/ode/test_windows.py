@@ -65,3 +65,17 @@ def test_stages_that_cannot_be_placed_are_one_line_exit_2(tmp_path, capsys):
     assert code == 2 and "no stage ends inside this run" in err and len(err.strip().splitlines()) == 1
     code = main(["fit", str(path), "--windows", "sideways", "--out", str(tmp_path / "f")])
     assert code == 2 and "--windows must be 'stages'" in capsys.readouterr().err
+
+
+def test_a_later_window_is_simulated_from_its_own_start():
+    """A model of a late window is not run through the windows before it (a review found the simulation R^2 of
+    every window after the first computed from the run's first sample)."""
+    from particles.trajectory import Trajectory
+
+    t = np.arange(200)
+    x = np.where(t < 100, np.exp(0.02 * t), np.exp(2.0) * np.exp(-0.03 * (t - 100)))
+    traj = Trajectory(np.random.default_rng(0).normal(size=(2, 5, 2)), [0, 199], steps=t,
+                      signals=np.column_stack([x, 0.5 * x + 1]), meta={"signal_power": 1})
+    res = fit_windows(LinearODE(regressor="ols", derivative="central"), traj, [0, 101, 200], frequencies="all")
+    late = res[1]["report"]["scores"]
+    assert late["rows_r2"]["value"] > 0.99 and late["trajectory_r2_fit_window"]["value"] > 0.99

@@ -144,3 +144,38 @@ def test_figure_has_labelled_axes():
     for ax in fig.axes:
         assert ax.get_ylabel()
     assert fig.axes[-1].get_xlabel() or any(a.get_xlabel() for a in fig.axes)
+
+
+def test_a_curve_that_does_not_rise_places_no_stage():
+    """Training accuracy logged from a step at which it is already 1: no memorisation to place (a review found
+    it placed over the whole run)."""
+    traj = generated_run()
+    steps = np.arange(250, 2001, 25)
+    flat = Trajectory(traj.embeddings, traj.snapshot_steps, steps=traj.steps, signals=traj.signals, meta=traj.meta,
+                      curves={"train_acc": (steps, np.ones(len(steps))), "val_acc": traj.curves["val_acc"]})
+    run = stages(flat)
+    assert not run["memorisation"].found and "does not rise above its noise" in run["memorisation"].reason
+    assert "memorisation" not in run.window_names and run.grokking is None
+
+
+def test_a_zero_final_spectrum_is_a_value_error():
+    traj = generated_run()
+    signals = traj.signals.copy()
+    signals[-1] = 0.0
+    zero = Trajectory(traj.embeddings, traj.snapshot_steps, steps=traj.steps, signals=signals, meta=traj.meta)
+    with pytest.raises(ValueError, match="final Fourier spectrum is zero"):
+        stages(zero)
+
+
+def test_the_refusal_of_stage_windows_says_why_each_stage_gives_no_cut():
+    from fitting.signals.stages import stage_windows
+
+    traj = generated_run()
+    bare = Trajectory(traj.embeddings, traj.snapshot_steps, steps=traj.steps,
+                      signals=np.ones_like(traj.signals) + 0.01 * np.random.default_rng(3).random(traj.signals.shape),
+                      meta=traj.meta, curves={"val_acc": traj.curves["val_acc"]})
+    with pytest.raises(ValueError) as caught:
+        stage_windows(bare)
+    text = str(caught.value)
+    assert "memorisation: the run records no training" in text and "circuit formation: the circuit share" in text
+    assert "generalisation: placed, but the windows are cut at the ends of the other stages" in text

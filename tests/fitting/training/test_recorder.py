@@ -291,3 +291,10 @@ def test_log_refuses_backwards_steps_and_mismatched_lengths():
     rec.log(20, val_acc=0.7)  # nothing of the refused calls was stored
     rec.record(0)
     assert rec.trajectory().curves["val_acc"][0].tolist() == [10, 20]
+
+
+def test_log_takes_a_zero_dimensional_tensor_as_a_step():
+    rec = EmbeddingRecorder(torch.nn.Embedding(11, 4).weight)
+    rec.log(torch.tensor(5), val_acc=torch.tensor(0.25))
+    rec.record(0)
+    assert rec.trajectory().curves["val_acc"][0].tolist() == [5]
