@@ -27,7 +27,13 @@ def resolve_windows(trajectory: Trajectory, windows: Any, name: str = "windows")
         if windows != "stages":
             raise ValueError(f"{name} must be 'stages' or a list of step edges, got {windows!r}")
         return stage_windows(trajectory)
-    edges = list(getattr(windows, "edges", windows)) if not isinstance(windows, np.ndarray) else windows.tolist()
+    given = getattr(windows, "edges", windows)
+    if isinstance(given, np.ndarray):
+        given = given.tolist()
+    if not isinstance(given, (list, tuple)):
+        raise TypeError(f"{name} must be 'stages', a list of integer step edges or a partition with .edges, got "
+                        f"{type(windows).__name__}")
+    edges = list(given)
     if not all(isinstance(e, (int, np.integer)) and not isinstance(e, bool) for e in edges):
         raise TypeError(f"{name} must be 'stages', a list of integer step edges or a partition with .edges, got "
                         f"{windows!r}")
