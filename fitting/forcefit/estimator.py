@@ -393,9 +393,7 @@ class ForceLawFit(BaseEstimator):
         if getattr(law, "p", None) is not None and not isinstance(law, str):  # a law on a fixed set of tokens
             if any(r.train.p != law.p for r in runs):
                 raise ValueError(f"law is an effective loss on p = {law.p} tokens, which the runs do not have")
-        # "stages": the run's stages (fitting.stages), fitted to the snapshots with a force in the fitted window
-        windows = resolve_windows(self.windows, X, np.concatenate([r.steps for r in runs]), run_span(runs)[1])
-        runs, scales, unit, edges, names = self._prepare(runs, windows)  # windows refused before any work
+        runs, scales, unit, edges, names = self._prepare(runs, X)  # windows refused before any work
         gauge = self._gauge
         groups = self._groups
         per_run = self.bootstrap == "runs" or (self.bootstrap == "auto" and len(runs) > 1)
@@ -450,13 +448,14 @@ class ForceLawFit(BaseEstimator):
                 "path": basis.path_taken or self.path, "gauge": self.gauge_, "null": self.null,
                 "normalize": self.normalize, "target": self.target, "horizon": self.horizon}
 
-    def _prepare(self, runs: list[ForceRun], windows: Any) -> tuple[list[ForceRun], list[float], float, np.ndarray,
-                                                                     Any]:
+    def _prepare(self, runs: list[ForceRun], X: Any) -> tuple[list[ForceRun], list[float], float, np.ndarray, Any]:
         """The runs as the fit sees them, each run's scale (``scales_``), the
         strengths' unit (:func:`target_scales`), and the windows' edges and
         names (refused here, before any work, when they leave the run)."""
         scales, divisors, unit = target_scales(runs, self.normalize)
         steps = np.concatenate([r.steps for r in runs])
+        # "stages": the run's stages (fitting.stages), fitted to the snapshots with a force in the fitted window
+        windows = resolve_windows(self.windows, X, steps, run_span(runs)[1])
         edges = window_edges(windows, steps, run_span(runs)[1], len(runs))
         names = window_names(windows, len(edges) - 1)
         # the fit works on targets of unit RMS (each run's with "rms", all runs' together without), so that
