@@ -179,3 +179,10 @@ def test_the_refusal_of_stage_windows_says_why_each_stage_gives_no_cut():
     text = str(caught.value)
     assert "memorisation: the run records no training" in text and "circuit formation: the circuit share" in text
     assert "generalisation: placed, but the windows are cut at the ends of the other stages" in text
+
+
+def test_the_shipped_survival_run_is_no_grokking():
+    """The survival paper's MLP learns and generalises together: the stages say "no grokking"."""
+    run = stages(fitting.example_trajectory())
+    assert run["memorisation"].found and run["generalisation"].found
+    assert run.grokking["grokked"] is False and "no grokking" in run.table()
