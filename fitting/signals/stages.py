@@ -583,7 +583,8 @@ def _circuit(steps: np.ndarray, sp: dict[str, Any], levels: tuple[float, float])
         return _not_placed("circuit formation", rule, f"the circuit share rises only {r['early']:.2f} -> "
                                                       f"{r['late']:.2f}", evidence), 0
     if r["moving"]:
-        evidence += "; still rising at the run's end (its end is the run's, not the circuit's)"
+        evidence += ("; still rising at the run's end: its late level is the run's last 5 %, so its stop is where it "
+                     "had made 90 % of its rise by then, not where the circuit settles")
     return (_stage("circuit formation", rule, evidence, r["start"], r["stop"]),
             int(np.searchsorted(steps, r["start"][0])))
 
@@ -611,7 +612,8 @@ def _cleanup(steps: np.ndarray, sp: dict[str, Any], circuit: Stage, circuit_star
         return _not_placed("cleanup", rule, f"the power outside the circuit frequencies ends at {fall:.2g} of its "
                                             "peak", evidence), rel_outside
     if _still_moving(s[peak_i:], peak, final):
-        evidence += "; still falling at the run's end (its end is the run's, not the cleanup's)"
+        evidence += ("; still falling at the run's end: its late level is the run's last 5 %, so its stop is where "
+                     "it had made 90 % of its fall by then, not where the cleanup ends")
     progress = (peak - s) / (peak - final)
     tol = NOISE_BANDS * _noise(log_out, s) / (peak - final)
     return _stage("cleanup", rule, evidence, _reach(steps, progress, lo, peak_i, tol),
