@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 
-from particles.core.cli import add_quiet
+from particles.core.cli import add_quiet, word_or_ints
 from particles.core.figures import save_figure
 from particles.core.io import json_safe, write_json
 from particles.core.validation import check_output_folder
@@ -132,14 +132,8 @@ class FitBar:
 
 def _windows(text: str):
     """--windows: a count, comma-separated step edges or ``stages`` (checked by the fit, naming windows)."""
-    if text == "stages":
-        return "stages"
-    try:
-        values = [int(v) for v in str(text).split(",")]
-    except ValueError:
-        raise ValueError(f"--windows must be a count, comma-separated integer step edges or 'stages', got "
-                         f"{text!r}") from None
-    return values[0] if len(values) == 1 else values
+    values = word_or_ints(text, "--windows", "stages", "a count or comma-separated integer step edges")
+    return values if isinstance(values, str) or len(values) > 1 else values[0]
 
 
 #: the null's default (fitting.forcefit.estimator.DEFAULT_NULL; written here so that `embdyn --help` does not

@@ -7,7 +7,7 @@ import argparse
 
 import numpy as np
 
-from particles.core.cli import add_quiet
+from particles.core.cli import add_quiet, word_or_ints
 from particles.core.validation import check_output_folder
 
 __all__ = ["register_fit"]
@@ -29,16 +29,6 @@ def _build_model(args: argparse.Namespace, window):
     return LotkaVolterra(form=args.model.removeprefix("lv-"), **common)
 
 
-def _parse_windows(text: str):
-    """--windows: ``stages`` or comma-separated integer step edges."""
-    if text == "stages":
-        return "stages"
-    try:
-        return [int(e) for e in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--windows must be 'stages' or comma-separated integer step edges, got {text!r}") from None
-
-
 def _fit_windows(args: argparse.Namespace, traj) -> int:
     """``embdyn fit --windows``: one fit per window (fitting.ode.fit_windows), a table and windows.json."""
     from particles.core.io import write_json
@@ -52,7 +42,7 @@ def _fit_windows(args: argparse.Namespace, traj) -> int:
     if args.horizon is not None:
         raise ValueError("--horizon applies to one --window; with --windows each window's forecast runs to the "
                          "run's end")
-    windows = _parse_windows(args.windows)
+    windows = word_or_ints(args.windows, "--windows", "stages", "comma-separated integer step edges")
     edges, names = resolve_windows(traj, windows, "--windows")  # checked before any fit (one line, exit 2)
     _, signals = trajectory_signals(traj)
     frequencies = parse_frequencies(args.frequencies, signals.shape[1], "--frequencies")

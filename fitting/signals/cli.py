@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import argparse
 
-from particles.core.cli import add_quiet
+from particles.core.cli import add_quiet, word_or_ints
 from particles.core.validation import check_output_folder
 
-__all__ = ["register_stages", "parse_stage_frequencies"]
-
-
-def parse_stage_frequencies(text: str):
-    """``--frequencies``: ``auto`` or comma-separated ints."""
-    if text == "auto":
-        return "auto"
-    try:
-        return [int(k) for k in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--frequencies must be 'auto' or comma-separated integers, got {text!r}") from None
+__all__ = ["register_stages"]
 
 
 def _cmd_stages(args: argparse.Namespace) -> int:
@@ -31,7 +21,7 @@ def _cmd_stages(args: argparse.Namespace) -> int:
 
     from .stages import stages
 
-    frequencies = parse_stage_frequencies(args.frequencies)
+    frequencies = word_or_ints(args.frequencies, "--frequencies", "auto")
     traj = Trajectory.load(args.trajectory)
     result = stages(traj, frequencies=frequencies)  # a run too short: one line, exit 2
     out = check_output_folder(args.out, "--out")

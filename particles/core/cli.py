@@ -17,6 +17,7 @@ from importlib.metadata import entry_points
 from typing import Any, Sequence
 
 __all__ = ["main", "build_parser", "OneLineParser", "StdoutClosed", "parse_value", "key_values", "key_lists",
+           "word_or_ints",
            "QUIET_HELP", "add_quiet", "ProgressBar", "CompileNote",
            "COMMANDS_GROUP", "GuardedStdout", "one_line_warning", "run_command"]
 
@@ -136,6 +137,17 @@ def key_lists(items: Sequence[str], option: str) -> dict[str, list[Any]]:
         key, values = item.split("=", 1)
         out[key.strip()] = [parse_value(v) for v in values.split(",") if v.strip()]
     return out
+
+
+def word_or_ints(text: str, option: str, word: str, what: str = "comma-separated integers") -> str | list[int]:
+    """An option that is ``word`` or comma-separated integers (``--windows stages`` or ``0,100,1000``):
+    the word itself or the list; else a ValueError naming ``option`` and both forms."""
+    if text == word:
+        return word
+    try:
+        return [int(v) for v in str(text).split(",")]
+    except ValueError:
+        raise ValueError(f"{option} must be '{word}' or {what}, got {text!r}") from None
 
 
 class OneLineParser(argparse.ArgumentParser):

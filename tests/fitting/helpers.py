@@ -13,3 +13,14 @@ def growing_circle_trajectory(p=13, T=60, seed=0):
     t = np.arange(T)
     E = np.stack([(1 - np.exp(-0.05 * s)) * circle + np.exp(-0.03 * s) * noise for s in t])
     return Trajectory(embeddings=E, snapshot_steps=t * 10, meta={"source": "test"})
+
+
+class Interrupt:
+    """A progress callback that raises KeyboardInterrupt (Ctrl-C) when ``done`` reaches ``at``."""
+
+    def __init__(self, at):
+        self.at = at
+
+    def __call__(self, done, total):
+        if done == self.at:
+            raise KeyboardInterrupt

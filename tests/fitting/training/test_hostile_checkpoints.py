@@ -10,6 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
+from ..helpers import Interrupt
+
 from fitting.training import config_for
 from particles import Trajectory
 from particles.cli import main
@@ -21,15 +23,6 @@ else:
 from fitting.training import CheckpointError, load_checkpoints, train  # noqa: E402
 
 TOY = dict(steps=30, snapshot_every=10, embedding_lr=1e-2, decoder_lr=1e-2)
-
-
-class Interrupt:
-    def __init__(self, at):
-        self.at = at
-
-    def __call__(self, done, total):
-        if done == self.at:
-            raise KeyboardInterrupt
 
 
 class Foreign:

@@ -7,6 +7,8 @@ import os
 import numpy as np
 import pytest
 
+from ..helpers import Interrupt
+
 from fitting.training import MODEL_CONFIGS, config_for
 from particles import Trajectory
 from particles.cli import main
@@ -142,15 +144,6 @@ def test_batched_resume_is_bit_identical(tmp_path):
             assert np.array_equal(a.scalars[name], b.scalars[name]), name
     with pytest.raises(ValueError, match="out_dir"):
         train_batched(cfg, seeds, checkpoint_every=5)
-
-
-class Interrupt:
-    def __init__(self, at):
-        self.at = at
-
-    def __call__(self, done, total):
-        if done == self.at:
-            raise KeyboardInterrupt
 
 
 @pytest.mark.parametrize("model", ["survival-mlp", "sparse-modular"])
