@@ -106,6 +106,10 @@ class Preset:
             raise ValueError(f"seed must be an int >= 0, got {seed!r}")
         # x0 is drawn here: refuse a p x d that cannot fit before drawing it (simulate checks the snapshots)
         check_memory(8.0 * self.p * self.d, f"x0 of p x d = {self.p} x {self.d}", "lower d (or p)")
+        from .simulate import check_record_memory  # the run's snapshots against the budget, before any output
+
+        check_record_memory(self.steps // self.record_every + 1 + (1 if self.steps % self.record_every else 0),
+                            self.p, self.d)
         split_ss, init_ss, noise_ss = np.random.SeedSequence(int(seed)).spawn(3)
         train, _ = self.dataset().split(self.fraction, np.random.default_rng(split_ss))
         x0 = self.init_scale * np.random.default_rng(init_ss).standard_normal((self.p, self.d))

@@ -20,7 +20,7 @@ from .kernels import euler, status
 from .kernels.forces import make_workspace
 from .kernels.minimize import Descent
 from .kernels.records import ExactLaw, Recording, Span
-from .core.limits import MAX_STEPS, check_memory
+from .core.limits import MAX_STEPS, check_budget
 from .pair_energy import PairEnergy
 from .params import ForceParams
 from .threads import kernel_choice, usable_threads
@@ -100,9 +100,11 @@ def growth_bound(x0: np.ndarray, max_growth: Any) -> float:
 
 def check_record_memory(n_records: int, p: int, d: int, extra_series: int = 1) -> None:
     """Refuse, before allocating, a run whose snapshots (n_records x p x d
-    float64, plus ``extra_series`` per-record numbers) would not fit in
-    this machine's memory; the message names ``steps`` and ``record_every``."""
-    check_memory(8.0 * n_records * (p * d + extra_series), f"steps / record_every = {n_records} snapshots of {p} x {d}",
+    float64, plus ``extra_series`` per-record numbers, twice: the record
+    buffer and the trajectory made from it) exceed the memory budget
+    (:func:`particles.core.limits.memory_budget`); the message names
+    ``steps`` and ``record_every``."""
+    check_budget(16.0 * n_records * (p * d + extra_series), f"steps / record_every = {n_records} snapshots of {p} x {d}",
                  "raise record_every or lower steps")
 
 

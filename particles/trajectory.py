@@ -395,6 +395,14 @@ class Trajectory:
         return int(self.embeddings.shape[2])
 
     @property
+    def nbytes(self) -> int:
+        """The bytes of its arrays (embeddings, series, gradients, training set, curves, ...)."""
+        arrays = [self.embeddings, self.signals, self.steps, self.snapshot_steps, self.gradients, self.updates,
+                  self.train_pairs, self.train_labels, *self.scalars.values(), *self.snapshot_arrays.values()]
+        arrays += [a for pair in self.curves.values() for a in pair]
+        return int(sum(np.asarray(a).nbytes for a in arrays if a is not None))
+
+    @property
     def final(self) -> np.ndarray:
         """The last embedding snapshot, shape (p, d)."""
         if len(self.embeddings) == 0:

@@ -36,7 +36,7 @@ def check_files(value, name: str) -> list:
 
 
 def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::1"), max_json_bytes=None,
-             max_ws_message=None, max_meta_chars=None, body_timeout=None):
+             max_ws_message=None, max_meta_chars=None, body_timeout=None, memory_budget=None):
     """The explorer as an ASGI application (Starlette).
 
     Parameters
@@ -57,6 +57,12 @@ def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::
         Seconds a request body may stall (408 beyond; default ``limits.BODY_TIMEOUT``, 20 s).
         The connection limits (header timeout, connection cap) belong to the server:
         :func:`fitting.explore.limits.server_config`.
+    memory_budget : int, optional
+        Bytes the server's runs and the work of its requests may hold together
+        (:class:`fitting.explore.budget.MemoryLedger`: a request whose estimate does not fit is
+        refused before it starts, 413 or 503); default
+        :func:`particles.core.limits.memory_budget` (``EMBDYN_MEMORY_BUDGET``, else a quarter of
+        the machine's memory).
 
     Raises
     ------
@@ -79,6 +85,8 @@ def make_app(trajectories=(), phases=(), *, hosts=("127.0.0.1", "localhost", "::
                        ("max_meta_chars", max_meta_chars)):
         if value is not None:
             limits[key] = check_int(value, key, 1)
+    if memory_budget is not None:
+        limits["memory_budget"] = check_int(memory_budget, "memory_budget", 1)
     if body_timeout is not None:
         limits["body_timeout"] = check_float(body_timeout, "body_timeout", 0, strict=True)
     return build_app(trajectories, phases, hosts, limits)

@@ -10,12 +10,25 @@ import sys
 import threading
 import webbrowser
 from pathlib import Path
+from typing import Any, Mapping, MutableMapping
 
 from particles.core.validation import check_float, check_int
 
 from . import limits as _limits
 
-__all__ = ["register_explore", "check_port_free", "classify_files"]
+__all__ = ["register_explore", "check_port_free", "classify_files", "server_environment", "restore_environment",
+           "reexec_with_arena_max", "return_freed_memory", "SERVER_ARENA_MAX", "TRIM_PERIOD"]
+
+#: glibc's malloc arenas of the server process (``MALLOC_ARENA_MAX``): with glibc's default (8 a core) the memory
+#: that closed live sessions freed stayed with the process (494 -> 3179 MiB over five rounds of sessions at the
+#: Network tab's largest controls then, issue 69); with 2 the sessions' threads share two arenas
+SERVER_ARENA_MAX = "2"
+#: seconds between the server process's looks at its live sessions: after one closes, the memory freed is handed
+#: back to the system (glibc's ``malloc_trim``) at this look and the next
+TRIM_PERIOD = 1.0
+#: set in the server's environment by the re-execution that sets ``MALLOC_ARENA_MAX``: the server then takes both
+#: out of its own environment, so that the processes it starts get the user's
+_ARENA_MARK = "EMBDYN_EXPLORE_SET_ARENA_MAX"
 
 
 def classify_files(paths: list[str]) -> tuple[list[Path], list[Path]]:
@@ -52,6 +65,84 @@ def check_port_free(host: str, port: int) -> None:
             raise ValueError(f"--host {host!r} cannot be listened on ({exc.strerror or exc})") from None
 
 
+def server_environment(environ: Mapping[str, str]) -> dict[str, str] | None:
+    """The environment to run the explorer's server in: ``environ`` with glibc's
+    ``MALLOC_ARENA_MAX`` set to :data:`SERVER_ARENA_MAX` (and a mark saying it was
+    set here), or None when ``environ`` will do as it is: the user set
+    ``MALLOC_ARENA_MAX`` (or ``glibc.malloc.arena_max`` in ``GLIBC_TUNABLES``), whose
+    value is kept, or the mark says this process is the re-executed server already."""
+    if _ARENA_MARK in environ or "MALLOC_ARENA_MAX" in environ \
+            or "glibc.malloc.arena_max" in environ.get("GLIBC_TUNABLES", ""):
+        return None
+    return {**environ, "MALLOC_ARENA_MAX": SERVER_ARENA_MAX, _ARENA_MARK: "1"}
+
+
+def restore_environment(environ: MutableMapping[str, str]) -> None:
+    """Take the ``MALLOC_ARENA_MAX`` that :func:`server_environment` set out of
+    ``environ`` (glibc read it when the process started): the processes the server
+    starts get the user's environment. Nothing changes without its mark."""
+    if environ.pop(_ARENA_MARK, None) is not None:
+        environ.pop("MALLOC_ARENA_MAX", None)
+
+
+def _server_is_the_process() -> bool:
+    """Whether the server runs as a process of its own on glibc: ``embdyn explore`` in its main
+    thread, without ``EMBDYN_EXPLORE_IN_PROCESS`` (which has ``main()`` return to a caller), on
+    Linux with glibc. Only then does the command touch the process's allocator."""
+    import platform
+
+    return os.environ.get("EMBDYN_EXPLORE_IN_PROCESS") is None and threading.current_thread() \
+        is threading.main_thread() and sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+def reexec_with_arena_max() -> None:
+    """Run this same command again, once, as a server process with glibc's malloc arenas at
+    :data:`SERVER_ARENA_MAX` (:func:`server_environment`); returns when that is not to be done:
+    the user set them, a process that is not the server alone (:func:`_server_is_the_process`),
+    or a command line not known."""
+    if not _server_is_the_process() or "explore" not in sys.argv[1:] or not getattr(sys, "orig_argv", None) \
+            or not sys.executable:
+        return
+    env = server_environment(os.environ)
+    if env is None:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execve(sys.executable, list(sys.orig_argv), env)  # the same process (its pid), the same command
+    except OSError:
+        return  # the server runs without the setting
+
+
+def _malloc_trim() -> Any:
+    """glibc's ``malloc_trim`` (a ctypes function), or None where there is none."""
+    import ctypes
+
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
+
+
+def return_freed_memory(sessions: Mapping[str, Any], stop: threading.Event, trim: Any,
+                         period: float = TRIM_PERIOD) -> None:
+    """Until ``stop`` is set, look at the live ``sessions`` every ``period`` seconds and, at the look
+    after one has closed and the next (its last frame ends meanwhile), hand the memory the process
+    has freed back to the system with ``trim(0)`` (glibc's ``malloc_trim``): glibc keeps freed
+    memory for the next allocations otherwise, and a server whose pages came and went would keep
+    the memory of its busiest moment."""
+    known: set = set()
+    looks = 0
+    while not stop.wait(period):
+        now = set(sessions.copy())  # a copy in one step: the server's loop changes the sessions meanwhile
+        if known - now:
+            looks = 2
+        known = now
+        if looks:
+            looks -= 1
+            trim(0)
+
+
 def _cmd_explore(args: argparse.Namespace) -> int:
     from . import INSTALL_HINT, explore_available
 
@@ -65,6 +156,9 @@ def _cmd_explore(args: argparse.Namespace) -> int:
         check_float(getattr(args, option), "--" + option.replace("_", "-"), 0, strict=True)
     trajectories, phases = classify_files(args.files)
     check_port_free(args.host, port)
+    # the server's memory: glibc keeps what closed sessions freed in one of its many arenas unless they are few
+    reexec_with_arena_max()  # returns when not re-executed
+    restore_environment(os.environ)
     import uvicorn
 
     from . import make_app
@@ -105,10 +199,16 @@ def _cmd_explore(args: argparse.Namespace) -> int:
             webbrowser.open(url)
 
     threading.Thread(target=announce, daemon=True).start()
+    stopped = threading.Event()
+    trim = _malloc_trim() if _server_is_the_process() else None
+    if trim is not None:  # the server's process only: a caller's process keeps its allocator as it is
+        threading.Thread(target=return_freed_memory, args=(app.state.explorer.sessions, stopped, trim),
+                         name="embdyn-explore-trim", daemon=True).start()
     try:
         server.run()  # Ctrl-C: Uvicorn closes the connections, then raises the interrupt again
     except KeyboardInterrupt:
         pass  # the way to end a server: a clean stop, exit 0
+    stopped.set()
     app.state.explorer.runs.close()  # the uploads' private folder
     print("embdyn explore: stopped", file=sys.stderr)
     if threading.current_thread() is threading.main_thread() and os.environ.get("EMBDYN_EXPLORE_IN_PROCESS") is None:
@@ -128,7 +228,11 @@ def register_explore(subparsers: argparse._SubParsersAction) -> None:
         description="Start a local web application and open it in the browser. Live: the particle engine runs on "
                     "this machine and streams frames under controls. Run: trajectory files (.npz) given here or "
                     "opened in the page. Phase: sweep tables (.csv of embdyn sweep) and toy-phases grids (.json). "
-                    "Needs the explore extra: pip install '.[explore]' in the repository root.")
+                    "Needs the explore extra: pip install '.[explore]' in the repository root. Memory: on Linux "
+                    f"with glibc the server runs with MALLOC_ARENA_MAX={SERVER_ARENA_MAX} (the command starts "
+                    "itself again once with it; a MALLOC_ARENA_MAX you set is kept) and hands the memory that "
+                    "closed live sessions freed back to the system (malloc_trim) within two seconds; "
+                    "EMBDYN_EXPLORE_IN_PROCESS=1 leaves the allocator as it is.")
     p.add_argument("files", nargs="*", metavar="FILE", help="trajectories (.npz), sweep tables (.csv), toy-phases "
                                                             "grids (.json)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")

@@ -21,7 +21,7 @@ from particles.trajectory import Trajectory, TrajectoryFormatError
 from .projection import fourier_plane, plane_share, principal_plane, project
 
 __all__ = ["RunStore", "Run", "MAX_UPLOAD_BYTES", "MAX_UPLOADS_MEMORY", "MAX_SERIES_POINTS", "MAX_METRIC_SNAPSHOTS",
-           "trajectory_bytes", "ACCURACY_LABEL", "accuracy_shown"]
+           "ACCURACY_LABEL", "accuracy_shown"]
 
 #: the largest upload the server reads (bytes)
 MAX_UPLOAD_BYTES = 512 << 20
@@ -76,6 +76,18 @@ def thin(n: int, limit: int) -> np.ndarray:
     return idx
 
 
+def declared_size(path: str | Path) -> int:
+    """The bytes an archive's members declare in its directory (what reading it unpacks), or its own size
+    when it is not a zip archive."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError):
+        return os.path.getsize(path) if os.path.exists(path) else 0
+
+
 def check_unpacked_size(data: bytes | str | Path, name: str) -> None:
     """Refuse an archive (its bytes, or its path) that declares more than
     :data:`MAX_UNPACKED_BYTES` of contents (a small file can unpack to
@@ -102,6 +114,42 @@ class Run:
     trajectory: Trajectory
     cache: dict[str, Any] = field(default_factory=dict)
     _metrics_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def held_bytes(self) -> int:
+        """The memory this run holds: its arrays and the arrays of its computed views."""
+        def arrays(value: Any) -> int:
+            if isinstance(value, np.ndarray):
+                return value.nbytes
+            if isinstance(value, (tuple, list)):
+                return sum(arrays(v) for v in value)
+            return 0
+
+        return self.trajectory.nbytes + sum(arrays(v) for v in list(self.cache.values()))
+
+    def work_bytes(self, what: str, *, start: Any = None, stop: Any = None) -> int:
+        """The memory (bytes; :mod:`fitting.signals.memory`, :mod:`fitting.ode.memory`) a request for ``what`` ("summary", "frame",
+        "stages", "metrics", "fit" of the window [start, stop)) computes beyond what the run holds: the
+        views it has computed already cost nothing again."""
+        from fitting.ode.memory import fit_bytes
+        from fitting.signals.memory import BASE, signals_bytes, stages_bytes
+
+        traj = self.trajectory
+        signals = 0 if "signals" in self.cache else signals_bytes(traj)
+        if what in ("summary", "frame"):
+            return signals + BASE + (64 * traj.p * traj.d if what == "frame" else 0)
+        if what == "stages":
+            return 0 if "stages" in self.cache else stages_bytes(traj)
+        if what == "metrics":  # one snapshot at a time: pair sums of every pair of tokens, a few copies
+            return signals + BASE + 64 * traj.p * traj.p * traj.d
+        if what == "fit":  # LinearODE(stable=True) on the window, simulated from its start to the run's end
+            steps = traj.steps if traj.signals is not None else traj.snapshot_steps
+            try:
+                rows = len(steps) - int(np.searchsorted(steps, float(start)))
+            except (TypeError, ValueError):  # a malformed window is refused by the fit, with its message
+                rows = len(steps)
+            columns = len(self.selection().columns) if "signals" in self.cache else (traj.p - 1) // 2
+            return signals + fit_bytes(max(rows, 1), columns, form="flowmap")
+        raise ValueError(f"what must be one of 'summary', 'frame', 'stages', 'metrics', 'fit', got {what!r}")
 
     def signals(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """``(steps, signals (S, K), survivors mask or None)``."""
@@ -277,20 +325,24 @@ class Run:
                   "p": traj.p, "d": traj.d}
         return header, {"positions": project(E, center, basis)}
 
-    def metrics(self, wait: bool = False) -> dict[str, Any]:
+    def metrics(self, wait: bool = False, *, reserve: Any = None) -> dict[str, Any]:
         """Structure metrics over (at most :data:`MAX_METRIC_SNAPSHOTS`) snapshots.
 
         They take up to 0.4 s a snapshot for wide embeddings (d = 128), so the first
         call starts them in a background thread and every call returns the rows
         computed so far with ``done`` (``wait=True`` blocks until all are there).
         ``accuracy_shown`` and ``accuracy_note`` say whether the page plots the
-        pair-sum accuracy (:func:`accuracy_shown`, on the rows so far).
+        pair-sum accuracy (:func:`accuracy_shown`, on the rows so far). ``reserve``: called with the
+        work's bytes (:meth:`work_bytes`) before the thread starts, it returns the function the thread
+        calls when it ends (a server's memory budget, :meth:`.budget.MemoryLedger.hold`; it may raise to
+        refuse the work).
         """
         with self._metrics_lock:
             if "metrics" not in self.cache:
+                release = reserve(self.work_bytes("metrics")) if reserve is not None else None
                 self.cache["metrics"] = {"rows": [], "done": False,
                                          "total": len(thin(len(self.trajectory.snapshot_steps), MAX_METRIC_SNAPSHOTS))}
-                self._metrics_thread = threading.Thread(target=self._compute_metrics, daemon=True)
+                self._metrics_thread = threading.Thread(target=self._compute_metrics, args=(release,), daemon=True)
                 self._metrics_thread.start()
         if wait:
             self._metrics_thread.join()
@@ -302,7 +354,7 @@ class Run:
         return {"rows": rows, "done": done, "total": total, "error": error, "accuracy_shown": shown,
                 "accuracy_note": note, "accuracy_label": self.accuracy_label()}
 
-    def _compute_metrics(self) -> None:
+    def _compute_metrics(self, release: Any = None) -> None:
         from particles.metrics import structure_metrics
 
         try:  # a background job: the live frames and scrubbing come first (Linux: niceness per thread)
@@ -327,6 +379,8 @@ class Run:
         finally:
             with self._metrics_lock:
                 state["done"] = True
+            if release is not None:
+                release()
 
     def fit(self, start: Any, stop: Any) -> dict[str, Any]:
         """``LinearODE(stable=True)`` (the package's default) on the window [start, stop] of the
@@ -387,13 +441,6 @@ class Run:
                 "steps": t_sim[keep].tolist(), "simulated": simulated.T.tolist(), "forecast": forecast,
                 "equations": model.equations() if hasattr(model, "equations") else None, "notes": notes,
                 "model": "LinearODE(stable=True)"}
-
-
-def trajectory_bytes(traj: Trajectory) -> int:
-    """The memory a trajectory's arrays take (bytes)."""
-    arrays = [traj.embeddings, traj.signals, traj.steps, traj.snapshot_steps, traj.gradients, traj.updates,
-              *traj.scalars.values(), *traj.snapshot_arrays.values()]
-    return int(sum(a.nbytes for a in arrays if a is not None))
 
 
 def check_meta_size(path: str, max_chars: int) -> None:
@@ -481,20 +528,25 @@ class RunStore:
             Path(tmp).unlink(missing_ok=True)
         return self._add(Run(safe, traj), uploaded=True)
 
+    def held_bytes(self) -> int:
+        """The memory every kept run holds: its arrays and the views computed from them (signals, ...)."""
+        with self._lock:
+            return sum(r.held_bytes() for r in self._runs if r is not None)
+
     def uploads_bytes(self) -> int:
         """The memory the uploaded runs kept hold (their arrays)."""
         with self._lock:
-            return sum(trajectory_bytes(self._runs[i].trajectory) for i in self._uploaded)
+            return sum(self._runs[i].trajectory.nbytes for i in self._uploaded)
 
     def _add(self, run: Run, uploaded: bool = False) -> int:
         with self._lock:
             self._runs.append(run)
             if uploaded:  # keep the newest uploads only, within the count and the memory budget
                 self._uploaded.append(len(self._runs) - 1)
-                held = sum(trajectory_bytes(self._runs[i].trajectory) for i in self._uploaded)
+                held = sum(self._runs[i].trajectory.nbytes for i in self._uploaded)
                 while len(self._uploaded) > 1 and (len(self._uploaded) > MAX_UPLOADS or held > MAX_UPLOADS_MEMORY):
                     oldest = self._uploaded.pop(0)
-                    held -= trajectory_bytes(self._runs[oldest].trajectory)
+                    held -= self._runs[oldest].trajectory.nbytes
                     self._runs[oldest] = None  # its arrays and computed views are freed with it
             return len(self._runs) - 1
 

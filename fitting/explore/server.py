@@ -56,19 +56,19 @@ from starlette.routing import Mount, Route, WebSocketRoute
 from starlette.staticfiles import StaticFiles
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from particles.core.io import json_loads_bounded
+from particles.core.controls import ControlError, controls_spec
+from particles.core.io import json_loads_bounded, json_safe
+from particles.core.limits import load_bytes
 from particles.trajectory import TrajectoryFormatError
 
-from particles.core.controls import ControlError, controls_spec
-from particles.core.io import json_safe
-
+from .budget import MemoryLedger, OverBudget
 from .frames import encode_frame
 from .limits import (BODY_TIMEOUT, MAX_JSON_BYTES, MAX_META_CHARS, MAX_WS_MESSAGE, BodyRefused, log, parse_json,
                      read_body)
 from .live import LiveSimulation, control_spec
 from .network import live_network_class, live_network_names
 from .phases import load_phase_file
-from .runs import MAX_UPLOAD_BYTES, RunStore
+from .runs import MAX_UPLOAD_BYTES, RunStore, declared_size
 
 __all__ = ["build_app", "SameOrigin", "STATIC", "MAX_FPS", "FRAMES_IN_FLIGHT", "MAX_SESSIONS", "FRAME_BUDGET",
            "LOCAL_HOSTS"]
@@ -122,6 +122,10 @@ async def _body_refused(request: Request, exc: BodyRefused) -> Response:
     return _json({"error": str(exc), "parameter": None}, exc.status)
 
 
+async def _over_budget(request: Request, exc: OverBudget) -> Response:
+    return _json({"error": str(exc), "parameter": None}, exc.status)
+
+
 async def _client_gone(request: Request, exc: ClientDisconnect) -> Response:
     log.warning("%s %s: the client went away before its request body ended", request.method, request.url.path)
     return Response(status_code=400)  # nobody reads it
@@ -156,6 +160,8 @@ class FramePool:
                 future.set_result(fn(*args))
             except BaseException as exc:  # handed to the awaiting request
                 future.set_exception(exc)
+            # the job's session is not kept alive by an idle thread until its next job
+            del future, fn, args
 
     def submit(self, fn: Any, *args: Any) -> Future:
         future: Future = Future()
@@ -183,10 +189,13 @@ class LiveSession:
 class Explorer:
     """The application's state: runs, phase grids and live sessions."""
 
-    def __init__(self, trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = ()):
+    def __init__(self, trajectories: Sequence[str | Path] = (), phases: Sequence[str | Path] = (),
+                 memory_budget: int | None = None):
         self.runs = RunStore()
         for path in trajectories:
             self.runs.add_path(path)
+        # one memory budget for the server: the runs it keeps and the work of the requests in progress
+        self.ledger = MemoryLedger(memory_budget, held=self.runs.held_bytes)
         self.phases = [load_phase_file(path) for path in phases]
         self.sessions: dict[str, LiveSession] = {}
         self.opening = 0  # sessions being built (a network's first build takes seconds), counted in the cap
@@ -243,12 +252,17 @@ class Explorer:
             changes = await _body_json(request)
             checked = session.sim.check(changes)
             restart = any(session.sim.controls[k].restart for k in checked)
-            values = await asyncio.to_thread(session.sim.update, checked)
+
+            def apply() -> tuple[dict, dict | None]:
+                # the change, then a restart's meta, in one worker thread (each waits for a chunk or a step at
+                # most: off the loop); pages changing controls at once wait for one worker each, not two
+                return session.sim.update(checked), (session.sim.meta() if restart else None)
+
+            values, meta = await asyncio.to_thread(apply)
         except (ValueError, TypeError) as exc:
             return _error(exc, 422, getattr(exc, "parameter", None))
         session.force_frame = True
         session.wake.set()
-        meta = await asyncio.to_thread(session.sim.meta) if restart else None  # waits for a chunk: off the loop
         return _json({"values": values, "version": session.sim.staged_version, "restart": restart, "meta": meta})
 
     async def live_action(self, request: Request) -> Response:
@@ -410,7 +424,10 @@ class Explorer:
             # server's other threads keep going (same states either way)
             session.sim.advance(budget=FRAME_BUDGET, stop=lambda: session.closed,
                                 parallel=None if len(self.sessions) <= 1 else False)
+        stepped = time.perf_counter()
         header, arrays = session.sim.frame()
+        # the frame's steps (held to FRAME_BUDGET, a step or chunk at least) and the whole frame with its metrics
+        header["steps_ms"] = 1e3 * (stepped - began)
         header["compute_ms"] = 1e3 * (time.perf_counter() - began)
         header["playing"] = session.playing
         header["sent"] = time.time()
@@ -459,14 +476,18 @@ class Explorer:
                 Path(tmp).unlink(missing_ok=True)
             raise
         try:
-            run_id = await asyncio.to_thread(self.runs.add_upload_file, name, tmp, limits["max_meta_chars"])
+            with self.ledger.reserve(load_bytes(declared_size(tmp)), "reading this upload"):
+                run_id = await asyncio.to_thread(self.runs.add_upload_file, name, tmp, limits["max_meta_chars"])
         except (TrajectoryFormatError, ValueError, TypeError, OSError) as exc:
             return _error(exc, 422, "file")
+        finally:
+            Path(tmp).unlink(missing_ok=True)
         return _json({"id": run_id, "runs": self.runs.listing()})
 
     async def run_summary(self, request: Request) -> Response:
         run = self._run(request)
-        header, arrays = await asyncio.to_thread(run.summary)
+        with self.ledger.reserve(run.work_bytes("summary"), "this run's summary"):
+            header, arrays = await asyncio.to_thread(run.summary)
         return _binary(encode_frame(header, arrays))
 
     async def run_frame(self, request: Request) -> Response:
@@ -476,18 +497,22 @@ class Explorer:
         try:
             if step is None or not (step.isascii() and step.removeprefix("-").isdigit()):
                 raise ValueError(f"step must be an int (the query ?step=N), got {step!r}")
-            header, arrays = await asyncio.to_thread(run.frame, int(step), plane)
+            with self.ledger.reserve(run.work_bytes("frame"), "this frame"):
+                header, arrays = await asyncio.to_thread(run.frame, int(step), plane)
         except (ValueError, TypeError) as exc:
             return _error(exc, 422, getattr(exc, "parameter", "step"))
         return _binary(encode_frame(header, arrays))
 
     async def run_metrics(self, request: Request) -> Response:
         run = self._run(request)
-        return _json(await asyncio.to_thread(run.metrics))
+        # the metrics run in a thread of their own after this answer: it holds the reservation until it ends
+        return _json(await asyncio.to_thread(run.metrics, reserve=lambda need: self.ledger.hold(
+            need, "this run's structure metrics")))
 
     async def run_stages(self, request: Request) -> Response:
         run = self._run(request)
-        return _json(await asyncio.to_thread(run.stages))
+        with self.ledger.reserve(run.work_bytes("stages"), "this run's stages"):
+            return _json(await asyncio.to_thread(run.stages))
 
     async def run_fit(self, request: Request) -> Response:
         run = self._run(request)
@@ -495,7 +520,8 @@ class Explorer:
             body = await _body_json(request)
             if not isinstance(body, dict) or "start" not in body or "stop" not in body:
                 raise ValueError('the fit needs a JSON object {"start": N, "stop": M} (steps)')
-            result = await asyncio.to_thread(run.fit, body["start"], body["stop"])
+            with self.ledger.reserve(run.work_bytes("fit", start=body["start"], stop=body["stop"]), "this fit"):
+                result = await asyncio.to_thread(run.fit, body["start"], body["stop"])
         except (ValueError, TypeError, FloatingPointError) as exc:
             return _error(exc, 422, getattr(exc, "parameter", None))
         return _json(result)
@@ -595,10 +621,11 @@ def build_app(trajectories: Sequence[str | Path], phases: Sequence[str | Path],
               hosts: Sequence[str] | None, limits: dict[str, Any] | None = None) -> Starlette:
     """The application behind :func:`fitting.explore.make_app` (which checks the arguments
     and documents them); ``limits``: :mod:`.limits`'s caps by name (``max_json_bytes``, ``max_ws_message``,
-    ``max_meta_chars``, ``body_timeout``), defaults for those not given."""
-    explorer = Explorer(trajectories, phases)
+    ``max_meta_chars``, ``body_timeout``; ``memory_budget``, bytes, for :class:`.budget.MemoryLedger`),
+    defaults for those not given."""
+    explorer = Explorer(trajectories, phases, memory_budget=(limits or {}).get("memory_budget"))
     app = Starlette(routes=explorer.routes(), middleware=[Middleware(SameOrigin, hosts=hosts)],
-                    exception_handlers={NotFound: _not_found, BodyRefused: _body_refused,
+                    exception_handlers={NotFound: _not_found, BodyRefused: _body_refused, OverBudget: _over_budget,
                                         ClientDisconnect: _client_gone})
     app.state.explorer = explorer
     app.state.limits = {"max_json_bytes": MAX_JSON_BYTES, "max_ws_message": MAX_WS_MESSAGE,

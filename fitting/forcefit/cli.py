@@ -23,6 +23,9 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     from particles.trajectory import Trajectory
 
+    from particles.core.limits import check_budget
+
+    from .memory import force_fit_bytes
     from .estimator import ForceLawFit
     from .figures import plot_force_shares
     from .verdict import MARGIN_ABSOLUTE, MARGIN_RELATIVE, against_null, shares_sentence
@@ -48,11 +51,14 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
                       and np.array_equal(run.train.labels, np.asarray(pairs_labels[1]).astype(np.int64))):
                 raise ValueError(f"--train: {path} holds its own training set ({len(run.train)} pairs), which "
                                  f"differs from {args.train}; leave --train out to use the file's")
-    out = check_output_folder(args.out, "--out")
     for path, run in zip(args.trajectory, runs):
         if args.target != "displacement" and run.gradients is None and run.updates is None:
             raise ValueError(f"{path} has no gradients: record the run with gradients (EmbeddingRecorder(..., "
                              "gradients=True) or embdyn train ... --gradients), or fit --target displacement")
+    check_budget(sum(run.nbytes for run in runs) + force_fit_bytes(runs),
+               f"embdyn force-fit of {sum(len(run.snapshot_steps) for run in runs)} snapshots",
+               "fit a window of the run (--window) or a run with fewer snapshots")
+    out = check_output_folder(args.out, "--out")
     bar = None if args.quiet else FitBar("force fit")
     fit.fit(runs if len(runs) > 1 else runs[0], window=window, callback=bar)
     unit = ("per unit RMS force (each run's forces divided by their RMS)" if normalize == "rms"

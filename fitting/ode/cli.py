@@ -33,6 +33,10 @@ def _fit_windows(args: argparse.Namespace, traj) -> int:
     """``embdyn fit --windows``: one fit per window (fitting.ode.fit_windows), a table and windows.json."""
     from particles.core.io import write_json
 
+    from particles.core.limits import check_budget
+
+    from ..signals.memory import signals_bytes, total_bytes
+    from .memory import fit_bytes, fit_form
     from ..signals import parse_frequencies, select_frequencies, trajectory_signals
     from .report import format_value
     from .windows import fit_windows, resolve_windows
@@ -49,6 +53,10 @@ def _fit_windows(args: argparse.Namespace, traj) -> int:
     selection = select_frequencies(traj, frequencies, factor=args.factor, name="--frequencies")
     model = _build_model(args, None)
     model.check_params()
+    n = signals.shape[0]  # the windows are fitted one at a time: the whole run bounds each
+    check_budget(total_bytes(traj, signals_bytes(traj) + fit_bytes(n, len(selection.columns), form=fit_form(model))),
+               f"embdyn fit --windows of {len(selection.columns)} frequencies on up to {n} samples",
+               "fit fewer frequencies (--frequencies)")
     out = check_output_folder(args.out, "--out")
     results = fit_windows(model, traj, windows, frequencies=selection.frequencies)
     rows = []
@@ -84,6 +92,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 
     from particles.core.figures import save_figure
 
+    from particles.core.limits import check_budget
+
+    from ..signals.memory import signals_bytes, total_bytes
+    from .memory import fit_bytes, fit_form
     from ..signals import parse_frequencies, select_frequencies, trajectory_signals
     from ..signals.figures import plot_signals
     from .data import check_run_horizon, check_run_window, in_window
@@ -108,9 +120,13 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     selection = select_frequencies(traj, frequencies, factor=args.factor, power=args.power, name="--frequencies")
     model = _build_model(args, window)
     model.check_params()  # every setting refused before any work, the output folder too
-    out = check_output_folder(args.out, "--out")
     columns = selection.columns
     names = selection.names
+    fitted = int(np.count_nonzero(in_window(t, window)))
+    check_budget(total_bytes(traj, signals_bytes(traj) + fit_bytes(fitted, len(columns), form=fit_form(model), figures=True)),
+               f"embdyn fit of {len(columns)} frequencies on {fitted} samples",
+               "fit a window of the run (--window) or fewer frequencies (--frequencies)")
+    out = check_output_folder(args.out, "--out")
     x = signals[:, columns]
     model.fit(x, t, names=names)
     model.frequencies_ = selection.frequencies  # model.joblib scores and forecasts a Trajectory on these

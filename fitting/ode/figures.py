@@ -9,6 +9,7 @@ from typing import Any, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from particles.core.figures import line_points
 from sklearn.utils.validation import check_is_fitted
 
 from .data import as_runs, run_times
@@ -107,10 +108,10 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     fig = Figure(figsize=(11, 4.2), layout="constrained")
     ax_d, ax_x = fig.subplots(1, 2)
     for c in columns:
-        line, = ax_d.plot(left_times, left_data[:, c], lw=1, alpha=0.6)
-        ax_d.plot(left_times, left_model[:, c], "--", color=line.get_color(), lw=1.2)
-        ax_x.plot(times, run[:, c], lw=1, alpha=0.6, color=line.get_color(), label=labels[c])
-        ax_x.plot(times[: len(sim)], sim[:, c], "--", color=line.get_color(), lw=1.2)
+        line, = ax_d.plot(*line_points(left_times, left_data[:, c]), lw=1, alpha=0.6)
+        ax_d.plot(*line_points(left_times, left_model[:, c]), "--", color=line.get_color(), lw=1.2)
+        ax_x.plot(*line_points(times, run[:, c]), lw=1, alpha=0.6, color=line.get_color(), label=labels[c])
+        ax_x.plot(*line_points(times[: len(sim)], sim[:, c]), "--", color=line.get_color(), lw=1.2)
     for ax in (ax_d, ax_x):
         if window is not None:
             ax.axvspan(max(window[0], times[0]), min(window[1], times[-1]), color="0.92", zorder=0)

@@ -112,8 +112,8 @@ class LinearODE(ODEModel):
         growth = float(self.eigenvalues_.real.max())
         if growth > 0:
             warn_quality(f"the fitted linear system is unstable (an eigenvalue of A has real part {growth:.3g} > 0), "
-                         f"so its simulations grow without bound past the data; LinearODE(stable=True) fits "
-                         f"stable systems only")
+                         f"so its simulations grow without bound past the data; LinearODE(stable=True) (embdyn fit "
+                         f"--stable) fits stable systems only")
 
     def predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
         if isinstance(formulation, FlowMap):  # the map a lag ahead: exp(tau [[A, b], [0, 0]])

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from particles.core.figures import figure_and_axes
+from particles.core.figures import figure_and_axes, line_points
 
 __all__ = ["plot_signals", "stages_figure", "draw_stages", "STAGE_COLOURS"]
 
@@ -36,7 +36,7 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
         raise ValueError(f"survivors must have shape ({S.shape[1]},), got {alive.shape}")
     fig, ax = figure_and_axes(ax, (6.5, 4))
     for j in np.flatnonzero(~alive):
-        ax.plot(steps, S[:, j], color="0.75", lw=0.8)
+        ax.plot(*line_points(steps, S[:, j]), color="0.75", lw=0.8)
     chosen = np.flatnonzero(alive)
     palette = None
     if len(chosen) > 10:  # the default cycle repeats after 10 colours
@@ -44,7 +44,7 @@ def plot_signals(signals: np.ndarray, steps: np.ndarray | None = None, survivors
 
         palette = colormaps["tab20"].colors
     for i, j in enumerate(chosen):
-        ax.plot(steps, S[:, j], lw=1.8, label=f"k = {j + 1}",
+        ax.plot(*line_points(steps, S[:, j]), lw=1.8, label=f"k = {j + 1}",
                 **({"color": palette[i % len(palette)]} if palette is not None else {}))
     if log and np.all(S > 0):
         ax.set_yscale("log")

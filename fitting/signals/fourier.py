@@ -139,11 +139,27 @@ def fourier_signals(E: Any, power: int = 1, dc: bool = False, *, p: int | None =
     X = _embedding_stack(E, p=p)
     p = X.shape[-2]
     K = n_frequencies(p)
-    F = np.fft.fft(X, axis=-2)[..., : K + 1, :]  # (..., K+1, d)
-    S = np.sum(F.real**2 + F.imag**2, axis=-1)
+    if X.ndim == 2:
+        S = _power_spectrum(X, K)
+    else:  # snapshots in blocks: the transform's complex workspace stays near SPECTRUM_BLOCK_BYTES
+        S = np.empty((X.shape[0], K + 1))
+        rows = max(1, SPECTRUM_BLOCK_BYTES // max(1, 16 * p * X.shape[-1]))
+        for i in range(0, X.shape[0], rows):
+            S[i:i + rows] = _power_spectrum(X[i:i + rows], K)
     if power == 1:
-        S = np.sqrt(S)
+        S = np.sqrt(S, out=S)
     return S if dc else S[..., 1:]
+
+
+#: the most bytes of complex transform :func:`fourier_signals` holds at once (it works through a stack of
+#: snapshots in blocks of this size, so its memory is its output plus about this much)
+SPECTRUM_BLOCK_BYTES = 16 << 20
+
+
+def _power_spectrum(X: np.ndarray, K: int) -> np.ndarray:
+    """|F_k|^2 summed over the dimensions, k = 0..K, of (p, d) or (n, p, d) embeddings (float64)."""
+    F = np.fft.fft(X, axis=-2)[..., : K + 1, :]  # (..., K+1, d)
+    return np.sum(F.real**2 + F.imag**2, axis=-1)
 
 
 def trajectory_signals(traj: Trajectory, power: int = 1) -> tuple[np.ndarray, np.ndarray]:

@@ -543,7 +543,8 @@ def _check_frequencies(frequencies: Any, K: int) -> list[int] | None:
     except (TypeError, ValueError):
         raise TypeError(f"frequencies must be 'auto' or a list of ints in 1..{K}, got {frequencies!r}") from None
     if not given or given[0] < 1 or given[-1] > K:
-        raise ValueError(f"frequencies must be a non-empty list of ints in 1..{K}, got {list(frequencies)}")
+        raise ValueError(f"frequencies must be a non-empty list of ints in 1..{K} (K = (p - 1) // 2 = {K}: "
+                         f"frequency k and p - k are the same), got {list(frequencies)}")
     return given
 
 

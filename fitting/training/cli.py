@@ -83,10 +83,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("--compile and --jobs exist with --batched only")
     if not 1 <= args.jobs <= args.seeds:
         raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
-    from .trainer import check_checkpoint, check_training_memory, finished_run
+    from .trainer import check_checkpoint, check_training_disk, check_training_memory, finished_run
 
-    # one run in memory at a time (all seeds with --batched), measured before the folder is made
+    # one run in memory at a time (all seeds with --batched), measured before the folder is made; the seeds'
+    # files on the disk that will hold them
     check_training_memory(config, args.seeds if args.batched else 1, gradients=args.gradients, seed=seeds[0])
+    check_training_disk(config, args.seeds, args.out, gradients=args.gradients, seed=seeds[0])
     out = check_output_folder(args.out, "--out")
     from .batched import finished_seeds, train_batched
     from .trainer import train

@@ -8,13 +8,23 @@ and settings. Controls (:data:`NETWORK_CONTROLS`) are checked all before any
 is applied; the learning rate and the weight decay (and where it acts) change
 the optimiser from the next step on; p, the seed, the training fraction and
 the hidden width start the run again.
+
+A training step is one full-batch step and cannot be cut, so its cost is
+bounded instead: p, the hidden width and the training fraction together may
+ask at most :data:`MAX_STEP_WORK` multiply-adds a step (parameters x
+training pairs), and a change past it is refused naming the control and the
+range it has at the other two. A frame with a time budget ends before a step
+that would pass it (one step at least), and that step is short.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -26,7 +36,8 @@ from .configs import ConstantAttentionConfig, SurvivalMLPConfig
 from .models import make_task
 from .threads import threads_for_work, torch_threads
 
-__all__ = ["LiveNetwork", "LiveSurvivalMLP", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "RECORDED", "network_control_spec"]
+__all__ = ["LiveNetwork", "LiveSurvivalMLP", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "MAX_STEP_WORK",
+           "RECORDED", "network_control_spec"]
 
 #: the last steps whose embedding and minus loss gradient a live network keeps (:meth:`LiveNetwork.recorded`),
 #: for a force law fitted to them
@@ -38,17 +49,43 @@ MAX_EMBEDDING = 1e12
 #: where the weight decay acts: every parameter, the embedding only, or the classifier only
 DECAY_TARGETS = ("all", "embedding", "classifier")
 
+#: the most multiply-adds (parameters x training pairs) one training step of a live network may ask: a step is
+#: not cut, so a frame's time budget holds only if a step is short, also when the 8 live pages the server allows
+#: share 2 cores. Measured on one core of the 2-core reference machine (torch 2.13, CPU): 0.14-0.23 ns a
+#: multiply-add for the survival MLP (float64), 0.19-0.30 ns for the constant-attention network, so a step of at
+#: most about 30 ms (7 pages on 2 cores: about 0.1 s each), beside 1.4 s for the survival MLP at p = 97, hidden
+#: 1024 (8.7e9 multiply-adds) before this bound. At p = 97 and the default training fraction 0.8 it allows a hidden
+#: width of 73 for the survival MLP, 260 for the constant-attention network; at p = 59, 159 and 1024 (the trainer's
+#: survival MLP, p = 59 and hidden 100, fits); the constant-attention network's widest, 1024, up to p = 61.
+MAX_STEP_WORK = 100_000_000
+
+#: the controls a step's cost depends on, in the order a refusal names them (the first one changed)
+COST_CONTROLS = ("hidden", "p", "train_fraction")
+
+
+def _sci(x: float) -> str:
+    """``x`` in two significant digits, as 1.5e8."""
+    mantissa, _, exponent = f"{x:.2g}".partition("e")
+    return f"{mantissa}e{int(exponent)}" if exponent else mantissa
+
+
 #: every control of a live network, with its accepted range
 NETWORK_CONTROLS: dict[str, Control] = {
-    "p": Control("int", 3, 97, restart=True, help="tokens (modular addition mod p)"),
+    "p": Control("int", 3, 97, restart=True,
+                 help="tokens (modular addition mod p); with hidden and train_fraction, a step of at most "
+                      f"{_sci(MAX_STEP_WORK)} multiply-adds"),
     "seed": Control("int", 0, 2 ** 31 - 1, restart=True, help="split and initialisation"),
     "train_fraction": Control("float", 0.0, 1.0, strict=True, strict_high=True, restart=True,
                               help="share of the model's pairs trained on (unordered or ordered, by model)"),
-    "hidden": Control("int", 1, 1024, restart=True, help="width of the hidden layer"),
+    "hidden": Control("int", 1, 1024, restart=True,
+                      help=f"width of the hidden layer; a step is held to {_sci(MAX_STEP_WORK)} multiply-adds "
+                           "(parameters x training pairs): at p = 97 and train_fraction 0.8 at most 73 for "
+                           "survival-mlp, 260 for constant-attention"),
     "lr": Control("float", 0.0, 1.0, strict=True, help="AdamW learning rate"),
     "weight_decay": Control("float", 0.0, 100.0, help="AdamW weight decay"),
     "decay_on": Control("choice", choices=DECAY_TARGETS, help="what the weight decay acts on"),
-    "steps_per_frame": Control("int", 1, 1000, help="training steps between frames"),
+    "steps_per_frame": Control("int", 1, 1000, help="training steps between frames (a frame with a time budget "
+                                                    "ends before a step that would pass it)"),
 }
 
 
@@ -92,6 +129,26 @@ class LiveNetwork:
     #: the trainer's configuration whose settings are the defaults, and p when not its (None: its)
     base_config: Any = ConstantAttentionConfig
     default_p: int | None = None
+    #: the most multiply-adds a training step may ask (:data:`MAX_STEP_WORK`)
+    max_step_work: int = MAX_STEP_WORK
+
+    @staticmethod
+    def parameter_count(p: int, hidden: int) -> int:
+        """The network's parameters at ``p`` tokens and width ``hidden``: the embedding (p, 2), the hidden
+        layer (2 -> hidden) and the output layer (hidden -> p), weights and biases."""
+        return 2 * p + (2 * hidden + hidden) + (hidden * p + p)
+
+    @staticmethod
+    def pair_count(p: int) -> int:
+        """The pairs the model's split draws from: the unordered pairs of Z_p."""
+        return p * (p + 1) // 2
+
+    @classmethod
+    def step_work(cls, values: Mapping[str, Any]) -> int:
+        """Multiply-adds of one training step at the control ``values`` (``p``, ``hidden``, ``train_fraction``),
+        counted as the trainer's task counts them: parameters x training pairs."""
+        pairs = int(float(values["train_fraction"]) * cls.pair_count(values["p"]) + 0.5)  # the split's rounding
+        return cls.parameter_count(values["p"], values["hidden"]) * pairs
 
     @classmethod
     def defaults(cls) -> dict[str, Any]:
@@ -111,6 +168,8 @@ class LiveNetwork:
         self.values: dict[str, Any] = self.defaults()
         self.values.update(self.check(values))
         self._lock = threading.Lock()
+        self._waiting = 0  # calls waiting for the lock that go before a frame's next step
+        self._waiting_lock = threading.Lock()
         self.metrics = Throttled()  # the frames' structure metrics, a few times a second
         self.version = 0
         self.restarts = -1
@@ -118,19 +177,77 @@ class LiveNetwork:
         self.error: str | None = None
         self._start(*self._build(self.values))
 
+    @contextmanager
+    def _first(self):
+        """The run's lock for a call that goes before the next step of a frame being computed (a control
+        change, a reset, the recorded steps, the embedding): a lock released and taken again at once by the
+        stepping thread would otherwise keep it waiting for the whole frame."""
+        with self._waiting_lock:
+            self._waiting += 1
+        try:
+            with self._lock:
+                yield
+        finally:
+            with self._waiting_lock:
+                self._waiting -= 1
+
     # -- controls -------------------------------------------------------------------------------------
-    @staticmethod
-    def check(changes: Mapping[str, Any]) -> dict[str, Any]:
-        """``changes`` checked against :data:`NETWORK_CONTROLS`; a :class:`ControlError`
-        (a ``ValueError``) naming the first bad control and its accepted range."""
-        return check_changes(NETWORK_CONTROLS, changes)
+    def check(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """``changes`` checked against :data:`NETWORK_CONTROLS`, then together with the
+        values in force against :attr:`max_step_work`; a :class:`ControlError` (a
+        ``ValueError``) naming the first bad control and its accepted range (for a step
+        too heavy, the range of the first of hidden, p, train_fraction changed, at the
+        others' values)."""
+        changes = check_changes(NETWORK_CONTROLS, changes)
+        self._check_cost({**self.values, **changes}, changes)
+        return changes
+
+    def _check_cost(self, values: Mapping[str, Any], changes: Mapping[str, Any]) -> None:
+        """A :class:`ControlError` when a step at ``values`` asks more than :attr:`max_step_work`
+        multiply-adds, naming the first cost control in ``changes`` and its range at the others."""
+        if self.step_work(values) <= self.max_step_work:
+            return
+        name = next((k for k in COST_CONTROLS if k in changes), COST_CONTROLS[0])
+        at = f"at {', '.join(f'{k} = {values[k]:g}' for k in COST_CONTROLS if k != name)} ({self.model})"
+        why = (f"a training step is held to {_sci(self.max_step_work)} multiply-adds (parameters x training pairs; "
+               f"this one asks {_sci(self.step_work(values))}), so that a live frame keeps its time budget")
+        control, top = NETWORK_CONTROLS[name], self._cost_limit(values, name)
+        if top is None:
+            raise ControlError(name, f"no {name} fits {at}: {why}; lower "
+                                     f"{' or '.join(k for k in COST_CONTROLS if k != name)}")
+        accepted = dataclasses.replace(control, high=top, strict_high=False).describe()
+        raise ControlError(name, f"{name} must be {accepted} {at}: {why}; got {values[name]!r}")
+
+    def _cost_limit(self, values: Mapping[str, Any], name: str) -> float | None:
+        """The largest value of the control ``name`` whose step fits :attr:`max_step_work` at the other
+        ``values`` (a step's work grows with each), or None when even its lowest does not."""
+        control = NETWORK_CONTROLS[name]
+        if control.kind == "float":  # train_fraction: k training pairs at most, k / n of the pairs
+            k = self.max_step_work // self.parameter_count(values["p"], values["hidden"])
+            top = k / self.pair_count(values["p"])
+            if top <= control.low:
+                return None
+            digits = max(3, 2 - math.floor(math.log10(top)))  # rounded down to 3 significant digits
+            return math.floor(top * 10 ** digits) / 10 ** digits
+        lo, hi = int(control.low), int(control.high)
+        if self.step_work({**values, name: lo}) > self.max_step_work:
+            return None
+        while lo < hi:  # the largest fitting value, by bisection
+            mid = (lo + hi + 1) // 2
+            if self.step_work({**values, name: mid}) <= self.max_step_work:
+                lo = mid
+            else:
+                hi = mid - 1
+        return lo
 
     def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
         """Check, then apply, ``changes`` (nothing changes when any is refused);
-        returns the control values now in force."""
-        changes = self.check(changes)
-        with self._lock:
+        returns the control values now in force. A change waits for the step
+        being taken at most (it goes before a frame's next step)."""
+        changes = check_changes(NETWORK_CONTROLS, changes)
+        with self._first():
             values = {**self.values, **changes}
+            self._check_cost(values, changes)  # against the values in force now (another change may have come)
             restart = any(NETWORK_CONTROLS[name].restart for name in changes)
             built = self._build(values) if restart else None  # may refuse (an empty split): nothing changed yet
             self.values = values
@@ -139,6 +256,7 @@ class LiveNetwork:
                 self._start(*built)
             else:
                 self._set_optimiser()
+                self._meta = {**self._meta, "values": dict(self.values)}
             return dict(self.values)
 
     def _set_optimiser(self) -> None:
@@ -166,7 +284,7 @@ class LiveNetwork:
 
     def reset(self) -> None:
         """Back to the seed's initial network (controls unchanged)."""
-        with self._lock:
+        with self._first():
             self._start(*self._build(self.values))
 
     def _build(self, values: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -181,12 +299,18 @@ class LiveNetwork:
     def _start(self, config: Any, task: Any) -> None:
         self.config = config
         self.task = task
-        self._threads = threads_for_work(task.step_work())
+        self._threads = threads_for_work(task.step_work())  # with parallel=True
+        self._frame_threads = 1  # the torch threads of the last frame's steps, for its evaluation
         self.step = 0
         self.last: dict[str, float] = {}
         self.error = None
         self.restarts += 1
         self._recorded: deque = deque(maxlen=RECORDED)
+        train = task.train_set
+        # what meta() gives, replaced whole (read without the lock: a restart's page never waits for a step)
+        self._meta = {"kind": "network", "model": self.model, "description": self.description,
+                      "p": int(self.values["p"]), "d": 2, "pairs": train.pairs.tolist(),
+                      "labels": train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
 
     # -- training -------------------------------------------------------------------------------------
     @property
@@ -198,20 +322,29 @@ class LiveNetwork:
                 stop: Callable[[], bool] | None = None, parallel: bool | None = None) -> int:
         """``steps`` training steps (default the control ``steps_per_frame``);
         returns the steps taken. With ``budget`` (seconds) the frame ends
-        after the step that passes it, with ``stop`` when it returns True:
-        fewer steps than asked, said in ``cut``. A non-finite loss, or an
-        embedding entry beyond :data:`MAX_EMBEDDING`, stops the run where it
-        is and says so in ``error`` (until a reset or a restart). ``parallel=False``: torch on
-        one thread (several pages training at once share the cores); else its
-        threads sized to the step's work. The states are the same either way
-        to float rounding. A restart or reset made while the frame runs ends
-        it (the new run starts at step 0, not a frame's steps in)."""
+        before a step that would pass it (timed as the step before it; one
+        step at least, and a step is bounded by :attr:`max_step_work`), with
+        ``stop`` when it returns True: fewer steps than asked, said in
+        ``cut``. A control change or reset waits for one step at most.
+        A non-finite loss, or an embedding entry beyond :data:`MAX_EMBEDDING`,
+        stops the run where it is and says so in ``error`` (until a reset or a
+        restart). ``parallel=True``: torch's threads sized to the step's
+        work; else (None, False) one thread, also for the frame that follows:
+        a step is bounded to tens of milliseconds of one core
+        (:data:`MAX_STEP_WORK`), several pages training at once share the
+        cores, and beside a busy core two threads took 7-10 times longer
+        (285 ms a step against 28-40 ms for the survival MLP at p = 97,
+        hidden 97). The states are the same either way to float rounding.
+        A restart or reset made while the frame runs ends it (the new run
+        starts at step 0, not a frame's steps in)."""
         n = int(self.values["steps_per_frame"] if steps is None else steps)
-        threads = 1 if parallel is False else self._threads
-        began, done, run = time.perf_counter(), 0, None
+        threads = self._threads if parallel else 1
+        self._frame_threads = threads
+        began, done, run, took = time.perf_counter(), 0, None, 0.0
         self.cut = None
         while done < n:
             with self._lock, torch_threads(threads):
+                t0 = time.perf_counter()
                 run = self.restarts if run is None else run
                 if self.restarts != run:  # a restart or reset during the frame: the rest of its steps were the old run's
                     break
@@ -230,8 +363,11 @@ class LiveNetwork:
                     self.error = (f"the embedding ran away at step {self.step} (beyond {MAX_EMBEDDING:g} or not "
                                   "finite): lower the learning rate or the weight decay and reset")
                     return done + 1
+                took = time.perf_counter() - t0
             done += 1
-            if done < n and ((budget is not None and time.perf_counter() - began >= budget)
+            while self._waiting:  # a control change or reset waits: it goes first
+                time.sleep(0.0005)
+            if done < n and ((budget is not None and time.perf_counter() - began + took > budget)
                              or (stop is not None and stop())):
                 self.cut = {"done": done, "asked": n}
                 break
@@ -239,7 +375,7 @@ class LiveNetwork:
 
     def embedding(self) -> np.ndarray:
         """The token embedding now, (p, 2)."""
-        with self._lock:
+        with self._first():
             return self.task.embedding()
 
     def recorded(self) -> dict[str, Any]:
@@ -247,7 +383,7 @@ class LiveNetwork:
         (T,), the embedding before each step ``X`` (T, p, 2), minus the loss gradient there ``G`` (T, p, 2),
         the training set ``train``, the embedding ``now`` (p, 2) and its ``step``. The gradient is the loss's only: the
         optimiser's decoupled weight decay is not in it."""
-        with self._lock:
+        with self._first():
             steps = np.array([s for s, _, _ in self._recorded], dtype=np.int64)
             shape = (0, int(self.values["p"]), 2)
             X = np.array([x for _, x, _ in self._recorded]) if len(steps) else np.zeros(shape)
@@ -256,12 +392,10 @@ class LiveNetwork:
                     "step": self.step}
 
     def meta(self) -> dict[str, Any]:
-        """What a page needs once per run: tokens, training pairs and their classes, controls."""
-        with self._lock:
-            train = self.task.train_set
-            return {"kind": "network", "model": self.model, "description": self.description,
-                    "p": int(self.values["p"]), "d": 2, "pairs": train.pairs.tolist(),
-                    "labels": train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}
+        """What a page needs once per run: tokens, training pairs and their classes, controls. Kept
+        from the run's start and the last control change: it does not wait for a step."""
+        meta = self._meta  # one read: a run's meta whole, never half of the next one's
+        return {**meta, "values": dict(meta["values"])}
 
     def frame(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         """The network now: header (step, train and validation loss and
@@ -270,26 +404,28 @@ class LiveNetwork:
         pair sums (n, 2) and minus the loss gradient on the embedding at the
         last step (p, 2; zeros before the first step). The structure metrics
         are measured a few times a second (:mod:`particles.core.throttle`):
-        ``metrics_step`` says at which step."""
+        ``metrics_step`` says at which step (computed after the run's lock
+        is released: a control change does not wait for them). Called by
+        the thread that advances the run."""
         from particles.metrics import structure_metrics
 
-        with self._lock, torch_threads(self._threads):
+        with self._lock, torch_threads(self._frame_threads):
             E = self.task.embedding()
             train = self.task.train_set
             val = self.task.evaluate()
-            tame = bool(np.all(np.isfinite(E))) and float(np.max(np.abs(E))) <= MAX_EMBEDDING
-            undefined = {"structure": "undefined", "circularity": None, "frequency": None}
-            metrics, measured = self.metrics.get(self.restarts, self.step,
-                                                 lambda: structure_metrics(E, train) if tame else undefined)
+            force = -self.task.embedding_gradient()
             header = {"kind": "network", "model": self.model, "step": self.step, "train_loss": self.last.get("train_loss"),
                       "train_acc": self.last.get("train_acc"), "val_loss": val["val_loss"],
-                      "val_acc": val["val_acc"], "structure": metrics["structure"],
-                      "circularity": metrics["circularity"], "frequency": metrics["frequency"],
-                      "version": self.version, "restarts": self.restarts, "error": self.error, "cut": self.cut,
-                      "p": int(E.shape[0]), "d": int(E.shape[1]), "metrics_step": measured}
-            sums = E[train.pairs[:, 0]] + E[train.pairs[:, 1]]
-            force = -self.task.embedding_gradient()
-            return header, {"positions": E, "pair_sums": sums, "force": force}
+                      "val_acc": val["val_acc"], "version": self.version, "restarts": self.restarts,
+                      "error": self.error, "cut": self.cut, "p": int(E.shape[0]), "d": int(E.shape[1])}
+        tame = bool(np.all(np.isfinite(E))) and float(np.max(np.abs(E))) <= MAX_EMBEDDING
+        undefined = {"structure": "undefined", "circularity": None, "frequency": None}
+        metrics, measured = self.metrics.get(header["restarts"], header["step"],
+                                             lambda: structure_metrics(E, train) if tame else undefined)
+        header.update({"structure": metrics["structure"], "circularity": metrics["circularity"],
+                       "frequency": metrics["frequency"], "metrics_step": measured})
+        sums = E[train.pairs[:, 0]] + E[train.pairs[:, 1]]
+        return header, {"positions": E, "pair_sums": sums, "force": force}
 
 
 class LiveSurvivalMLP(LiveNetwork):
@@ -307,6 +443,16 @@ class LiveSurvivalMLP(LiveNetwork):
 
     base_config = SurvivalMLPConfig
     default_p = 17  # the trainer's 59 steps too slowly to watch at d = 2
+
+    @staticmethod
+    def parameter_count(p: int, hidden: int) -> int:
+        """The embedding (p, 2) and the layers 4 -> hidden -> hidden -> p, weights and biases."""
+        return 2 * p + (4 * hidden + hidden) + (hidden * hidden + hidden) + (hidden * p + p)
+
+    @staticmethod
+    def pair_count(p: int) -> int:
+        """The ordered pairs of Z_p."""
+        return p * p
 
     @staticmethod
     def configure(values: Mapping[str, Any]) -> Any:

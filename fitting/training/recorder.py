@@ -216,7 +216,8 @@ class EmbeddingRecorder:
         else:
             steps = [check_int(step, "step", 0)]
         if any(b <= a for a, b in zip(steps, steps[1:])):
-            raise ValueError(f"step must increase, got {steps}")
+            raise ValueError(f"step must increase within one call, got {steps} for "
+                             f"{', '.join(values)}")
         staged = {}
         for name, value in values.items():
             if not name.isidentifier():
@@ -349,6 +350,12 @@ class EmbeddingRecorder:
             forces.update(train_pairs=self.train.pairs, train_labels=self.train.labels)
         info.update(meta or {})
         curves = {name: (np.asarray(s, dtype=np.int64), np.asarray(v)) for name, (s, v) in self._curves.items()}
+        late = [name for name, (s, _) in curves.items() if s.size and int(s[-1]) > int(self._last_step)]
+        if late:
+            warnings.warn(f"the curve{'s' if len(late) > 1 else ''} {', '.join(late)} go{'' if len(late) > 1 else 'es'} "
+                          f"past the last recorded step {self._last_step}: record the embedding at the step you log "
+                          f"last, or the stages and the explorer see curves the embedding has no state for",
+                          stacklevel=2)
         return Trajectory(np.stack(snaps), np.asarray(snap_steps, dtype=np.int64),
                           steps=np.asarray(self._steps, dtype=np.int64), signals=np.stack(self._signals), meta=info,
                           curves=curves, **forces)

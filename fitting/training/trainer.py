@@ -122,6 +122,26 @@ def check_training_memory(config: TrainingConfig, runs: int = 1, *, gradients: b
     check_run_memory(config, runs, K + len(series), every, snapshot_bytes, fixed_bytes=4 * model)
 
 
+def check_training_disk(config: TrainingConfig, seeds: int, out: str | os.PathLike, *, gradients: bool = False,
+                        seed: int = 0) -> None:
+    """Refuse, before any output or training, ``seeds`` runs of ``config`` whose files (one a seed, about
+    half of :func:`run_memory`: the records, uncompressed) would not fit in the free space of the disk that
+    holds ``out`` (its nearest existing folder); the message names ``--seeds``."""
+    import shutil
+
+    task = make_task(config, seed)
+    K, series, every, snapshot_bytes = _recording(task, config, gradients)
+    per_run = run_memory(config.steps, K + len(series), every, snapshot_bytes) // 2
+    folder = Path(out).absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    free = shutil.disk_usage(folder).free
+    if seeds * per_run > free:
+        raise ValueError(f"--seeds {seeds} runs of {config.model} would write about {format_bytes(seeds * per_run)} "
+                         f"({format_bytes(per_run)} a seed), more than the {format_bytes(free)} free on the disk "
+                         f"of {str(folder)!r}: use fewer --seeds, or another --out")
+
+
 class SeriesRecorder:
     """Per-step series and snapshots of one run, preallocated."""
 

@@ -10,7 +10,10 @@ from typing import Any
 
 from .io import atomic_write
 
-__all__ = ["save_figure", "figure_and_axes"]
+__all__ = ["save_figure", "figure_and_axes", "line_points", "MAX_LINE_POINTS"]
+
+#: the most points a figure draws of one line (:func:`line_points`)
+MAX_LINE_POINTS = 4000
 
 
 def save_figure(fig: Any, path: str | os.PathLike, dpi: int = 110, **options: Any) -> Path:
@@ -34,3 +37,30 @@ def figure_and_axes(ax: Any, figsize: tuple[float, float]) -> tuple[Any, Any]:
 
     fig = Figure(figsize=figsize, layout="constrained")
     return fig, fig.add_subplot()
+
+
+def line_points(x: Any, y: Any, limit: int = MAX_LINE_POINTS) -> tuple[Any, Any]:
+    """A long line's points as drawn at a figure's size: ``(x, y)`` unchanged
+    when it has at most ``limit`` points, else the smallest and the largest
+    ``y`` of each of ``limit // 2`` consecutive stretches, in their order
+    (first and last points kept), so spikes and the envelope stay visible
+    while the figure holds ``limit`` points instead of millions. NaN and
+    infinite values are kept where they fall (a stretch with one draws it)."""
+    import numpy as np
+
+    x, y = np.asarray(x), np.asarray(y)
+    n = len(y)
+    if n <= limit:
+        return x, y
+    edges = np.linspace(0, n, limit // 2 + 1).astype(int)
+    keep = [0, n - 1]
+    for a, b in zip(edges[:-1], edges[1:]):
+        if b > a:
+            seg = y[a:b]
+            bad = np.flatnonzero(~np.isfinite(seg))
+            if bad.size:
+                keep.append(a + int(bad[0]))
+                continue
+            keep.extend((a + int(np.argmin(seg)), a + int(np.argmax(seg))))
+    idx = np.unique(keep)
+    return x[idx], y[idx]

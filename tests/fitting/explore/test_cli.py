@@ -1,16 +1,21 @@
 """``embdyn explore`` on the command line: bad input in one line with exit 2, a clean stop on Ctrl-C."""
 
 import json
+import os
+import platform
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 
 import particles as pt
+from fitting.explore import cli
 
 EMBDYN = [sys.executable, "-c", "from particles.core.cli import main; raise SystemExit(main())"]
 
@@ -94,6 +99,9 @@ def test_serves_and_stops_on_ctrl_c(run_file):
             assert "[project]" not in answer and "root:" not in answer and "Starlette" not in answer, path
         runs = json.loads(urllib.request.urlopen(url + "api/runs", timeout=10).read())["runs"]
         assert runs[0]["name"].endswith("run.npz")
+        if cli.server_environment(os.environ) is not None and glibc() and "EMBDYN_EXPLORE_IN_PROCESS" not in os.environ:
+            # the server process (the same pid, started again once) runs with two malloc arenas
+            assert b"MALLOC_ARENA_MAX=2" in Path(f"/proc/{proc.pid}/environ").read_bytes().split(b"\0")
         assert b"explorer" in urllib.request.urlopen(url, timeout=10).read()
         time.sleep(0.2)
         proc.send_signal(signal.SIGINT)
@@ -105,3 +113,83 @@ def test_serves_and_stops_on_ctrl_c(run_file):
             proc.kill()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def glibc():
+    return sys.platform.startswith("linux") and platform.libc_ver()[0] == "glibc"
+
+
+def test_the_server_environment_sets_two_arenas_unless_the_user_set_them():
+    user = {"PATH": "/usr/bin", "HOME": "/home/someone"}
+    env = cli.server_environment(user)
+    assert env["MALLOC_ARENA_MAX"] == cli.SERVER_ARENA_MAX == "2" and env["PATH"] == "/usr/bin"
+    assert "MALLOC_ARENA_MAX" not in user  # the caller's mapping is not changed
+    # the user's own setting is kept: no new environment
+    assert cli.server_environment({**user, "MALLOC_ARENA_MAX": "8"}) is None
+    assert cli.server_environment({**user, "MALLOC_ARENA_MAX": ""}) is None
+    assert cli.server_environment({**user, "GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}) is None
+    # the re-executed server does not start again: no loop
+    assert cli.server_environment(env) is None
+    # and takes the setting out of its environment (glibc read it at start): the processes it starts get the user's
+    cli.restore_environment(env)
+    assert env == user
+    mine = {**user, "MALLOC_ARENA_MAX": "8"}
+    cli.restore_environment(mine)
+    assert mine["MALLOC_ARENA_MAX"] == "8"
+
+
+@pytest.fixture
+def execs(monkeypatch):
+    """The server's start again, recorded instead of made, on a command line of ``embdyn explore``."""
+    calls = []
+    monkeypatch.setattr(os, "execve", lambda *a: calls.append(a))
+    monkeypatch.setattr(sys, "argv", ["embdyn", "explore", "--port", "0"])
+    monkeypatch.setattr(sys, "orig_argv", [sys.executable, "/venv/bin/embdyn", "explore", "--port", "0"])
+    for name in ("MALLOC_ARENA_MAX", "GLIBC_TUNABLES", "EMBDYN_EXPLORE_IN_PROCESS", "EMBDYN_EXPLORE_SET_ARENA_MAX"):
+        monkeypatch.delenv(name, raising=False)
+    return calls
+
+
+@pytest.mark.skipif(not glibc(), reason="the arenas are glibc's")
+def test_the_command_starts_itself_again_once_with_the_setting(execs, monkeypatch):
+    cli.reexec_with_arena_max()
+    (path, argv, env), = execs
+    assert path == sys.executable and argv == sys.orig_argv and env["MALLOC_ARENA_MAX"] == "2"
+    assert "MALLOC_ARENA_MAX" not in os.environ  # this process's environment is not changed
+    monkeypatch.setattr(os, "environ", env)  # the started server: it does not start again
+    cli.reexec_with_arena_max()
+    assert len(execs) == 1
+
+
+@pytest.mark.parametrize("name, value", [("MALLOC_ARENA_MAX", "8"), ("EMBDYN_EXPLORE_IN_PROCESS", "1"),
+                                         ("GLIBC_TUNABLES", "glibc.malloc.arena_max=3")])
+def test_a_users_setting_or_a_server_in_a_callers_process_is_left_alone(execs, monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    cli.reexec_with_arena_max()
+    assert execs == []
+
+
+def test_a_server_in_a_thread_is_left_alone(execs):
+    thread = threading.Thread(target=cli.reexec_with_arena_max)
+    thread.start()
+    thread.join(10)
+    assert execs == []
+
+
+def test_memory_is_handed_back_after_a_session_closes():
+    sessions, trims, stop = {"a": 1, "b": 2}, [], threading.Event()
+    looker = threading.Thread(target=cli.return_freed_memory, args=(sessions, stop, trims.append, 0.005))
+    looker.start()
+    try:
+        deadline = time.monotonic() + 30
+        time.sleep(0.05)
+        assert trims == []  # nothing closed: nothing to hand back
+        del sessions["a"]
+        while len(trims) < 2 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        time.sleep(0.05)
+        assert trims == [0, 0]  # at the look after the close and the next, then no more
+    finally:
+        stop.set()
+        looker.join(10)
+    assert not looker.is_alive()

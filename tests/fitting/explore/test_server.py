@@ -344,9 +344,8 @@ def test_uploads_are_streamed_to_disk_and_held_within_a_total_budget(files, monk
     """Issue 54: an upload is written to the store's private folder as it arrives and removed once read;
     the uploads kept hold at most MAX_UPLOADS_MEMORY together (the oldest are closed and freed)."""
     from fitting.explore import runs
-    from fitting.explore.runs import trajectory_bytes
 
-    one = trajectory_bytes(pt.Trajectory.load(files / "circles.npz"))
+    one = pt.Trajectory.load(files / "circles.npz").nbytes
     monkeypatch.setattr(runs, "MAX_UPLOADS_MEMORY", int(2.5 * one))  # room for two of these runs
     app = make_app([], [])
     with TestClient(app, base_url="http://127.0.0.1:8050") as c:

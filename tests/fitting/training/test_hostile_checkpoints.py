@@ -220,6 +220,16 @@ def test_toy_phases_resume_does_not_train_a_finished_grid_again(tmp_path, capsys
     assert "not trained again (--resume)" in capsys.readouterr().err
 
 
+def test_train_seeds_whose_files_do_not_fit_on_the_disk_are_one_line_exit_2(tmp_path, capsys):
+    """Issue 69: `embdyn train --seeds N` (one seed at a time, so memory does not bound N) is bounded by the
+    disk its files go to: a trillion seeds is refused before any output, naming --seeds."""
+    out = tmp_path / "o"
+    assert main(["train", "survival-mlp", "--seeds", "1000000000000", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--seeds 1000000000000 runs of survival-mlp would write about" in err[0], err
+    assert "free on the disk" in err[0] and not out.exists()
+
+
 # ------------------------------------------------------------ counts bounded by the memory budget
 @pytest.mark.parametrize("argv,words", [
     (["train", "toy", "--steps", "1000000000"], "toy: a run of steps=1000000000"),
