@@ -76,11 +76,6 @@ class PairDataset:
         object.__setattr__(self, "p", int(self.p))
         object.__setattr__(self, "indices", indices)
 
-    def __getstate__(self) -> dict:
-        """The fields only: what the engine caches on the object (its
-        names begin with an underscore) is rebuilt on demand, not pickled."""
-        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
-
     def __len__(self) -> int:
         return len(self.pairs)
 

@@ -27,7 +27,7 @@ from .core.validation import MAX_ABS, check_array, check_magnitude
 
 __all__ = ["energy", "forces", "energy_and_forces", "same_class_partners", "PARALLEL_MIN_PAIRS", "compile_for", "Engine",
            "check_inputs", "engine_for", "ENGINES_PER_SYSTEM",
-           "KEPT_ENGINE_MAX_BYTES", "engine_bytes"]
+           "KEPT_ENGINE_MAX_BYTES", "engine_bytes", "kept_engines"]
 
 #: below this many training pairs the rows form one block and the serial
 #: kernel is always used (thread start-up would dominate); measured in
@@ -90,15 +90,43 @@ def same_class_partners(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return ptr, np.ascontiguousarray(par[:, 1])
 
 
+class _Kept:
+    """What the kernels keep for one training set: its :func:`pair_system`
+    and the engines :func:`engine_for` keeps (law, dimension, path and
+    cut-off -> engine, least recently used first)."""
+
+    __slots__ = ("system", "engines")
+
+    def __init__(self, system: _forces.PairSystem):
+        self.system = system
+        self.engines: OrderedDict = OrderedDict()
+
+
+#: training set -> its :class:`_Kept`, beside the frozen :class:`PairDataset`
+#: rather than on it (a dataset hashes by identity): an entry goes with its
+#: dataset, a copy or pickle of a dataset is another object and starts without
+#: one, and nothing in an entry holds the dataset
+_KEPT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: guards the additions to ``_KEPT`` and every entry's engines
+_ENGINES_LOCK = threading.Lock()
+
+
+def _kept(train: PairDataset) -> _Kept:
+    """``train``'s entry in ``_KEPT``, made on its first use."""
+    kept = _KEPT.get(train)  # one dictionary read: no lock needed
+    if kept is None:  # built outside the lock; the first entry kept serves every caller
+        ptr, idx = same_class_partners(train.labels)
+        made = _Kept(_forces.make_system(train.pairs, ptr, idx))
+        with _ENGINES_LOCK:
+            kept = _KEPT.setdefault(train, made)
+    return kept
+
+
 def pair_system(train: PairDataset) -> _forces.PairSystem:
     """The kernels' view of ``train`` (pairs, same-class partner lists, row
-    blocks), built once per dataset object and kept on it."""
-    cached = train.__dict__.get("_pair_system")
-    if cached is None:
-        ptr, idx = same_class_partners(train.labels)
-        cached = _forces.make_system(train.pairs, ptr, idx)
-        train.__dict__["_pair_system"] = cached
-    return cached
+    blocks), built once per dataset object and kept beside it (a table
+    keyed weakly by the dataset, not an attribute of it)."""
+    return _kept(train).system
 
 
 def check_repulsion_tol(repulsion_tol, d: int, params=None) -> float | None:
@@ -262,13 +290,20 @@ ENGINES_PER_SYSTEM = 4
 #: an engine whose buffers take more bytes than this is not kept (the direct path's grow with d: 170 MB at p = 113,
 #: d = 256); the Gram path's take O(p^2 + p n)
 KEPT_ENGINE_MAX_BYTES = 16 * 2**20
-_ENGINES_LOCK = threading.Lock()
 
 
 def engine_bytes(engine: Engine) -> int:
     """The bytes of the arrays in ``engine``'s workspace (and cell lists)."""
     return sum(getattr(a, "nbytes", 0) for part in (engine.law.ws, getattr(engine.law, "cells", ()))
                for a in part)
+
+
+def kept_engines(train: PairDataset) -> dict:
+    """A copy of the engines kept for ``train`` (:func:`engine_for`'s key ->
+    :class:`Engine`, least recently used first; empty before any call)."""
+    kept = _KEPT.get(train)
+    with _ENGINES_LOCK:
+        return dict(kept.engines) if kept is not None else {}
 
 
 def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, repulsion_tol: float | None,
@@ -279,9 +314,11 @@ def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEner
     40 µs a call at p = 41), or a new one, kept for the next call (unless
     its buffers exceed :data:`KEPT_ENGINE_MAX_BYTES`). A call releases
     ``engine.lock`` when done; an engine that another thread holds is not
-    shared (a new one serves this call). A copy or pickle of ``train``
-    starts without its engines (:meth:`PairDataset.__getstate__`)."""
-    system = pair_system(train)
+    shared (a new one serves this call). The engines are kept beside
+    ``train`` (a table keyed weakly by it), not on it: a copy or pickle of
+    ``train`` starts without them, and they go when ``train`` does."""
+    kept = _kept(train)
+    system, engines = kept.system, kept.engines
     d = x.shape[1]
     gram = use_gram(path, d, cell_lists=uses_cells(params, repulsion_tol), pairs=len(system.pairs),
                     tokens=x.shape[0], X=x)
@@ -290,21 +327,18 @@ def engine_for(x: np.ndarray, train: PairDataset, params: ForceParams | PairEner
         hash(key)
     except TypeError:  # a law that cannot be a key: a new engine each call
         key = None
-    kept = train.__dict__.get("_engines")
-    if kept is None:
-        kept = train.__dict__.setdefault("_engines", OrderedDict())
     with _ENGINES_LOCK:
-        engine = kept.get(key) if key is not None else None
+        engine = engines.get(key) if key is not None else None
         if engine is not None and engine.lock.acquire(blocking=False):
-            kept.move_to_end(key)
+            engines.move_to_end(key)
             return engine
     engine = Engine(d, system, params, repulsion_tol, path, x.shape[0], x, gram=gram)
     engine.lock.acquire()
     if key is not None and engine_bytes(engine) <= KEPT_ENGINE_MAX_BYTES:
         with _ENGINES_LOCK:
-            kept[key] = engine
-            while len(kept) > ENGINES_PER_SYSTEM:
-                kept.popitem(last=False)
+            engines[key] = engine
+            while len(engines) > ENGINES_PER_SYSTEM:
+                engines.popitem(last=False)
     return engine
 
 

@@ -133,6 +133,12 @@ class ForceParams:
         return self.particle_decay if self.wd_target == "classifier" else self.wd
 
     @property
+    def translation_invariant(self) -> bool:
+        """True when U(x + t) = U(x): no alignment term and no decay on the
+        particles (as :attr:`particles.PairEnergy.translation_invariant`)."""
+        return self.effective_lam == 0.0 and self.particle_wd == 0.0
+
+    @property
     def is_gradient(self) -> bool:
         """True when the forces are -grad U (so U decreases along the flow)."""
         return self.alignment == "gradient" or self.effective_lam == 0.0

@@ -11,7 +11,6 @@ structure are measured in docs/particles.md.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable
 
@@ -65,10 +64,8 @@ class Preset:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str):
             raise TypeError(f"name must be a str, got {describe(self.name)}")
-        # a PairEnergy can only exist once its module is loaded; importing it here would load numba
-        energy_module = sys.modules.get("particles.pair_energy")
-        laws = (ForceParams,) + ((energy_module.PairEnergy,) if energy_module is not None else ())
-        if not isinstance(self.params, laws):
+        # a law the particle engine runs declares it (particles.law_protocol: ``simulates``), whatever its class
+        if not getattr(self.params, "simulates", False) or isinstance(self.params, type):
             raise TypeError(f"params must be a ForceParams or a PairEnergy, got {describe(self.params)}")
         check_int(self.p, "p", 2, MAX_P)
         fraction = check_float(self.fraction, "fraction")

@@ -31,17 +31,6 @@ from .core.validation import check_int, check_nonnegative
 __all__ = ["simulate", "minimize", "MinimizeResult", "NonFiniteStateError", "RunawayError", "MAX_GROWTH", "chunk_bounds"]
 
 
-
-def __getattr__(name: str) -> Any:
-    if name == "package_version":  # part of this module's API since 0.1; now only in particles.core.version
-        import warnings
-
-        warnings.warn("particles.simulate.package_version is particles.core.version.package_version; import it "
-                      "from there (the old name will be removed)", DeprecationWarning, stacklevel=2)
-        return _core_version.package_version
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 #: default growth bound of every integrator: a run stops once max |x| exceeds
 #: MAX_GROWTH * max(1, max |x0|)
 MAX_GROWTH = 1e6

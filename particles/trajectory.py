@@ -52,19 +52,6 @@ from .datasets import PairDataset, as_training_set
 
 __all__ = ["Trajectory", "TrajectoryFormatError", "SCHEMA_VERSION"]
 
-#: names this module used to re-export, now only in particles.core.io
-MOVED_TO_IO = ("atomic_write_text", "remove_stale_temporaries")
-
-
-def __getattr__(name: str) -> Any:
-    if name in MOVED_TO_IO:
-        import warnings
-
-        warnings.warn(f"particles.trajectory.{name} is particles.core.io.{name}; import it from there (the old "
-                      "name will be removed)", DeprecationWarning, stacklevel=2)
-        return getattr(_core_io, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
 SCHEMA_VERSION = 1
 
 

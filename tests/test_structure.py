@@ -149,7 +149,7 @@ def test_library_code_prints_nothing():
 
 
 #: the subpackages of ``fitting`` and the others each may import (docs/architecture.md); ``signals`` is the
-#: shared base, nothing imports a module at ``fitting``'s top level (those are old names that warn)
+#: shared base; ``fitting``'s top level holds only ``__init__.py`` (no modules, no old names)
 FITTING_LAYERS = {
     "signals": set(),
     "ode": {"signals"},
@@ -159,9 +159,13 @@ FITTING_LAYERS = {
     "demo": {"signals", "ode", "survival"},
     "explore": {"signals", "ode", "forcefit"},
 }
-#: the old names kept at fitting's top level and in fitting.backend: each only warns and answers with a new module
-FITTING_OLD_NAMES = {"backend", "derivatives", "frequencies", "force_law", "plot", "report", "analysis", "examples",
-                     "cli"}
+#: the modules renamed in 0.1 (docs/changelog.md, Removed): gone, with no module or forwarding name left behind
+OLD_MODULES = ["fitting.analysis", "fitting.backend", "fitting.cli", "fitting.derivatives", "fitting.examples",
+               "fitting.force_law", "fitting.frequencies", "fitting.plot", "fitting.report", "fitting.ode.models",
+               "particles.validation"]
+#: the re-exports renamed in 0.1, gone from the module that had them: (module, old name)
+OLD_RE_EXPORTS = [("particles.simulate", "package_version"), ("particles.trajectory", "atomic_write_text"),
+                  ("particles.trajectory", "remove_stale_temporaries")]
 
 
 def imported_modules(path: Path) -> list[tuple[int, str]]:
@@ -200,16 +204,30 @@ def test_fitting_subpackages_import_only_the_layers_below_them():
                 if bits[1] not in FITTING_LAYERS[own]:
                     wrong.append(f"{module_of(path)}:{line} imports {name} (fitting.{own} may import "
                                  f"{sorted(FITTING_LAYERS[own]) or 'no other subpackage'})")
-            elif (ROOT / "fitting" / f"{bits[1]}.py").exists() or bits[1] in FITTING_OLD_NAMES:
+            elif (ROOT / "fitting" / f"{bits[1]}.py").exists():
                 wrong.append(f"{module_of(path)}:{line} imports {name}, a module at fitting's top level")
     assert not wrong, "\n".join(wrong)
 
 
-def test_fitting_top_level_holds_only_the_package_and_old_names():
-    modules = {p.stem for p in (ROOT / "fitting").glob("*.py")} - {"__init__"}
-    folders = {p.name for p in (ROOT / "fitting").iterdir() if (p / "__init__.py").exists()}
-    assert modules <= FITTING_OLD_NAMES, f"new modules at fitting's top level: {sorted(modules - FITTING_OLD_NAMES)}"
-    assert folders - {"backend"} == set(FITTING_LAYERS), sorted(folders)
+def test_fitting_top_level_holds_only_its_init_and_the_subpackages():
+    modules = {p.name for p in (ROOT / "fitting").glob("*.py")}
+    folders = {p.name for p in (ROOT / "fitting").iterdir() if p.is_dir() and p.name != "__pycache__"
+               and not p.name.startswith(".")}
+    assert modules == {"__init__.py"}, f"modules at fitting's top level: {sorted(modules - {'__init__.py'})}"
+    assert folders == set(FITTING_LAYERS), f"folders at fitting's top level: {sorted(folders)}"
+
+
+def test_the_old_names_are_gone():
+    """The names renamed in 0.1 import as nothing: no module, no package, no
+    forwarding module ``__getattr__`` (docs/changelog.md lists what replaced them)."""
+    import importlib
+    import importlib.util
+
+    assert [n for n in OLD_MODULES if importlib.util.find_spec(n) is not None] == []
+    assert [f"{m}.{n}" for m, n in OLD_RE_EXPORTS if hasattr(importlib.import_module(m), n)] == []
+    changelog = (ROOT / "docs" / "changelog.md").read_text()
+    named = OLD_MODULES + [f"{m}.{n}" for m, n in OLD_RE_EXPORTS]
+    assert [n for n in named if f"`{n}`" not in changelog] == [], "old names the changelog does not list"
 
 
 def test_no_import_circle():
@@ -268,18 +286,16 @@ def test_no_dispatch_on_a_type_name():
     assert not found, "type-name dispatch: " + ", ".join(found)
 
 
-def test_no_module_imports_an_old_name():
-    """Every module of the packages imports without a DeprecationWarning (an
-    old name used inside the package warns every user at import), checked in
-    a fresh process; the old-name modules themselves are left out, and
-    modules that need a missing optional extra (torch, the web stack) too."""
+def test_no_module_warns_at_import():
+    """Every module of the packages imports without a DeprecationWarning (a
+    deprecated name used inside the package warns every user at import),
+    checked in a fresh process; modules that need a missing optional extra
+    (torch, the web stack) are left out."""
     import subprocess
     import sys
 
-    old = {f"fitting.{n}" for n in FITTING_OLD_NAMES} | {"particles.validation", "fitting.ode.models"}
     names = [module_of(p)[:-9] if p.name == "__init__.py" else module_of(p) for p in sources(*PACKAGES)]
-    names = [n for n in names if n not in old and not any(n.startswith(o + ".") for o in old)
-             and "__main__" not in n]
+    names = [n for n in names if "__main__" not in n]
     code = ("import importlib, sys, warnings\nwarnings.simplefilter('error', DeprecationWarning)\nbad = []\n"
             f"for name in {names!r}:\n"
             "    try:\n        importlib.import_module(name)\n"
@@ -290,4 +306,33 @@ def test_no_module_imports_an_old_name():
             "print('\\n'.join(bad))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert not out.stdout.strip(), "modules that import an old name:\n" + out.stdout
+    assert not out.stdout.strip(), "modules that warn at import:\n" + out.stdout
+
+
+#: the concrete classes of the pluggable parts: behaviour is declared on them, never switched on by class
+CONCRETE_PARTS = ("WeakForm", "FlowMap", "FiniteDifference", "SavitzkyGolay", "ForceParams", "PairEnergy",
+                  "EffectiveLoss", "Lasso", "LassoCV", "STLSQ", "OLS", "_SkLasso")
+#: isinstance checks on them that are input validation or operator dispatch, not behaviour switches
+ISINSTANCE_ALLOWED = {("particles/pair_energy.py", "PairEnergy"),   # __add__ of two PairEnergy terms
+                      ("particles/effective.py", "EffectiveLoss"),  # an EffectiveLoss or a PairDataset argument
+                      ("fitting/explore/live.py", "ForceParams")}   # the Live tab's sliders are its fields
+
+
+def test_no_isinstance_switch_on_formulations_regressors_or_laws():
+    """Issue 70: formulations, regressors and laws declare what they do (kind, maps_states,
+    covariance_refit, translation_invariant, simulates, ...); nothing tells them apart by class."""
+    import ast
+
+    found = []
+    for package in ("particles", "fitting", "effective_theory"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "isinstance" and len(node.args) == 2:
+                    names = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                    names |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+                    rel = str(path.relative_to(ROOT))
+                    for name in names & set(CONCRETE_PARTS):
+                        if (rel, name) not in ISINSTANCE_ALLOWED:
+                            found.append(f"{rel}:{node.lineno} isinstance(..., {name})")
+    assert not found, "\n".join(found)

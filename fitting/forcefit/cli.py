@@ -111,7 +111,8 @@ class FitBar:
     """The fit's progress bar on stderr (tqdm), a ``callback(done, total,
     stage=None)``: the stage the fit is in ("force fit: compiling kernels",
     on a fresh install the longest wait, then "range search", "null",
-    "bootstrap") and the snapshots evaluated. On a terminal it redraws in
+    "bootstrap") and the snapshot evaluations (each snapshot is evaluated once
+    for every law the search, the null and the bootstrap try). On a terminal it redraws in
     place; elsewhere it writes a line at each stage and at most every 10 s
     between them."""
 
@@ -125,7 +126,7 @@ class FitBar:
             from tqdm import tqdm
 
             tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-            self._bar = tqdm(total=total, initial=done, desc=self.label, file=self.stream, unit=" snapshots",
+            self._bar = tqdm(total=total, initial=done, desc=self.label, file=self.stream, unit=" snapshot evaluations",
                              mininterval=0.1 if tty else 10.0, ascii=not tty, dynamic_ncols=tty, leave=True)
         if stage is not None:
             self._bar.set_description(f"{self.label}: {stage}", refresh=True)

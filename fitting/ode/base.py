@@ -28,7 +28,6 @@ from .data import as_runs, check_run_window, check_window, in_window, is_run_lis
 from .equations import EquationsMixin
 from .differentiation import Formulation
 from .blas import blas_threads_for
-from .heap import keep_freed_memory
 from .inputs import MULTIOUTPUT, RegressionRows, as_formulation, from_trajectory, store_params
 from .integrate import SIMULATION_METHODS, integrate
 from .library import Library, as_library
@@ -36,7 +35,6 @@ from .regression import OLS, Regressor, as_regressor
 from .quality import warn_at_caller, warn_quality
 from .simulation_scores import SimulationScoresMixin
 from .relations import LinearRelationWarning, degenerates, linear_relation, warning_text
-from .weak import WeakForm
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .noise import noise_level
 from .weighted import covariance_refit
@@ -203,7 +201,7 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         for i, run, ti in kept:
             n = len(run)
             if n < need:
-                what = "the weak form's windows" if isinstance(formulation, WeakForm) else repr(formulation)
+                what = formulation.samples_text()
                 raise ValueError(f"run {i} has {n} samples inside the window, fewer than the {need} that {what} "
                                  f"need; give longer runs or a smaller window")
             pieces.append((i, *formulation.rows(run, ti, library)))
@@ -230,8 +228,7 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
     def _weighted(self, regressor: Regressor, formulation: Formulation) -> bool:
         """Whether the covariance-weighted refit applies: weak rows with
         ``weighting="covariance"`` and an unpenalised regressor."""
-        return (isinstance(formulation, WeakForm) and formulation.weighting == "covariance"
-                and regressor.unpenalised)
+        return formulation.covariance_refit and regressor.unpenalised
 
     # -------------------------------------------------------------- fit
     def fit(self, x: Any, t: Any = None, *, names: Sequence[str] | None = None,
@@ -304,7 +301,6 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         if default_names is not None:  # a Trajectory: score and forecast it on the same frequencies
             self.frequencies_ = [int(name[1:]) for name in default_names]
         size = sum(len(r) for r in runs) * runs[0].shape[1] * library.n_features(runs[0].shape[1])
-        keep_freed_memory()  # a fit's temporaries are not faulted in afresh every time (fitting.ode.heap)
         with blas_threads_for(size):
             rows = self._fit(x, t, variables, library, regressor, formulation)
         self._warn_quality(getattr(self, "fit_info_", {}))

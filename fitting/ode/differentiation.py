@@ -28,10 +28,40 @@ class Formulation:
 
     ``pointwise`` says whether each row is one sample (so the library's
     constant column is 1 on every row); ``min_samples`` how many samples a
-    run needs.
+    run needs. What the estimator, the report and the figures need to know
+    of a formulation it declares here, so that nothing tells formulations
+    apart by their class:
+
+    * ``kind``: ``"pointwise"`` (derivative estimates), ``"weak"`` or
+      ``"flowmap"`` (the name reports and memory estimates use);
+    * ``estimates_derivatives``: its rows hold estimated dx/dt (a figure can
+      plot them against the model's);
+    * ``maps_states``: its rows are the state one ``lag`` ahead (a linear
+      model is fitted as a map and its matrix logarithm);
+    * ``covariance_refit``: the fit refits with the rows' covariance;
+    * :meth:`description` and :meth:`samples_text`: its words in a report
+      and in the message of a run too short for it.
     """
 
     pointwise = True
+    kind = "pointwise"
+    estimates_derivatives = True
+    maps_states = False
+    covariance_refit = False
+    #: the derivative estimate's name in a figure's caption
+    estimate_name = "pointwise"
+
+    def description(self) -> str:
+        """The rows in a report's words."""
+        return f"pointwise derivatives ({type(self).__name__})"
+
+    def samples_text(self) -> str:
+        """What needs the samples, in the message of a run too short for it."""
+        return repr(self)
+
+    def rate_times(self, times: np.ndarray, n: int) -> np.ndarray:
+        """The times of the ``n`` rates :meth:`derivative` returns for samples at ``times``."""
+        return times[:n]
 
     def check(self) -> None:
         """Validate the parameters (called by the estimator's ``fit``)."""
@@ -64,8 +94,13 @@ class Formulation:
 class FiniteDifference(Formulation):
     """Finite differences: ``order=1`` forward (reference), ``order=2`` central."""
 
+    estimate_name = "central-difference"
+
     def __init__(self, order: int = 2):
         self.order = order
+
+    def rate_times(self, times: np.ndarray, n: int) -> np.ndarray:
+        return times[:n] if self.order == 1 else times[1 : 1 + n]
 
     def check(self) -> None:
         if self.order not in (1, 2) or isinstance(self.order, bool):
@@ -87,6 +122,8 @@ class SavitzkyGolay(Formulation):
     window_length : odd int >= 3
     polyorder : int in [1, window_length - 1]
     """
+
+    estimate_name = "Savitzky-Golay"
 
     def __init__(self, window_length: int = 11, polyorder: int = 3):
         self.window_length = window_length

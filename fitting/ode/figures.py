@@ -15,7 +15,6 @@ from sklearn.utils.validation import check_is_fitted
 from .data import as_runs, run_times
 from .derivatives import is_uniform
 from .differentiation import FiniteDifference, SavitzkyGolay
-from .flowmap import FlowMap
 from .integrate import BlowUpError
 from .base import ODEModel
 
@@ -45,19 +44,16 @@ def _derivative_rows(model: ODEModel, run: np.ndarray, times: np.ndarray):
     estimates derivatives (weak form, flow map)."""
     form = model.formulation_
     source = ""
-    if not form.pointwise or isinstance(form, FlowMap):
+    if not form.estimates_derivatives:
         w = min(11, len(run) if len(run) % 2 else len(run) - 1)
         form = SavitzkyGolay(w, min(3, w - 1)) if w >= 3 and is_uniform(times) else FiniteDifference(2)
-        fitted = "the weak form" if not model.formulation_.pointwise else "the flow map"
-        estimate = "Savitzky-Golay" if isinstance(form, SavitzkyGolay) else "central-difference"
-        source = f" ({estimate} estimate; the fit used {fitted}, no derivatives)"
+        fitted = {"weak": "the weak form", "flowmap": "the flow map"}.get(model.formulation_.kind,
+                                                                         repr(model.formulation_))
+        source = f" ({form.estimate_name} estimate; the fit used {fitted}, no derivatives)"
     states, rates = form.derivative(run, times)
     pred = model.predict(states)
     n_rate = len(rates)
-    if isinstance(form, FiniteDifference):
-        rate_times = times[:n_rate] if form.order == 1 else times[1 : 1 + n_rate]
-    else:
-        rate_times = times
+    rate_times = form.rate_times(times, n_rate)
     return rate_times, rates, pred, source
 
 
@@ -90,7 +86,7 @@ def plot_fit(model: ODEModel, x: np.ndarray, t: Any = None, columns: Sequence[in
     largest = columns is None
     if columns is None:
         columns = list(np.argsort(run[-1])[::-1][: min(4, K)])
-    lagged = flowmap_rows(model, run, times) if isinstance(model.formulation_, FlowMap) else None
+    lagged = flowmap_rows(model, run, times) if model.formulation_.maps_states else None
     if lagged is not None:
         left_times, left_data, left_model, H, tau = lagged
         left_title = (f"flow map (fitted without derivatives), lag τ = {tau:g} ({H} samples):\n"

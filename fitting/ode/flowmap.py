@@ -98,6 +98,14 @@ class FlowMap(Formulation):
 
     pointwise = True
     linear_only = True
+    kind = "flowmap"
+    estimates_derivatives = False
+    maps_states = True
+
+    def description(self) -> str:
+        lag = self.lag if self.horizon is not None and hasattr(self, "step_") else None  # known once bound
+        return ("flow map (the state one lag ahead" + (f", lag {lag:.4g}" if lag is not None else "")
+                + "; no derivatives)")
 
     def __init__(self, horizon: int | None = None, shrinkage: float | str = "auto"):
         self.horizon = horizon

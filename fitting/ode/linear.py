@@ -11,7 +11,7 @@ from sklearn.utils.validation import check_is_fitted
 from particles.core.validation import check_bool
 
 from .differentiation import Formulation
-from .flowmap import FlowMap, fit_flow_map, map_to_generator
+from .flowmap import fit_flow_map, map_to_generator
 from .inputs import store_params
 from .integrate import augmented
 from .library import Library, PolynomialLibrary
@@ -89,7 +89,7 @@ class LinearODE(ODEModel):
 
     def solve_rows(self, Theta, Y, library, regressor, formulation):
         K = Y.shape[1]
-        if isinstance(formulation, FlowMap):
+        if formulation.maps_states:
             C = fit_flow_map(Theta, Y, formulation.shrinkage_)
             coef, info = map_to_generator(C, formulation.lag, self.stable)
             info = {**info, "shrinkage": formulation.shrinkage_}
@@ -116,7 +116,7 @@ class LinearODE(ODEModel):
                          f"--stable) fits stable systems only")
 
     def predict_rows(self, Theta: np.ndarray, formulation: Formulation) -> np.ndarray:
-        if isinstance(formulation, FlowMap):  # the map a lag ahead: exp(tau [[A, b], [0, 0]])
+        if formulation.maps_states:  # the map a lag ahead: exp(tau [[A, b], [0, 0]])
             from scipy.linalg import expm
 
             K = self.n_features_in_

@@ -254,7 +254,7 @@ class Lasso(Regressor):
         else:
             sd, sy = np.ones(Z.shape[1]), 1.0
         model = self._model(intercept is not None)
-        if isinstance(model, _SkLasso):
+        if "precompute" in model.get_params():  # a coordinate-descent solver that can use the Gram matrix
             model.set_params(precompute=Z.shape[0] > 2 * Z.shape[1])  # same iterates, cheaper when n > F
         model.fit(Z / sd, y / sy)
         w = np.zeros(X.shape[1])

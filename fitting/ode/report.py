@@ -18,11 +18,9 @@ from typing import Any
 import numpy as np
 
 from .data import as_runs, run_times
-from .flowmap import FlowMap
 from .integrate import BlowUpError
 from .base import ODEModel
 from .inputs import from_trajectory
-from .weak import WeakForm
 
 __all__ = ["fit_report", "ROW_MEANING"]
 
@@ -36,10 +34,7 @@ ROW_MEANING = {
 
 
 def _row_kind(model: ODEModel) -> str:
-    formulation = model.formulation_
-    if isinstance(formulation, FlowMap):
-        return "flowmap"
-    return "weak" if isinstance(formulation, WeakForm) else "pointwise"
+    return model.formulation_.kind
 
 
 def fit_report(model: ODEModel, x: Any, t: Any = None, *, window: Any = None,
@@ -148,15 +143,10 @@ def model_summary(model: ODEModel) -> list[str]:
     head = f"{name}" + ("(stable=True)" if stable else f"(form={form_text!r})" if form_text else "")
     lines.append(f"model: {head}, {K} variable{'s' if K != 1 else ''}, {model.coef_.shape[1]} terms per equation")
     formulation = model.formulation_
-    if isinstance(formulation, FlowMap):
-        lines.append(f"rows: flow map (the state one lag ahead, lag {formulation.lag:.4g}; no derivatives)")
+    lines.append(f"rows: {formulation.description()}")
+    solver = None
+    if formulation.maps_states:
         solver = "least squares of the map, then its matrix logarithm" + (", stable part" if stable else "")
-    elif isinstance(formulation, WeakForm):
-        lines.append("rows: weak form (integrals against test functions; no derivatives)")
-        solver = None
-    else:
-        lines.append(f"rows: pointwise derivatives ({type(formulation).__name__})")
-        solver = None
     if solver is None:
         solver = "least squares over stable systems" if stable else repr(model.regressor_)
     lines.append(f"solved by: {solver}")

@@ -101,6 +101,18 @@ class WeakForm(Formulation):
     """
 
     pointwise = False
+    kind = "weak"
+    estimates_derivatives = False
+
+    @property
+    def covariance_refit(self) -> bool:
+        return self.weighting == "covariance"
+
+    def description(self) -> str:
+        return "weak form (integrals against test functions; no derivatives)"
+
+    def samples_text(self) -> str:
+        return "the weak form's windows"
 
     def __init__(self, window: int | None = None, stride: int | None = None, order: int | None = None,
                  min_windows: int = 12, period_fraction: float | None = None, weighting: str = "covariance"):

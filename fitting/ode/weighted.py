@@ -156,7 +156,12 @@ class _Run:
         m = o stride .. L - 1 of window w (m - o stride of window w + o),
         products such as p[m] p[m - o stride] of the per-sample arrays at
         start_w + m: for all offsets at once, the windows' samples times one
-        (L, offsets) matrix of weight products."""
+        (L, offsets) matrix of weight products.
+
+        The windows' samples are copied into one (windows, K^2, L) buffer
+        the run keeps for all its iterations: a fresh copy each time (a few
+        MB for 10 000 samples) was handed back to the system by glibc and
+        faulted in again at every iteration, which doubled the fit's time."""
         T, K = JSJ.shape[0], JSJ.shape[1]
         nw, L = self.P.shape
         if "_uniform" not in self.__dict__:
@@ -175,12 +180,19 @@ class _Run:
             row, col = w * K + i, (w + o) * K + k  # element (w*K + i, (w+o)*K + k) of Cov(r)
             keep = np.broadcast_to((w + o < nw) & (row <= col), (nw, reach + 1, K, K))
             row, col = np.broadcast_to(row, keep.shape)[keep], np.broadcast_to(col, keep.shape)[keep]
-            self._uniform = (Q, dd, keep, u + row - col, col)
-        Q, dd, keep, brow, bcol = self._uniform
-        win_jsj = np.lib.stride_tricks.sliding_window_view(JSJ.reshape(T, K * K), L, axis=0)[self.starts]
-        win_js = np.lib.stride_tricks.sliding_window_view(JS.reshape(T, K * K), L, axis=0)[self.starts]
+            first = int(self.starts[0])
+            even = np.array_equal(self.starts, first + stride * np.arange(nw))
+            take = slice(first, first + stride * (nw - 1) + 1, stride) if even else self.starts  # a view if even
+            self._uniform = (Q, dd, keep, u + row - col, col, take, np.empty((nw, K * K, L)))
+        Q, dd, keep, brow, bcol, take, win = self._uniform
+
+        def windows(A: np.ndarray) -> np.ndarray:  # (nw, K*K, L): the samples of each window, into ``win``
+            np.copyto(win, np.lib.stride_tricks.sliding_window_view(A.reshape(T, K * K), L, axis=0)[take])
+            return win
+
         # (nw, K*K, R) -> (nw, R, K, K)
-        block = (win_jsj @ Q[0]).transpose(0, 2, 1).reshape(nw, -1, K, K)
+        block = (windows(JSJ) @ Q[0]).transpose(0, 2, 1).reshape(nw, -1, K, K)
+        win_js = windows(JS)
         block += (win_js @ Q[1]).transpose(0, 2, 1).reshape(nw, -1, K, K)
         block += (win_js @ Q[2]).transpose(0, 2, 1).reshape(nw, -1, K, K).transpose(0, 1, 3, 2)
         block += dd[None, :, None, None] * np.diag(S)[None, None]

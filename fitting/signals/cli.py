@@ -31,7 +31,7 @@ def _cmd_stages(args: argparse.Namespace) -> int:
           f"{', '.join(map(str, result.circuit_frequencies))}; key frequencies "
           f"{', '.join(map(str, result.key_frequencies)) or 'none stand out'})")
     print(result.table())
-    print(f"fit windows (--windows stages): " + ", ".join(
+    print("fit windows (--windows stages): " + ", ".join(
         f"{name} [{a}, {b})" for name, a, b in zip(result.window_names, result.edges, result.edges[1:])))
     print(f"wrote {out / 'stages.json'}, {out / 'stages.png'}")
     return 0

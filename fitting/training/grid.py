@@ -228,8 +228,9 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         torch: use ``"exact"``, ``torch.tanh``, with ``compile="never"``).
         Either way cells agree with single runs to float rounding.
     n_jobs : int >= 1
-        Processes (joblib's reusable loky workers). With ``n_jobs > 1`` the
-        cells are dealt round-robin into ``n_jobs`` parts, each trained as
+        Processes (joblib's reusable loky workers, through
+        ``joblib.Parallel``). With ``n_jobs > 1`` the cells are dealt
+        round-robin into ``n_jobs`` parts, each trained as
         its own stack in its own process with ``torch threads // n_jobs``
         threads; the records are the same, bit for bit, as with one
         process (cells are independent and the result does not depend on

@@ -1,4 +1,5 @@
-"""The fitting figures (fitting.plot)."""
+"""The fitting figures (fitting.signals.figures, fitting.ode.figures, fitting.training.figures and
+particles.core.figures.save_figure)."""
 
 import os
 

@@ -16,9 +16,11 @@ from hypothesis import given, settings, strategies as st
 
 from particles import (ForceParams, addition, energy_and_forces, energy_reference, forces, forces_reference,
                        modular_addition)
-from particles.energy import ENGINES_PER_SYSTEM, engine_bytes, engine_for, pair_system, same_class_partners
+from particles.energy import (ENGINES_PER_SYSTEM, engine_bytes, engine_for, kept_engines, pair_system,
+                              same_class_partners)
 
 energy_module = importlib.import_module("particles.energy")  # the module (particles.energy is also a function)
+
 
 PARAM_CASES = [
     ForceParams(),
@@ -118,14 +120,14 @@ def test_repeated_calls_reuse_one_engine_with_the_same_bits(path, tol, d):
         return energy_and_forces(z, pickle.loads(pickle.dumps(train)), law, path=path, repulsion_tol=tol)
 
     first = energy_and_forces(x, train, law, path=path, repulsion_tol=tol)
-    kept = dict(train.__dict__["_engines"])
+    kept = kept_engines(train)
     assert len(kept) == 1
     # another state in between, then an equal law: the same engine, each call the bits of a fresh one
     for z in (y, x):
         again = energy_and_forces(z, train, dataclasses.replace(law), path=path, repulsion_tol=tol)
         want = fresh(z)
         assert again[0] == want[0] and np.array_equal(again[1], want[1])
-        assert dict(train.__dict__["_engines"]) == kept
+        assert kept_engines(train) == kept
     assert first[0] == again[0] and np.array_equal(first[1], again[1])
 
 
@@ -134,10 +136,12 @@ def test_engines_kept_are_few_unlocked_and_not_pickled():
     law = ForceParams(lam=1.0)
     for d in (2, 3, 4, 5, 6):
         forces(np.ones((13, d)), train, law)
-    engines = train.__dict__["_engines"]
+    engines = kept_engines(train)
     assert len(engines) == ENGINES_PER_SYSTEM and not any(e.lock.locked() for e in engines.values())
-    assert "_engines" not in pickle.loads(pickle.dumps(train)).__dict__
-    assert "_engines" not in copy.deepcopy(train).__dict__ and "_engines" not in copy.copy(train).__dict__
+    # kept beside the frozen dataset, not in it (issue 70): a copy or pickle carries the fields only
+    fields = {f.name for f in dataclasses.fields(train)}
+    for twin in (pickle.loads(pickle.dumps(train)), copy.deepcopy(train), copy.copy(train)):
+        assert set(vars(twin)) == set(vars(train)) == fields and kept_engines(twin) == {}
     # while one call holds its engine, another gets a new one
     x = np.ones((13, 6))
     held = engine_for(x, train, law, None, "auto")
@@ -149,17 +153,32 @@ def test_engines_kept_are_few_unlocked_and_not_pickled():
         held.lock.release()
 
 
+def test_what_is_kept_for_a_dataset_goes_with_it():
+    """The table beside the datasets holds none of them: a dataset no longer
+    used is freed, and its pair system and engines with it."""
+    import gc
+    import weakref
+
+    train = modular_addition(13).split(0.6, seed=1)[0]
+    forces(np.ones((13, 3)), train, ForceParams(lam=1.0))
+    engine = weakref.ref(next(iter(kept_engines(train).values())))
+    dataset = weakref.ref(train)
+    del train
+    gc.collect()
+    assert dataset() is None and engine() is None
+
+
 def test_large_engines_are_not_kept():
     train = modular_addition(13).split(0.6, seed=1)[0]
     x = np.ones((13, 4))
     engine = engine_for(x, train, ForceParams(), None, "direct")
     engine.lock.release()
-    assert engine_bytes(engine) > 0 and train.__dict__["_engines"]
+    assert engine_bytes(engine) > 0 and kept_engines(train)
     train = modular_addition(13).split(0.6, seed=1)[0]
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(energy_module, "KEPT_ENGINE_MAX_BYTES", engine_bytes(engine) - 1)
         forces(x, train, ForceParams(), path="direct")
-    assert not train.__dict__["_engines"]
+    assert not kept_engines(train)
 
 
 def test_calls_from_several_threads_do_not_share_a_workspace():
