@@ -52,7 +52,7 @@ def data(p: int, snapshots: int, seed: int = 0):
 
 def numpy_terms(law, X, train):
     """The five unit term forces of every snapshot by the NumPy reference (T, 5, p, d)."""
-    prm = law.kernel_params()._replace(k_a=1.0, k_r=1.0, lam=1.0, decay=0.0)
+    prm = law.kernel_params()._replace(k_a=1.0, k_r=1.0, lam=1.0, wd=0.0)
     out = np.empty((len(X), 5) + X.shape[1:])
     for t, x in enumerate(X):
         S = pair_sums_reference(x, train.pairs, prm.eps)[0]

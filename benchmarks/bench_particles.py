@@ -82,7 +82,7 @@ def numpy_forces_blocked(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, p
             dh = np.where(same, -1.0, rep_t / params.sig_t ** 2) * off
             grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit[lo:hi]) / rho[lo:hi, None]
             f[lo:hi] -= params.effective_lam * grad
-    force = -params.particle_wd * x
+    force = -params.effective_wd * x
     np.add.at(force, pairs[:, 0], f)
     np.add.at(force, pairs[:, 1], f)
     return force

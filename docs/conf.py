@@ -61,12 +61,12 @@ API = {
         "particles.pair_energy": "PairEnergy, PairTerm", "particles.pair_functions": "fast_exp", "particles.pair_laws": "gaussian_clustering, cosine_alignment",
         "particles.simulate": "simulate, minimize, NonFiniteStateError, RunawayError, MinimizeResult",
         "particles.effective": None, "particles.law_terms": None, "particles.metrics": None, "particles.presets": None, "particles.sweep": None,
-        "particles.trajectory": None, "particles.parallelograms": None, "particles.plot": None,
+        "particles.trajectory": None, "particles.parallelograms": None, "particles.figures": None,
         "particles.reference": None, "particles.testing.checks": None, "particles.testing.strategies": None,
     },
     "effective_theory": {
         "effective_theory.linalg": None, "effective_theory.montecarlo": None, "effective_theory.metrics": None,
-        "effective_theory.experiments": None, "effective_theory.plot": None,
+        "effective_theory.experiments": None, "effective_theory.figures": None,
     },
     "fitting": {
         "fitting.signals.fourier": None, "fitting.signals.frequencies": None, "fitting.signals.stages": None,

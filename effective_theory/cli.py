@@ -40,7 +40,7 @@ def _bar(args: argparse.Namespace, what: str):
 
 def _critical_fraction(args: argparse.Namespace) -> int:
     from .montecarlo import unique_structure_probability
-    from .plot import plot_structure_probability
+    from .figures import plot_structure_probability
 
     out = _out(args)
     result = unique_structure_probability(args.p, samples=args.samples, seed=args.seed, callback=_bar(args, "sets"))
@@ -66,7 +66,7 @@ def _grokking_rate(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .montecarlo import grokking_rate_curve
-    from .plot import plot_grokking_rate_curve
+    from .figures import plot_grokking_rate_curve
 
     out = _out(args)
     fractions = np.round(np.linspace(0.2, 1.0, 17), 3)
@@ -91,7 +91,7 @@ def _steps(args: argparse.Namespace) -> int:
     import numpy as np
 
     from .experiments import compare_steps
-    from .plot import plot_steps_comparison
+    from .figures import plot_steps_comparison
 
     out = _out(args)
     result = compare_steps(args.p, sets=args.sets, eta=args.eta, seed=args.seed, callback=_bar(args, "sets"))
@@ -110,7 +110,7 @@ def _steps(args: argparse.Namespace) -> int:
 
 def _digits(args: argparse.Namespace) -> int:
     from .experiments import digits_collapse
-    from .plot import plot_digits_collapse
+    from .figures import plot_digits_collapse
 
     out = _out(args)
     result = digits_collapse(steps=args.steps, seed=args.seed)

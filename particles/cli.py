@@ -24,7 +24,7 @@ def _cmd_simulate(args: argparse.Namespace) -> int:
 
     matplotlib.use("Agg")
     from .metrics import structure_metrics
-    from .plot import plot_energy, plot_snapshots
+    from .figures import plot_energy, plot_snapshots
     from .presets import preset
 
     config = preset(args.preset)
@@ -81,7 +81,7 @@ def _write_sweep(table, out: Path, grid_axes: list | None, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from .plot import plot_phase_diagram
+    from .figures import plot_phase_diagram
 
     table.to_csv(out / "sweep.csv")
     rates = table.rates()

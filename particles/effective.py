@@ -113,15 +113,15 @@ class EffectiveLoss:
 
     @staticmethod
     def term_names() -> tuple[str, ...]:
-        return ("effective", "decay")
+        return ("effective", "wd")
 
     @staticmethod
     def strengths() -> dict[str, float]:
-        return {"effective": 1.0, "decay": 0.0}
+        return {"effective": 1.0, "wd": 0.0}
 
     @staticmethod
     def active_terms(d: int) -> tuple[str, ...]:
-        return ("effective", "decay")
+        return ("effective", "wd")
 
     @staticmethod
     def check_dimension(d: int) -> None:
@@ -150,7 +150,7 @@ class EffectiveLoss:
         return self
 
     def unit_term_forces(self, X: np.ndarray, train: PairDataset, terms) -> np.ndarray:
-        """(T, K, p, d): -grad l_eff for ``effective``, -x for ``decay``."""
+        """(T, K, p, d): -grad l_eff for ``effective``, -x for ``wd``."""
         T, p, d = X.shape
         if self.p != p:
             raise ValueError(f"law is an effective loss on p = {self.p} tokens, but X has p = {p}")

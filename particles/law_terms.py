@@ -4,14 +4,14 @@ parameters, and the law rebuilt with other strengths and ranges.
 The terms (docs/force_fit.md), and the range parameters they depend on:
 
 - :class:`ForceParams`: ``attraction``, ``repulsion``, ``alignment_same``,
-  ``alignment_other``, ``decay``; ranges ``sig_a``, ``sig_r``, ``sig_t`` and
+  ``alignment_other``, ``wd``; ranges ``sig_a``, ``sig_r``, ``sig_t`` and
   ``eps`` (``bias_scale`` in the classifier variant).
-- :class:`PairEnergy`: ``distance_same``, ``distance_other``,
-  ``cosine_same``, ``cosine_other`` (those it has) and ``decay``; range
+- :class:`PairEnergy`: ``attraction``, ``repulsion``,
+  ``alignment_same``, ``alignment_other`` (those it has) and ``wd``; range
   ``eps`` by default, and any field of the terms' params when named, as
   ``distance.<field>`` / ``cosine.<field>``.
 - ``"effective"`` or an :class:`EffectiveLoss`: ``effective`` (-grad l_eff)
-  and ``decay``; no ranges.
+  and ``wd``; no ranges.
 
 A term's *strength* multiplies it: for the built-in law k_a, k_r, lam (both
 alignment halves) and the decay wd; for a custom energy a factor on the
@@ -40,11 +40,11 @@ __all__ = ["BUILTIN_TERMS", "CUSTOM_TERMS", "EFFECTIVE_TERMS", "force_terms", "u
            "with_ranges", "with_strengths", "check_force_law", "answering", "PARALLEL_WORK", "pair_work", "taken_path"]
 
 #: terms of the built-in law, in order
-BUILTIN_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "decay")
+BUILTIN_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "wd")
 #: terms of a custom pair energy (those it has), in order
-CUSTOM_TERMS = _terms.PAIR_TERMS + ("decay",)
+CUSTOM_TERMS = _terms.PAIR_TERMS + ("wd",)
 #: terms of the effective loss as a law
-EFFECTIVE_TERMS = ("effective", "decay")
+EFFECTIVE_TERMS = ("effective", "wd")
 
 
 def check_force_law(law: Any) -> Any:
@@ -168,7 +168,7 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
     Returns
     -------
     ndarray, shape (T, K, p, d)
-        Term k's force at strength 1 on snapshot t (``decay``: -x).
+        Term k's force at strength 1 on snapshot t (``wd``: -x).
     """
     law = check_force_law(law)
     names = _check_terms(law, terms)
@@ -186,7 +186,7 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
         return own(X, train, names)
     T, p, d = X.shape
     out = np.empty((T, len(names), p, d))
-    pair_names = [n for n in names if n != "decay"]
+    pair_names = [n for n in names if n != "wd"]
     if pair_names:
         which = np.zeros(4, dtype=np.bool_)
         for n in pair_names:
@@ -196,7 +196,7 @@ def unit_term_forces(law: Any, X: np.ndarray, train: PairDataset, terms: Sequenc
         _pair_kernel(law, T * pair_work(len(train), d, gram), gram)(X, pair_system(train), law.unit_record(), which,
                                                                     full)
     for k, name in enumerate(names):
-        out[:, k] = -X if name == "decay" else full[:, law.pair_terms.index(name)]
+        out[:, k] = -X if name == "wd" else full[:, law.pair_terms.index(name)]
     return out
 
 
@@ -233,7 +233,7 @@ def force_terms(law: Any, x: np.ndarray, train: PairDataset, *, path: str = "aut
         Term name to force, in the order of :func:`term_names`. For a
         ForceParams or PairEnergy the values sum to
         ``particles.forces(x, train, law)`` to rounding; the effective loss
-        gives ``{"effective": -grad l_eff, "decay": 0}``.
+        gives ``{"effective": -grad l_eff, "wd": 0}``.
     """
     law = check_force_law(law)
     if not isinstance(train, PairDataset):
@@ -288,7 +288,7 @@ def with_strengths(law: Any, strengths: Mapping[str, float]) -> Any:
     """``law`` with each named term scaled to the given strength.
 
     For a ForceParams the strengths set k_a, k_r, lam and the decay (wd,
-    or particle_decay in the classifier variant); the two alignment halves
+    or particle_wd in the classifier variant); the two alignment halves
     must then be equal (one lam), else the law comes back as a PairEnergy
     with the halves scaled apart (gradient alignment only). For a PairEnergy
     each term's functions are multiplied by its strength."""
@@ -309,7 +309,7 @@ def _halves_apart(law: Any, s: dict[str, float]) -> Any:
     PairEnergy with the halves scaled apart."""
     from .pair_laws import cosine_alignment, gaussian_clustering
 
-    clustering = gaussian_clustering(s["attraction"], law.sig_a, s["repulsion"], law.sig_r, s["decay"])
+    clustering = gaussian_clustering(s["attraction"], law.sig_a, s["repulsion"], law.sig_r, s["wd"])
     alignment = cosine_alignment(1.0, law.sig_t, law.effective_eps, axial=law.alignment_form == "axial")
     cosine = alignment.cosine.scaled(s["alignment_same"], s["alignment_other"])
     return clustering.replace(cosine=cosine, eps=law.effective_eps, name="fitted")

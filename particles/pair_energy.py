@@ -37,7 +37,7 @@ from numba.core.registry import CPUDispatcher
 from .kernels.bundle import Kernels
 from .pair_functions import (COMPLEX_STEP, check_callable, check_params_fit, check_term_params, compiled_function,
                              python_function, scaled_function)
-from .kernels.terms import PAIR_TERMS
+from .kernels.terms import PAIR_TERMS, TERM_AT
 from .core.validation import check_array, check_nonnegative, check_replace
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES"]
@@ -265,7 +265,7 @@ class PairEnergy(_Immutable):
         return 1.0 if self.cosine is not None else 0.0
 
     @property
-    def particle_wd(self) -> float:
+    def effective_wd(self) -> float:
         return self.wd
 
     @property
@@ -309,24 +309,24 @@ class PairEnergy(_Immutable):
     pair_terms = PAIR_TERMS
     tied_terms = {}
     #: a distance term's forces are central (they sum to zero); a cosine term's and the decay are not
-    term_invariances = {"distance_same": ("translation",), "distance_other": ("translation",)}
+    term_invariances = {"attraction": ("translation",), "repulsion": ("translation",)}
     simulates = True
     cell_lists = False
 
     def unit_record(self):
         """The kernel record as written (a custom term's strength is its own factor), no decay."""
-        return self.kernel_params()._replace(decay=0.0)
+        return self.kernel_params()._replace(wd=0.0)
 
     def term_names(self) -> tuple[str, ...]:
         names = []
         for prefix, term in (("distance", self.distance), ("cosine", self.cosine)):
             if term is not None:
-                names += [f"{prefix}_{part}" for part, fn in (("same", term.same), ("other", term.other))
+                names += [TERM_AT[prefix, part] for part, fn in (("same", term.same), ("other", term.other))
                           if fn is not None]
-        return tuple(names) + ("decay",)
+        return tuple(names) + ("wd",)
 
     def strengths(self) -> dict[str, float]:
-        return {**{n: 1.0 for n in self.term_names()}, "decay": self.wd}
+        return {**{n: 1.0 for n in self.term_names()}, "wd": self.wd}
 
     def active_terms(self, d: int) -> tuple[str, ...]:
         self.check_dimension(d)
@@ -389,11 +389,11 @@ class PairEnergy(_Immutable):
 
     def with_strengths(self, s: dict[str, float]) -> "PairEnergy":
         """Each term's functions multiplied by its strength in ``s``, the decay set."""
-        new = {"wd": s["decay"]}
+        new = {"wd": s["wd"]}
         for prefix in ("distance", "cosine"):
             term = getattr(self, prefix)
             if term is not None:
-                new[prefix] = term.scaled(s.get(f"{prefix}_same", 1.0), s.get(f"{prefix}_other", 1.0))
+                new[prefix] = term.scaled(s.get(TERM_AT[prefix, "same"], 1.0), s.get(TERM_AT[prefix, "other"], 1.0))
         if new.get("distance", self.distance) is None and new.get("cosine", self.cosine) is None:
             raise ValueError("every pair term of the law has strength 0: there is no PairEnergy left to build")
         return self.replace(**new)
@@ -404,7 +404,7 @@ class PairEnergy(_Immutable):
         cached = self.__dict__.get("_kernel_params")
         if cached is not None:  # a law is immutable: built once
             return cached
-        from .kernels.record import KernelParams
+        from .kernels.kernel_params import KernelParams
 
         on_d = 1.0 if self.distance is not None else 0.0
         on_c = 1.0 if self.cosine is not None else 0.0
@@ -432,7 +432,7 @@ class PairEnergy(_Immutable):
             from .kernels import euler, forces, gram, gram_terms, minimize, terms
             from .kernels.rebind import rebind
 
-            slots: dict[str, Any] = {"EXACT_SAME": True, "GAUSSIAN_OTHER": False}
+            slots: dict[str, Any] = {"EXACT_SAME": True, "GAUSSIAN_REPULSION": False}
             # a law without one of the terms never runs its block (its strength
             # in the record is 0): an empty block in its place is not compiled
             # (nor the parallel kernel's split of one block by term, which
@@ -446,8 +446,8 @@ class PairEnergy(_Immutable):
             for term, (kind, lo, hi), prefix in zip((self.distance, self.cosine), layout, ("distance", "cosine")):
                 same, other, dsame, dother = term.functions() if term else (None, None, None, None)
                 slots[f"{prefix}_params"] = _unpack(kind, lo, hi)
-                slots[f"{prefix}_same"] = _slot(same, dsame)
-                slots[f"{prefix}_other"] = _slot(other, dother)
+                slots[TERM_AT[prefix, "same"]] = _slot(same, dsame)
+                slots[TERM_AT[prefix, "other"]] = _slot(other, dother)
             memo: dict = {}
             serial, parallel = rebind(forces.forces_serial, slots, memo), rebind(forces.forces_parallel, slots, memo)
             # the step loop with this law's force kernel in its law_forces slot, once per kernel

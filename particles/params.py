@@ -51,15 +51,15 @@ class ForceParams:
         decay: the alignment's softening becomes
         sqrt(eps^2 + (bias_scale / wd)^2), so alignment is off at wd = 0 and
         reaches full strength as wd grows; particles then decay with
-        ``particle_decay``.
+        ``particle_wd``.
     wd_target : {"particles", "classifier"}
         What ``wd`` acts on (default the baseline's "particles").
     bias_scale : float
         Classifier variant: the boundary offset (> 0) at wd = 1; offsets
         scale as 1 / wd.
-    particle_decay : float
+    particle_wd : float
         Classifier variant: decay (>= 0) on the particles, a force
-        -particle_decay x (the embedding's own weight decay).
+        -particle_wd x (the embedding's own weight decay).
     alignment : {"gradient", "polar"}
         Exact gradient of U_ali, or the torque-driven variant (not a gradient).
     alignment_form : {"cosine", "axial"}
@@ -81,10 +81,10 @@ class ForceParams:
     alignment_form: str = "cosine"
     wd_target: str = "particles"
     bias_scale: float = 1.0
-    particle_decay: float = 0.0
+    particle_wd: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("k_a", "sig_a", "k_r", "sig_r", "lam", "sig_t", "eps", "wd", "bias_scale", "particle_decay"):
+        for name in ("k_a", "sig_a", "k_r", "sig_r", "lam", "sig_t", "eps", "wd", "bias_scale", "particle_wd"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise TypeError(f"ForceParams.{name} must be a real number, got {type(value).__name__}")
@@ -93,7 +93,7 @@ class ForceParams:
             if abs(value) > MAX_ABS:
                 raise ValueError(f"ForceParams.{name} must have magnitude <= {MAX_ABS:g}, got {value}")
             object.__setattr__(self, name, float(value))
-        for name in ("k_a", "k_r", "lam", "wd", "particle_decay"):
+        for name in ("k_a", "k_r", "lam", "wd", "particle_wd"):
             if getattr(self, name) < 0:
                 raise ValueError(f"ForceParams.{name} must be >= 0, got {getattr(self, name)}")
         for name in ("sig_a", "sig_r", "sig_t", "eps", "bias_scale"):
@@ -105,9 +105,9 @@ class ForceParams:
             raise ValueError(f"ForceParams.alignment_form must be one of {ALIGNMENT_FORMS}, got {self.alignment_form!r}")
         if self.wd_target not in WD_TARGETS:
             raise ValueError(f"ForceParams.wd_target must be one of {WD_TARGETS}, got {self.wd_target!r}")
-        if self.wd_target == "particles" and (self.bias_scale != 1.0 or self.particle_decay != 0.0):
-            raise ValueError("ForceParams.bias_scale and particle_decay act only with wd_target='classifier' "
-                             f"(got bias_scale = {self.bias_scale}, particle_decay = {self.particle_decay} with "
+        if self.wd_target == "particles" and (self.bias_scale != 1.0 or self.particle_wd != 0.0):
+            raise ValueError("ForceParams.bias_scale and particle_wd act only with wd_target='classifier' "
+                             f"(got bias_scale = {self.bias_scale}, particle_wd = {self.particle_wd} with "
                              "wd_target='particles'; leave them at 1 and 0, or set wd_target='classifier')")
 
     @property
@@ -127,16 +127,16 @@ class ForceParams:
         return self.eps
 
     @property
-    def particle_wd(self) -> float:
-        """The decay acting on the particles: ``wd``, or ``particle_decay`` in
+    def effective_wd(self) -> float:
+        """The decay acting on the particles: ``wd``, or ``particle_wd`` in
         the classifier variant."""
-        return self.particle_decay if self.wd_target == "classifier" else self.wd
+        return self.particle_wd if self.wd_target == "classifier" else self.wd
 
     @property
     def translation_invariant(self) -> bool:
         """True when U(x + t) = U(x): no alignment term and no decay on the
         particles (as :attr:`particles.PairEnergy.translation_invariant`)."""
-        return self.effective_lam == 0.0 and self.particle_wd == 0.0
+        return self.effective_lam == 0.0 and self.effective_wd == 0.0
 
     @property
     def is_gradient(self) -> bool:
@@ -155,11 +155,11 @@ class ForceParams:
         """The typed record the compiled kernels take
         (:class:`particles.kernels.KernelParams`), with the alignment weight,
         softening and particle decay as the forces use them
-        (:attr:`effective_lam`, :attr:`effective_eps`, :attr:`particle_wd`)."""
-        from .kernels.record import KernelParams
+        (:attr:`effective_lam`, :attr:`effective_eps`, :attr:`effective_wd`)."""
+        from .kernels.kernel_params import KernelParams
 
         return KernelParams(self.k_a, self.sig_a, self.k_r, self.sig_r, self.effective_lam, self.sig_t,
-                            self.effective_eps, self.particle_wd, self.alignment == "polar",
+                            self.effective_eps, self.effective_wd, self.alignment == "polar",
                             self.alignment_form == "axial")
 
     # ------------------------------------------- the force-law protocol (particles.law_protocol)
@@ -178,15 +178,15 @@ class ForceParams:
 
     def unit_record(self):
         """The kernel record with k_a, k_r and lam at 1 and no decay."""
-        return self.kernel_params()._replace(k_a=1.0, k_r=1.0, lam=1.0, decay=0.0)
+        return self.kernel_params()._replace(k_a=1.0, k_r=1.0, lam=1.0, wd=0.0)
 
     def term_names(self) -> tuple[str, ...]:
-        return self.pair_terms + ("decay",)
+        return self.pair_terms + ("wd",)
 
     def strengths(self) -> dict[str, float]:
         lam = self.effective_lam
         return {"attraction": self.k_a, "repulsion": self.k_r, "alignment_same": lam, "alignment_other": lam,
-                "decay": self.particle_wd}
+                "wd": self.effective_wd}
 
     def active_terms(self, d: int) -> tuple[str, ...]:
         """Every term in d >= 2; in d = 1 the alignment is dropped (a
@@ -195,7 +195,7 @@ class ForceParams:
             return self.term_names()
         if self.effective_lam > 0:
             raise ValueError(f"alignment (lam = {self.lam} > 0) needs dimension d >= 2, got d = {d}")
-        return ("attraction", "repulsion", "decay")
+        return ("attraction", "repulsion", "wd")
 
     def check_dimension(self, d: int) -> None:
         """Any d: the kernels compute the alignment as 0 where it is off."""
@@ -230,14 +230,14 @@ class ForceParams:
         None when the two alignment halves differ, which one lam cannot hold
         (the gradient alignment then becomes a PairEnergy)."""
         same, other = s["alignment_same"], s["alignment_other"]
-        decay = {"particle_decay" if self.wd_target == "classifier" else "wd": s["decay"]}
+        decay = {"particle_wd" if self.wd_target == "classifier" else "wd": s["wd"]}
         if math.isclose(same, other, rel_tol=1e-12, abs_tol=0.0) or (same == 0.0 and other == 0.0):
             lam = 0.5 * (same + other)
             if self.wd_target == "classifier" and self.wd == 0.0 and lam > 0.0:
                 # the classifier variant has no alignment at wd = 0: a fitted alignment needs the baseline
                 # form, with the softening the forces used and the particles' decay as wd
                 return ForceParams(k_a=s["attraction"], sig_a=self.sig_a, k_r=s["repulsion"], sig_r=self.sig_r,
-                                   lam=lam, sig_t=self.sig_t, eps=self.effective_eps, wd=s["decay"],
+                                   lam=lam, sig_t=self.sig_t, eps=self.effective_eps, wd=s["wd"],
                                    alignment=self.alignment, alignment_form=self.alignment_form)
             if self.wd_target == "classifier" and self.wd == 0.0:
                 lam = self.lam

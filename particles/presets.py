@@ -136,12 +136,12 @@ class Preset:
 #: particles that keeps the lattice compact (a weak decay lets it open into
 #: a 1-D chain)
 _CLUSTERING = dict(k_a=8.0, sig_a=3.0, k_r=1.0, sig_r=2.0)
-_PARTICLE_DECAY = 4.0
+_PARTICLE_WD = 4.0
 
 PRESETS: dict[str, Preset] = {
     "grids": Preset(
         name="grids",
-        params=ForceParams(**_CLUSTERING, lam=0.0, wd=_PARTICLE_DECAY),
+        params=ForceParams(**_CLUSTERING, lam=0.0, wd=_PARTICLE_WD),
         steps=10000,
         dt=0.01,
         description="Clustering only, the grid extreme (clustering-alignment at wd = 0): same-class pair sums "
@@ -163,7 +163,7 @@ PRESETS: dict[str, Preset] = {
         name="clustering-alignment",
         params=ForceParams(**_CLUSTERING, lam=3.0, sig_t=0.5, eps=0.1, wd=0.3, alignment="gradient",
                            alignment_form="axial", wd_target="classifier", bias_scale=1.0,
-                           particle_decay=_PARTICLE_DECAY),
+                           particle_wd=_PARTICLE_WD),
         steps=10000,
         dt=0.01,
         description="Both forces, with wd the classifier's weight decay (Musat's mechanism): the classifier's "

@@ -113,7 +113,7 @@ def energy_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, param
     """U(x) of docs/particles.md, the energy."""
     x, pairs, labels = _check_system(x, pairs, labels, params)
     _, u = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
-    return u + 0.5 * params.particle_wd * float(np.sum(x**2))
+    return u + 0.5 * params.effective_wd * float(np.sum(x**2))
 
 
 def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
@@ -121,4 +121,4 @@ def forces_reference(x: np.ndarray, pairs: np.ndarray, labels: np.ndarray, param
     """F_a = sum over pairs u containing a of f_u (twice for u = (a, a)), minus the particle decay times x_a."""
     x, pairs, labels = _check_system(x, pairs, labels, params)
     f_pairs, _ = pair_forces_reference(pair_sums_reference(x, pairs), labels, params)
-    return _scatter(f_pairs, pairs, x.shape[0]) - params.particle_wd * x
+    return _scatter(f_pairs, pairs, x.shape[0]) - params.effective_wd * x

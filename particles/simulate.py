@@ -270,6 +270,26 @@ def simulate(
     RunawayError
         When the state grows past its bound (a NonFiniteStateError).
     """
+    x, bound, run = _check_run(x0, train, params, steps, dt, record_every, temperature, final_temperature,
+                               max_growth, callback, repulsion_tol)
+    engine = Engine(x.shape[1], pair_system(train), params, run["repulsion_tol"], path, x.shape[0], x)  # checks path
+    rng = make_rng(seed)
+    traj, energies, record_steps = _record_buffers(x.shape, run["steps"], run["record_every"])
+    sched = euler.EulerSchedule(run["dt"], run["record_every"], run["temperature"], run["final_temperature"],
+                                run["steps"], bound)
+    slot = _run_segments(x, engine, sched, rng, Recording(traj, energies), record_steps, parallel, callback)
+    _record_final_state(x, engine, traj, energies, slot, run["steps"])
+    return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies},
+                      meta=_run_meta(x, train, params, seed, run, meta))
+
+
+def _check_run(x0: np.ndarray, train: PairDataset, params: ForceParams | PairEnergy, steps: Any, dt: Any,
+               record_every: Any, temperature: Any, final_temperature: Any, max_growth: Any,
+               callback: Any, repulsion_tol: Any) -> tuple[np.ndarray, float, dict[str, Any]]:
+    """The arguments of :func:`simulate` checked, in order: a copy of x0 to
+    integrate, the growth bound and the run's settings (``steps``, ``dt``,
+    ``record_every``, ``temperature``, ``final_temperature`` and
+    ``repulsion_tol``, as the trajectory's meta carries them)."""
     x = check_inputs(x0, train, params, name="x0").copy()
     bound = growth_bound(x, max_growth)
     steps = check_int(steps, "steps", 1, MAX_STEPS)
@@ -280,23 +300,31 @@ def simulate(
     if callback is not None and not callable(callback):
         raise TypeError("callback must be callable")
     tol = check_repulsion_tol(repulsion_tol, x.shape[1], params)
-    engine = Engine(x.shape[1], pair_system(train), params, tol, path, x.shape[0], x)  # checks path
-    rng = make_rng(seed)
+    return x, bound, {"steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
+                      "final_temperature": final_temperature, "repulsion_tol": tol}
+
+
+def _record_buffers(shape: tuple[int, int], steps: int, record_every: int
+                    ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The snapshot and energy buffers of a run of ``steps`` steps of a
+    ``shape`` (p, d) state, recording every ``record_every`` steps and at
+    the end (refused first when they exceed the memory budget), and the
+    steps they record."""
     n_records = steps // record_every + 1 + (1 if steps % record_every else 0)
-    check_record_memory(n_records, x.shape[0], x.shape[1])
-    traj, energies = np.empty((n_records, x.shape[0], x.shape[1])), np.empty(n_records)
-    record_steps = list(range(0, steps, record_every)) + [steps]
-    sched = euler.EulerSchedule(dt, record_every, temperature, final_temperature, steps, bound)
-    slot = _run_segments(x, engine, sched, rng, Recording(traj, energies), record_steps, parallel, callback)
+    check_record_memory(n_records, shape[0], shape[1])
+    traj, energies = np.empty((n_records, shape[0], shape[1])), np.empty(n_records)
+    return traj, energies, list(range(0, steps, record_every)) + [steps]
+
+
+def _record_final_state(x: np.ndarray, engine: Engine, traj: np.ndarray, energies: np.ndarray, slot: int,
+                        steps: int) -> None:
+    """The state after the last step and its energy, into record ``slot``;
+    a non-finite one raises :class:`NonFiniteStateError` at ``steps``."""
     final_energy, _ = evaluate(x, engine, False)
     if not (math.isfinite(final_energy) and np.all(np.isfinite(x))):
         raise NonFiniteStateError(steps, None, "simulate")
     traj[slot] = x
     energies[slot] = final_energy
-    run = {"steps": steps, "dt": dt, "record_every": record_every, "temperature": temperature,
-           "final_temperature": final_temperature, "repulsion_tol": tol}
-    return Trajectory(traj, np.asarray(record_steps, dtype=np.int64), scalars={"energy": energies},
-                      meta=_run_meta(x, train, params, seed, run, meta))
 
 
 def _run_meta(x: np.ndarray, train: PairDataset, params, seed, run: dict, meta: dict | None) -> dict:

@@ -465,50 +465,85 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
         For a damaged journal, another sweep's, or a symbolic link.
     """
     base, points, seed_list, shard = _check_sweep_args(grid, seeds, base, n_jobs, backend, shard)
-    tasks = [(point, seed) for point in points for seed in seed_list]
-    if shard is not None:
-        tasks = tasks[shard[0]::shard[1]]
+    tasks = _shard_tasks(points, seed_list, shard)
     names = list(dict.fromkeys(name for point in points for name in point))
-    header = _journal_header(base, points, seed_list, shard)
-    found: dict[str, dict[str, Any]] = {}
-    writer = None
-    if journal is not None:
-        path = check_path(journal, "journal")
-        _refuse_linked_journal(path)  # neither read, removed nor appended to through a link
-        if path.exists() and path.stat().st_size > 0:
-            old, rows = read_journal(path)
-            if not rows:  # only a header (nothing finished): start it afresh
-                path.unlink()
-            elif not _same_sweep(old, header, shard=True):
-                raise JournalError(f"journal {path} belongs to another sweep (base, grid or seeds differ); use "
-                                   "another journal file (with embdyn sweep: another --out), or delete it")
-            for row in rows:
-                found[_task_key({n: row[n] for n in names if n in row}, row["seed"])] = row
-        writer = _Journal(path, header)
+    found, writer = _resume_journal(journal, _journal_header(base, points, seed_list, shard), names)
     todo = [(point, seed) for point, seed in tasks if _task_key(point, seed) not in found]
-    if n_jobs is None:
-        from joblib.parallel import get_active_backend
-
-        configured = get_active_backend()[1]
-        n_jobs = configured if configured is not None else (os.cpu_count() or 1)
-    runner = Parallel(n_jobs=n_jobs, return_as="generator_unordered",
-                      **({"backend": backend} if backend is not None else {}))
+    runner = _runner(n_jobs, backend)
     done = len(tasks) - len(todo)
     if callback is not None and done:
         callback(done, len(tasks))
     try:
-        for row in runner(delayed(_run_one)(base, point, seed, os.getpid()) for point, seed in todo):
-            found[_task_key({n: row[n] for n in names if n in row}, row["seed"])] = row
-            if writer is not None:
-                writer.append(row)
-            done += 1
-            if callback is not None:
-                callback(done, len(tasks))
+        _run_tasks(runner, base, todo, names, found, writer, callback, done, len(tasks))
     finally:
         if writer is not None:
             writer.close()
     rows = [found[_task_key(point, seed)] for point, seed in tasks]
     return SweepTable(rows=rows, parameters=names)
+
+
+def _shard_tasks(points: list[dict[str, Any]], seeds: list[int], shard: tuple[int, int] | None
+                 ) -> list[tuple[dict[str, Any], int]]:
+    """Every (grid point, seed) of a sweep in task order, or those of ``shard``: every n-th from i."""
+    tasks = [(point, seed) for point in points for seed in seeds]
+    if shard is not None:
+        tasks = tasks[shard[0]::shard[1]]
+    return tasks
+
+
+def _row_key(row: Mapping[str, Any], names: list[str]) -> str:
+    """The task key of a finished row: its swept parameters among ``names``, and its seed."""
+    return _task_key({n: row[n] for n in names if n in row}, row["seed"])
+
+
+def _resume_journal(journal: str | os.PathLike | None, header: dict[str, Any], names: list[str]
+                    ) -> tuple[dict[str, dict[str, Any]], _Journal | None]:
+    """The finished rows of a sweep's journal by task key, and the journal
+    opened for appending (none without ``journal``). A journal holding only
+    its header is started afresh; another sweep's, or a symbolic link,
+    raises JournalError."""
+    found: dict[str, dict[str, Any]] = {}
+    if journal is None:
+        return found, None
+    path = check_path(journal, "journal")
+    _refuse_linked_journal(path)  # neither read, removed nor appended to through a link
+    if path.exists() and path.stat().st_size > 0:
+        old, rows = read_journal(path)
+        if not rows:  # only a header (nothing finished): start it afresh
+            path.unlink()
+        elif not _same_sweep(old, header, shard=True):
+            raise JournalError(f"journal {path} belongs to another sweep (base, grid or seeds differ); use "
+                               "another journal file (with embdyn sweep: another --out), or delete it")
+        for row in rows:
+            found[_row_key(row, names)] = row
+    return found, _Journal(path, header)
+
+
+def _runner(n_jobs: int | None, backend: str | None) -> Parallel:
+    """The joblib runner of a sweep, yielding rows as they finish; ``n_jobs``
+    None takes an active ``joblib.parallel_config``'s, else all cores."""
+    if n_jobs is None:
+        from joblib.parallel import get_active_backend
+
+        configured = get_active_backend()[1]
+        n_jobs = configured if configured is not None else (os.cpu_count() or 1)
+    return Parallel(n_jobs=n_jobs, return_as="generator_unordered",
+                    **({"backend": backend} if backend is not None else {}))
+
+
+def _run_tasks(runner: Parallel, base: Preset, todo: list[tuple[dict[str, Any], int]], names: list[str],
+               found: dict[str, dict[str, Any]], writer: _Journal | None,
+               callback: Callable[[int, int], None] | None, done: int, total: int) -> None:
+    """Run the ``todo`` tasks of a sweep, putting each finished row into
+    ``found`` (and appending it to the journal ``writer``) and reporting
+    ``callback(done, total)`` after each, from ``done`` runs finished before."""
+    for row in runner(delayed(_run_one)(base, point, seed, os.getpid()) for point, seed in todo):
+        found[_row_key(row, names)] = row
+        if writer is not None:
+            writer.append(row)
+        done += 1
+        if callback is not None:
+            callback(done, total)
 
 
 def merge_journals(paths: Sequence[str | os.PathLike]) -> SweepTable:

@@ -506,7 +506,7 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "particles.ForceParams": (pt.ForceParams, {"k_a": 3.0, "sig_a": 3.0, "k_r": 1.0, "sig_r": 1.0, "lam": 0.5,
                                                    "sig_t": 0.2, "eps": 1.0, "wd": 0.1, "alignment": "gradient",
                                                    "alignment_form": "cosine", "wd_target": "classifier",
-                                                   "bias_scale": 1.0, "particle_decay": 0.1}),
+                                                   "bias_scale": 1.0, "particle_wd": 0.1}),
         "particles.ForceParams.replace": (lambda **kw: pt.ForceParams().replace(**kw), {"k_a": 2.0, "wd": 0.2}),
         "particles.PairDataset": (pt.PairDataset, {"pairs": D7.pairs, "labels": D7.labels, "p": 7,
                                                    "name": "sums", "indices": np.arange(len(D7))}),

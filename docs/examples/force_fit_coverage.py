@@ -32,12 +32,12 @@ for label, d in (("builtin d=2", 2), ("builtin d=3", 3), ("custom d=2", 2)):
                                 sig_r=rng.uniform(0.5, 1.2), lam=rng.uniform(0.5, 2), sig_t=rng.uniform(0.2, 0.5),
                                 eps=rng.uniform(0.5, 1.5), wd=rng.uniform(0.05, 0.3))
             truth = {"attraction": law.k_a, "repulsion": law.k_r, "alignment_same": law.lam, "alignment_other": law.lam,
-                     "decay": law.wd, "sig_a": law.sig_a, "sig_r": law.sig_r, "sig_t": law.sig_t, "eps": law.eps}
+                     "wd": law.wd, "sig_a": law.sig_a, "sig_r": law.sig_r, "sig_t": law.sig_t, "eps": law.eps}
             start = P.ForceParams(lam=1.0); kw = {}
         else:
             w = rng.uniform(1.2, 2.2); e = rng.uniform(0.5, 1.2); wd = rng.uniform(0.05, 0.3)
             law = CUSTOM.replace(distance=CUSTOM.distance.with_params(Well(2.0, w)), eps=e, wd=wd)
-            truth = {"distance_same": 2.0, "distance_other": 2.0, "cosine_same": 1.0, "cosine_other": 1.0, "decay": wd,
+            truth = {"attraction": 2.0, "repulsion": 2.0, "alignment_same": 1.0, "alignment_other": 1.0, "wd": wd,
                      "distance.width": w, "eps": e}
             start = CUSTOM.replace(distance=CUSTOM.distance.with_params(Well(1.0, 1.5)), eps=1.0)
             kw = {"ranges": ("distance.width", "eps")}

@@ -42,7 +42,7 @@ from fitting.ode import FitQualityWarning
 MODELS = {
     "clustering": ("attraction", "repulsion"),
     "+ alignment": ("attraction", "repulsion", "alignment_same", "alignment_other"),
-    "+ decay": ("attraction", "repulsion", "alignment_same", "alignment_other", "decay"),
+    "+ decay": ("attraction", "repulsion", "alignment_same", "alignment_other", "wd"),
 }
 PRESET = "clustering-alignment"
 

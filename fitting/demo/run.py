@@ -71,7 +71,7 @@ def compile_kernels() -> float:
 
 def _stage_particles(out: Path, quick: bool, progress: Progress | None) -> dict[str, Any]:
     from particles import classify_structure, preset, structure_metrics
-    from particles.plot import animate_trajectory, plot_snapshots
+    from particles.figures import animate_trajectory, plot_snapshots
 
     compile_kernels()
     seeds = 2 if quick else 6
@@ -105,7 +105,7 @@ def _stage_particles(out: Path, quick: bool, progress: Progress | None) -> dict[
 
 def _stage_theory(out: Path, quick: bool, progress: Progress | None) -> dict[str, Any]:
     from effective_theory import grokking_rate_curve, unique_structure_probability
-    from effective_theory.plot import plot_grokking_rate_curve, plot_structure_probability
+    from effective_theory.figures import plot_grokking_rate_curve, plot_structure_probability
 
     samples = 300 if quick else 3000
     prob = unique_structure_probability(10, samples=samples, seed=0)

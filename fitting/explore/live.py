@@ -132,9 +132,9 @@ class LiveSimulation:
         fields = {k: values[k] for k in FORCE_FIELDS if k != "bias_scale"}
         if values["wd_target"] == "classifier":
             fields["bias_scale"] = values["bias_scale"]
-            fields["particle_decay"] = base.params.particle_decay
+            fields["particle_wd"] = base.params.particle_wd
         else:
-            fields["bias_scale"], fields["particle_decay"] = 1.0, 0.0
+            fields["bias_scale"], fields["particle_wd"] = 1.0, 0.0
         return base.replace(**fields).params
 
     def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,7 +36,7 @@ def live_base(base: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
         return None, f"the sweep's base preset {name!r} is not one the Live tab runs"
     reference = preset(name).to_dict()
     params = base.get("params", {})
-    for key in ("alignment", "alignment_form", "particle_decay"):
+    for key in ("alignment", "alignment_form", "particle_wd"):
         if params.get(key) != reference["params"].get(key):
             return None, f"the sweep's base sets {key} = {params.get(key)!r}, which the Live tab has no control for"
     for key in ("fraction", "init_scale", "temperature", "final_temperature"):

@@ -108,28 +108,32 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
 
 
 class FitBar:
-    """The fit's progress bar on stderr (tqdm), a ``callback(done, total,
-    stage=None)``: the stage the fit is in ("force fit: compiling kernels",
-    on a fresh install the longest wait, then "range search", "null",
-    "bootstrap") and the snapshot evaluations (each snapshot is evaluated once
-    for every law the search, the null and the bootstrap try). On a terminal it redraws in
-    place; elsewhere it writes a line at each stage and at most every 10 s
-    between them."""
+    """The fit's progress bar on stderr (tqdm), a ``callback(done, total)``
+    counting snapshot evaluations (each snapshot is evaluated once for every
+    law the search, the null and the bootstrap try). Until the first
+    evaluation its label says the fit is starting and that a first run
+    compiles its kernels (on a fresh install the longest wait). On a
+    terminal it redraws in place; elsewhere it writes a line at the start
+    and at most every 10 s."""
+
+    STARTING = "starting (a first run compiles its kernels)"
 
     def __init__(self, label: str, stream=None):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self._bar = None
 
-    def __call__(self, done: int, total: int, stage: str | None = None) -> None:
+    def __call__(self, done: int, total: int) -> None:
         if self._bar is None:
             from tqdm import tqdm
 
             tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-            self._bar = tqdm(total=total, initial=done, desc=self.label, file=self.stream, unit=" snapshot evaluations",
-                             mininterval=0.1 if tty else 10.0, ascii=not tty, dynamic_ncols=tty, leave=True)
-        if stage is not None:
-            self._bar.set_description(f"{self.label}: {stage}", refresh=True)
+            self._bar = tqdm(total=total, initial=done, desc=f"{self.label}: {self.STARTING}", file=self.stream,
+                             unit=" snapshot evaluations", mininterval=0.1 if tty else 10.0, ascii=not tty,
+                             dynamic_ncols=tty, leave=True)
+            self._bar.refresh()
+        elif done > 0 and self._bar.n == 0:
+            self._bar.set_description(self.label, refresh=False)
         if total != self._bar.total:
             self._bar.total = total
         self._bar.update(max(0, done - self._bar.n))

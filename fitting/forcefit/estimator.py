@@ -363,16 +363,13 @@ class ForceLawFit(BaseEstimator):
             within the run's steps (first step with a force to last
             recorded step + 1) and hold a snapshot, else a ValueError naming
             ``window`` and the run's steps.
-        callback : callable(done, total) or callable(done, total, stage=None), optional
-            Progress, in snapshots whose term forces were evaluated: called
-            after each evaluation with the count so far and an estimate of
-            the fit's total (raised when the search needs more; the last
-            call has done == total). A callback that takes ``stage`` is
-            also called with ``stage=`` the name of each stage the fit
-            enters (:data:`fitting.forcefit.progress.STAGES`), first
-            "compiling kernels": with a callback the fit compiles (or loads
-            from Numba's cache) the pair kernels before its first
-            evaluation, the longest wait on a fresh install.
+        callback : callable(done, total), optional
+            Progress, in snapshots whose term forces were evaluated: first
+            ``(0, total)`` before the fit compiles (or loads from Numba's
+            cache) the pair kernels, the longest wait on a fresh install;
+            then after each evaluation with the count so far and an
+            estimate of the fit's total (raised when the search needs more;
+            the last call has done == total).
 
         Returns
         -------
@@ -417,14 +414,10 @@ class ForceLawFit(BaseEstimator):
         self.train_ = runs[0].train
         self.n_runs_ = len(runs)
         self.gauge_ = gauge
-        if progress is not None and self.null:
-            progress.stage("null")
         null_work = {"term_evaluations": 0, "snapshot_evaluations": 0}
         nulls = null_designs(law, groups, ranges, theta, runs, self.null, self.seed, path=self.path, gauge=gauge,
                              per_run=per_run, progress=progress, work=null_work) if self.null else []
         self._store_scores(A, b, coef, runs, edges, nulls, names)
-        if progress is not None and self.n_bootstrap:
-            progress.stage("bootstrap")
         self.intervals_, self.bootstrap_ = bootstrap_intervals(
             theta, coef, A, b, units, J, np.log(low), np.log(high), list(self.terms_) + list(ranges),
             n_bootstrap=self.n_bootstrap, nonnegative=self.nonnegative, seed=self.seed)
@@ -467,16 +460,14 @@ class ForceLawFit(BaseEstimator):
 
     def _start(self, callback, law, runs, ranges) -> FitProgress | None:
         """The fit's progress (None without a callback); with one, the
-        kernels' compilation (or their load from Numba's cache) first, as a
-        stage of its own: on a fresh install it is the longest wait."""
+        kernels' compilation (or their load from Numba's cache) first, after
+        ``callback(0, total)``: on a fresh install it is the longest wait."""
         if callback is None:
             return None
         progress = FitProgress(callback, expected_evaluations(runs, len(ranges), self.search_snapshots)
                                + self.null * sum(len(r.X) for r in runs))
-        progress.stage("compiling kernels")
+        progress.start()
         compile_kernels(law, runs, self.path)
-        if ranges:
-            progress.stage("range search")
         return progress
 
     def _in_units(self, unit: float) -> None:

@@ -1,29 +1,26 @@
 """Progress of a force fit: snapshots whose term forces were evaluated,
-against an estimate of the fit's total (:func:`expected_evaluations`), and
-the fit's stages (:data:`STAGES`) for a callback that takes them.
+against an estimate of the fit's total (:func:`expected_evaluations`),
+reported as ``callback(done, total)``, the package's one progress signature.
 
-The first stage compiles the pair kernels the fit will call
+Before any evaluation the fit compiles the pair kernels it will call
 (:func:`compile_kernels`): on a fresh install Numba compiles them, which
-takes longer than the fit itself on a small run, so it is a stage of its
-own instead of a silent wait before the first evaluation; later calls, in
-any process, load them from Numba's cache in well under a second."""
+takes longer than the fit itself on a small run. The callback hears
+``(0, total)`` before that wait, so a bar is on the screen during it (the
+CLI's says that a first run compiles); later calls, in any process, load the
+kernels from Numba's cache in well under a second."""
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Callable
 
 from .data import ForceRun
 from .search import COARSE_SNAPSHOTS, POLISH_STARTS, SCREEN_EVALUATIONS, SOBOL_POINTS
 
-__all__ = ["FitProgress", "expected_evaluations", "compile_kernels", "takes_stage", "EXPECTED_POLISH", "STAGES"]
+__all__ = ["FitProgress", "expected_evaluations", "compile_kernels", "EXPECTED_POLISH"]
 
 #: evaluations the last polish of the range search is expected to take (its limit is max_evaluations;
 #: the estimate grows when a search takes more)
 EXPECTED_POLISH = 15
-#: the stages of a fit, in order, as a callback that takes ``stage=`` sees them (those the fit runs: no
-#: range search without ranges, no null with null=0, no bootstrap with n_bootstrap=0)
-STAGES = ("compiling kernels", "range search", "null", "bootstrap")
 
 
 def expected_evaluations(runs: list[ForceRun], n_ranges: int, search_snapshots: int) -> int:
@@ -40,27 +37,13 @@ def expected_evaluations(runs: list[ForceRun], n_ranges: int, search_snapshots: 
     return coarse + polish + total * (2 + n_ranges)
 
 
-def takes_stage(callback: Callable) -> bool:
-    """Whether ``callback`` takes a keyword ``stage`` (a parameter of that
-    name, or ``**kwargs``)."""
-    try:
-        params = inspect.signature(callback).parameters.values()
-    except (TypeError, ValueError):  # no signature to read (some builtins): the plain form
-        return False
-    return any(p.name == "stage" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) or p.kind == p.VAR_KEYWORD
-               for p in params)
-
-
 class FitProgress:
-    """Counts evaluated snapshots and reports ``callback(done, total)``; a
-    callback that takes ``stage=`` is also called as ``callback(done,
-    total, stage=name)`` when the fit enters a stage (:data:`STAGES`)."""
+    """Counts evaluated snapshots and reports ``callback(done, total)``."""
 
     def __init__(self, callback: Callable[..., Any], total: int):
         self.callback = callback
         self.total = max(1, int(total))
         self.done = 0
-        self.staged = takes_stage(callback)
 
     def __call__(self, snapshots: int) -> None:
         self.done += int(snapshots)
@@ -68,10 +51,9 @@ class FitProgress:
             self.total = self.done + 1
         self.callback(self.done, self.total)
 
-    def stage(self, name: str) -> None:
-        """Say that the fit enters stage ``name`` (to a callback that takes it)."""
-        if self.staged:
-            self.callback(self.done, self.total, stage=name)
+    def start(self) -> None:
+        """``callback(0, total)``: the fit has started (before the kernels' compilation)."""
+        self.callback(0, self.total)
 
     def finish(self) -> None:
         self.total = self.done

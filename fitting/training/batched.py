@@ -301,7 +301,16 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     if n_jobs > 1:
         return _train_in_groups(config, seeds, out_dir, callback=callback, compile=compile,
                                 checkpoint_every=checkpoint_every, resume=resume, n_jobs=n_jobs, gradients=gradients)
-    cfg = config
+    return _train_stack(config, seeds, out_dir, callback=callback, compile=compile, checkpoint_every=checkpoint_every,
+                        resume=resume, gradients=gradients)
+
+
+def _train_stack(cfg: SurvivalMLPConfig, seeds: list[int], out_dir: str | os.PathLike | None, *,
+                 callback: Callable[[int, int], None] | None, compile: str, checkpoint_every: int | None,
+                 resume: bool, gradients: bool) -> list[Trajectory]:
+    """The seeds trained as one stack in this process (from the checkpoint
+    with ``resume``); every seed's trajectory, saved in ``out_dir`` (also
+    when interrupted), whose checkpoint is removed once the run completes."""
     runs = _stacked_runs(cfg, seeds)
     E, params, splits = runs.E, runs.params, runs.splits
     optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -311,6 +320,36 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
     checkpoint = _checkpoint(cfg, seeds, out_dir, compile, gradients)
     start = checkpoint.restore(lambda st: _restore(st, params, optimizer, recorders),
                                checkpoint.load() if resume else None)
+    step = _step_function(runs, per_run, optimizer, recorders, seeds, every, gradients)
+
+    # the gradient and update from the final state (gradients=True)
+    probe = (lambda: _probe_step(E, params, optimizer, lambda: per_run(runs.tr_pairs, runs.tr_labels)[0].sum())
+             ) if gradients else None
+
+    def save(done: int) -> None:
+        checkpoint.save({"params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
+                         "recorders": [rec.to_state(done) for rec in recorders]})
+
+    def on_stop(done: int, exc: BaseException) -> None:
+        if out_dir is not None:
+            for rec, meta, path, (train_set, _) in zip(recorders, metas, paths, splits):
+                rec.trajectory(done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": done,
+                                                    "stopped_by": type(exc).__name__}, train_set).save(path)
+
+    run_steps(start, cfg.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
+              on_stop=on_stop, finish=lambda done: _final_snapshots(recorders, E, cfg.steps, probe=probe))
+    trajectories = _completed(recorders, metas, paths, cfg, splits)  # saved before the checkpoint goes
+    checkpoint.remove()
+    return trajectories
+
+
+def _step_function(runs: StackedRuns, per_run: Callable, optimizer, recorders: list, seeds: list[int],
+                   every: int | str, gradients: bool) -> Callable[[int, Progress], None]:
+    """``step(t, progress)`` for :func:`run_steps`: one AdamW update of every
+    seed of the stack, refused (naming the seeds) when a loss is non-finite,
+    with every seed's series (and, when due, its snapshot and with
+    ``gradients`` its gradient and update there) recorded."""
+    E = runs.E
 
     def step(t: int, progress: Progress) -> None:
         optimizer.zero_grad(set_to_none=False)
@@ -336,22 +375,4 @@ def train_batched(config: SurvivalMLPConfig, seeds: Sequence[int], out_dir: str 
         if gradient is not None:
             _record_forces(recorders, gradient, E.detach().numpy() - emb)
 
-    # the gradient and update from the final state (gradients=True)
-    probe = (lambda: _probe_step(E, params, optimizer, lambda: per_run(runs.tr_pairs, runs.tr_labels)[0].sum())
-             ) if gradients else None
-
-    def save(done: int) -> None:
-        checkpoint.save({"params": [p.detach() for p in params], "optimizer": optimizer.state_dict(),
-                         "recorders": [rec.to_state(done) for rec in recorders]})
-
-    def on_stop(done: int, exc: BaseException) -> None:
-        if out_dir is not None:
-            for rec, meta, path, (train_set, _) in zip(recorders, metas, paths, splits):
-                rec.trajectory(done, cfg.p, cfg.d, {**meta, "completed": False, "steps_done": done,
-                                                    "stopped_by": type(exc).__name__}, train_set).save(path)
-
-    run_steps(start, cfg.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-              on_stop=on_stop, finish=lambda done: _final_snapshots(recorders, E, cfg.steps, probe=probe))
-    trajectories = _completed(recorders, metas, paths, cfg, splits)  # saved before the checkpoint goes
-    checkpoint.remove()
-    return trajectories
+    return step

@@ -286,26 +286,18 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         check_network_memory(config, len(wds) * len(seeds), args.max_steps, 250, "--seeds")
     seeds = list(seeds)
     out = check_output_folder(args.out, "--out")
-    bars: dict[str, ProgressBar] = {}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if args.quiet:
-            return
-        if stage not in bars:
-            bars[stage] = ProgressBar(f"compare-network: {stage}")
-        bars[stage](done, total)
 
     if network is None:
         from .network_sweep import train_network_sweep
 
         network = train_network_sweep(config, wds, seeds, max_steps=args.max_steps, window=args.window,
-                                      callback=lambda step, total, active: progress("network", step, total))
+                                      callback=None if args.quiet else ProgressBar("compare-network: network steps"))
         try:
             network.save(out / "network_sweep.json")
         except OSError as exc:  # keep going: the comparison is still printed
             print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
     result = compare_network(wds, seeds, preset_name=args.preset, network=network, n_jobs=args.jobs,
-                             callback=progress)
+                             callback=None if args.quiet else ProgressBar("compare-network: particle runs"))
     result.save(out / "compare_network.json")
     atomic_write_text(out / "compare_network.md", (result.to_markdown() + "\n"))
     save_figure(result.plot(f"constant-attention network vs preset {args.preset!r}, {len(seeds)} seeds"),

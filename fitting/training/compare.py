@@ -230,8 +230,9 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
         The network's budget and convergence rule (see ``train_network_sweep``).
     n_jobs : int
         Processes for the particle runs.
-    callback : callable(stage, done, total), optional
-        Progress: stage "network" (steps) or "particles" (runs).
+    callback : callable(done, total), optional
+        Progress over the whole comparison, in work units: the network's
+        steps (``max_steps``, when it trains) then one per particle run.
 
     Returns
     -------
@@ -247,9 +248,11 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
         raise TypeError(f"config must be a ConstantAttentionConfig, got {type(config).__name__}")
     if network is not None and not isinstance(network, NetworkSweep):
         raise TypeError(f"network must be a NetworkSweep, got {type(network).__name__}")
+    n_particles = len(wds) * len(seeds)
+    offset = 0 if network is not None else max_steps  # the network's steps come first when it trains
     if network is None:
         check_same_split(config.p, config.train_fraction, base, "config")
-        cb = None if callback is None else (lambda step, total, active: callback("network", step, total))
+        cb = None if callback is None else (lambda step, total: callback(step, max_steps + n_particles))
         network = train_network_sweep(config, wds, seeds, max_steps=max_steps, check_every=check_every,
                                       window=window, callback=cb)
     _check_sweep_matches(network, base)
@@ -260,7 +263,7 @@ def compare_network(weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0), seeds
         raise ValueError(f"network holds no run for (weight_decay, seed) {missing[:3]}"
                          f"{' ...' if len(missing) > 3 else ''}")
 
-    pcb = None if callback is None else (lambda done, total: callback("particles", done, total))
+    pcb = None if callback is None else (lambda done, total: callback(offset + done, offset + total))
     table = sweep([{"wd": w} for w in wds], seeds, base=base, n_jobs=n_jobs, callback=pcb)
     part_runs = [{"model": "particles", "weight_decay": float(row["wd"]), "seed": int(row["seed"]),
                   "structure": row["structure"], "pair_sum_accuracy": row["accuracy_euclidean"],

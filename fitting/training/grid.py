@@ -253,29 +253,50 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     identity = _identity(config, grid, seeds, steps, threshold, stop_when, compile, tanh)
     if resume and out is not None and (done := _resume_check(out, identity, n_cells, n_jobs)) is not None:
         return done  # finished before: nothing to redo
-    keys = list(grid)
-    points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())]
-    cells = [pt for pt in points for _ in seeds]
-    cell_seeds = [s for _ in points for s in seeds]
+    cells, cell_seeds = _cells(grid, seeds)
     if out is not None:
         _drop_checkpoints_of_other_splits(out, n_jobs, resume)
-    run_args = dict(steps=steps, threshold=threshold, stop_when=stop_when, checkpoint_every=checkpoint_every,
-                    resume=resume, compile=compile, tanh=tanh)
+    run = _run_cells(config, cells, cell_seeds, identity, out, n_jobs, callback,
+                     dict(steps=steps, threshold=threshold, stop_when=stop_when, checkpoint_every=checkpoint_every,
+                          resume=resume, compile=compile, tanh=tanh))
+    records = _records(cells, cell_seeds, run, steps, gap)
+    result = GridResult(records, _grid_meta(identity, gap, run, n_jobs))
+    if out is not None:
+        _write_result(result, out, n_jobs)
+    return result
+
+
+def _cells(grid: dict[str, list[float]], seeds: list[int]) -> tuple[list[dict], list[int]]:
+    """The cells of a grid run, one per grid point and seed (in the order of
+    ``itertools.product(*grid.values())`` then ``seeds``), and their seeds."""
+    keys = list(grid)
+    points = [dict(zip(keys, values)) for values in itertools.product(*grid.values())]
+    return [pt for pt in points for _ in seeds], [s for _ in points for s in seeds]
+
+
+def _run_cells(config: ToyConfig, cells: list[dict], cell_seeds: list[int], identity: dict,
+               out: str | os.PathLike | None, n_jobs: int, callback: Callable[[int, int], None] | None,
+               run_args: dict) -> dict:
+    """Train the cells as one stack in this process, or as ``n_jobs`` parts
+    in worker processes; the run's per-cell arrays and figures."""
     if n_jobs == 1:
         ckpt = part_checkpoints(out, 1)[0] if out is not None else None
-        run = train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=callback, **run_args)
-    else:
-        run = train_parts(config, cells, cell_seeds, identity, n_jobs=n_jobs, out=out, callback=callback,
-                           **run_args)
-    records = _records(cells, cell_seeds, run, steps, gap)
-    meta = {**identity, "gap": float(gap), "val_without_train": "confusion", "seconds": run["seconds"],
+        return train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=callback, **run_args)
+    return train_parts(config, cells, cell_seeds, identity, n_jobs=n_jobs, out=out, callback=callback, **run_args)
+
+
+def _grid_meta(identity: dict, gap: float, run: dict, n_jobs: int) -> dict:
+    """A finished grid's meta: its ``identity``, the phase rule and the run's figures."""
+    return {**identity, "gap": float(gap), "val_without_train": "confusion", "seconds": run["seconds"],
             "cell_steps": run["cell_steps"], "compiled": run["compiled"], "torch_version": str(torch.__version__),
             "threads": run["threads"], "n_jobs": n_jobs}
-    result = GridResult(records, meta)
-    if out is not None:
-        result.save(out)
-        result.save(Path(out).with_suffix(".csv"))
-        for ckpt in part_checkpoints(out, n_jobs):
-            if ckpt.exists():
-                ckpt.unlink()
-    return result
+
+
+def _write_result(result: GridResult, out: str | os.PathLike, n_jobs: int) -> None:
+    """Write a finished grid to ``out`` and the CSV beside it, then remove
+    the checkpoints of its ``n_jobs`` parts."""
+    result.save(out)
+    result.save(Path(out).with_suffix(".csv"))
+    for ckpt in part_checkpoints(out, n_jobs):
+        if ckpt.exists():
+            ckpt.unlink()

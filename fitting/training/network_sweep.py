@@ -213,7 +213,7 @@ def _adamw_step(t: dict[str, torch.Tensor], grads, step: int, dtype: torch.dtype
 def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0),
                         seeds: Sequence[int] = tuple(range(100)), *, max_steps: int = 50_000,
                         check_every: int = 250, window: int = 5000, tolerance: int = 1,
-                        callback: Callable[[int, int, int], None] | None = None) -> NetworkSweep:
+                        callback: Callable[[int, int], None] | None = None) -> NetworkSweep:
     """Train the constant-attention network for every weight decay and seed.
 
     Parameters
@@ -239,62 +239,56 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     tolerance : int >= 0
         Validation pairs the accuracy may move within the window (0: exactly
         constant).
-    callback : callable(step, max_steps, active_runs), optional
-        Called after every check.
+    callback : callable(done, total), optional
+        Progress after every check: the steps done of ``max_steps`` (runs that converged stop early).
 
     Returns
     -------
     NetworkSweep
     """
     config, wds, seeds = _check_sweep_args(config, weight_decays, seeds, callback)
-    max_steps = check_int(max_steps, "max_steps", 1)
-    check_every = check_int(check_every, "check_every", 1)
-    window = check_int(window, "window", check_every)
-    tolerance = check_int(tolerance, "tolerance", 0)
+    max_steps, check_every, window, tolerance = _check_stopping(max_steps, check_every, window, tolerance)
     check_network_memory(config, len(wds) * len(seeds), max_steps, check_every)  # before any run is built
 
     runs = [(w, s) for w in wds for s in seeds]
     t, dtype = _stacked_state(config, runs)
-    history: list[list[float]] = [[] for _ in runs]
-    n_checks = window // check_every
-    n_val = int(t["val_labels"].shape[1])
-    final: list[dict[str, Any] | None] = [None] * len(runs)
-
-    def finish(rows: np.ndarray, step: int, converged: bool, tr_acc, va_acc, tr_loss, bad) -> None:
-        for j in rows:
-            i = int(t["index"][j])
-            w, s = runs[i]
-            emb = t["embedding"][j].detach().to(torch.float64)
-            diverged = bool(bad[j]) or not bool(torch.isfinite(emb).all())
-            final[i] = {"weight_decay": w, "seed": s, "steps_run": step, "converged": converged and not diverged,
-                        "diverged": diverged, "train_acc": float(tr_acc[j]), "val_acc": float(va_acc[j]),
-                        "train_loss": float(tr_loss[j]) if not diverged else None,
-                        "embedding": None if diverged else emb.tolist()}
-
     t0 = time.perf_counter()
+    final = _train_until_settled(t, dtype, runs, max_steps, check_every, window, tolerance, callback)
+    meta = {"config": config.to_dict(), "weight_decays": wds, "seeds": seeds, "max_steps": max_steps,
+            "check_every": check_every, "window": window, "tolerance": tolerance, "seconds": time.perf_counter() - t0,
+            "torch_version": str(torch.__version__), "threads": torch.get_num_threads(),
+            "rule": "converged: validation accuracy within `tolerance` validation pairs over the checks of the "
+                    "last `window` steps"}
+    return NetworkSweep([r for r in final if r is not None], meta)
+
+
+def _check_stopping(max_steps: Any, check_every: Any, window: Any, tolerance: Any) -> tuple[int, int, int, int]:
+    """The stopping rule of :func:`train_network_sweep` checked: (max_steps, check_every, window, tolerance)."""
+    max_steps = check_int(max_steps, "max_steps", 1)
+    check_every = check_int(check_every, "check_every", 1)
+    window = check_int(window, "window", check_every)
+    tolerance = check_int(tolerance, "tolerance", 0)
+    return max_steps, check_every, window, tolerance
+
+
+def _train_until_settled(t: dict[str, torch.Tensor], dtype: torch.dtype, runs: list[tuple[float, int]],
+                         max_steps: int, check_every: int, window: int, tolerance: int,
+                         callback: Callable[[int, int], None] | None) -> list[dict[str, Any] | None]:
+    """Train the stacked runs ``t`` full-batch step by step, checking them at
+    every ``check_every``-th step and at ``max_steps``; runs that stop
+    (converged, diverged or out of steps) leave the stack. Every run's final
+    record, in the order of ``runs``."""
+    history: list[list[float]] = [[] for _ in runs]
+    final: list[dict[str, Any] | None] = [None] * len(runs)
     step = 0
     while True:
         params = [t[k].requires_grad_() for k in NAMES]
         loss, train_acc = loss_and_accuracy(constant_attention_forward(*params, t["train_pairs"]), t["train_labels"])
         if step % check_every == 0 or step == max_steps:
-            with torch.no_grad():
-                _, val_acc = loss_and_accuracy(constant_attention_forward(*params, t["val_pairs"]), t["val_labels"])
-            va, tr, lo = val_acc.numpy(), train_acc.numpy(), loss.detach().to(torch.float64).numpy()
-            done = np.zeros(len(va), dtype=bool)
-            conv = np.zeros(len(va), dtype=bool)
-            bad = ~np.isfinite(lo)
-            if step % check_every == 0:  # the window is made of regular checks only
-                conv[:] = _settled(history, t["index"].tolist(), va, bad, step >= window, n_checks,
-                                   (tolerance + 1e-9) / n_val)
-                done |= conv
-            done |= bad
-            if step >= max_steps:
-                done[:] = True
-            if done.any():
-                finish(np.flatnonzero(done & conv), step, True, tr, va, lo, bad)
-                finish(np.flatnonzero(done & ~conv), step, False, tr, va, lo, bad)
+            done = _check_runs(t, params, loss, train_acc, step, history, final, runs,
+                               max_steps=max_steps, check_every=check_every, window=window, tolerance=tolerance)
             if callback is not None:
-                callback(step, max_steps, int((~done).sum()))
+                callback(step, max_steps)
             if done.all():
                 break
             if done.any():
@@ -304,9 +298,48 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
                 loss, _ = loss_and_accuracy(constant_attention_forward(*params, t["train_pairs"]), t["train_labels"])
         _adamw_step(t, torch.autograd.grad(loss.sum(), params), step, dtype)
         step += 1
-    meta = {"config": config.to_dict(), "weight_decays": wds, "seeds": seeds, "max_steps": max_steps,
-            "check_every": check_every, "window": window, "tolerance": tolerance, "seconds": time.perf_counter() - t0,
-            "torch_version": str(torch.__version__), "threads": torch.get_num_threads(),
-            "rule": "converged: validation accuracy within `tolerance` validation pairs over the checks of the "
-                    "last `window` steps"}
-    return NetworkSweep([r for r in final if r is not None], meta)
+    return final
+
+
+def _check_runs(t: dict[str, torch.Tensor], params: list[torch.Tensor], loss: torch.Tensor, train_acc: torch.Tensor,
+                step: int, history: list[list[float]], final: list[dict[str, Any] | None],
+                runs: list[tuple[float, int]], *, max_steps: int, check_every: int, window: int, tolerance: int
+                ) -> np.ndarray:
+    """A check of the stacked runs at ``step``: measure the validation
+    accuracy, find the runs that stop (converged at a regular check,
+    non-finite loss, or ``max_steps`` reached) and put their final records
+    into ``final``. True for each run of the stack that stops."""
+    with torch.no_grad():
+        _, val_acc = loss_and_accuracy(constant_attention_forward(*params, t["val_pairs"]), t["val_labels"])
+    va, tr, lo = val_acc.numpy(), train_acc.numpy(), loss.detach().to(torch.float64).numpy()
+    done = np.zeros(len(va), dtype=bool)
+    conv = np.zeros(len(va), dtype=bool)
+    bad = ~np.isfinite(lo)
+    if step % check_every == 0:  # the window is made of regular checks only
+        n_val = int(t["val_labels"].shape[1])
+        conv[:] = _settled(history, t["index"].tolist(), va, bad, step >= window, window // check_every,
+                           (tolerance + 1e-9) / n_val)
+        done |= conv
+    done |= bad
+    if step >= max_steps:
+        done[:] = True
+    if done.any():
+        _finish(final, runs, t, np.flatnonzero(done & conv), step, True, tr, va, lo, bad)
+        _finish(final, runs, t, np.flatnonzero(done & ~conv), step, False, tr, va, lo, bad)
+    return done
+
+
+def _finish(final: list[dict[str, Any] | None], runs: list[tuple[float, int]], t: dict[str, torch.Tensor],
+            rows: np.ndarray, step: int, converged: bool, tr_acc: np.ndarray, va_acc: np.ndarray,
+            tr_loss: np.ndarray, bad: np.ndarray) -> None:
+    """The final records of the stopped runs at ``rows`` of the stack, put
+    into ``final`` at each run's index (no loss nor embedding when diverged)."""
+    for j in rows:
+        i = int(t["index"][j])
+        w, s = runs[i]
+        emb = t["embedding"][j].detach().to(torch.float64)
+        diverged = bool(bad[j]) or not bool(torch.isfinite(emb).all())
+        final[i] = {"weight_decay": w, "seed": s, "steps_run": step, "converged": converged and not diverged,
+                    "diverged": diverged, "train_acc": float(tr_acc[j]), "val_acc": float(va_acc[j]),
+                    "train_loss": float(tr_loss[j]) if not diverged else None,
+                    "embedding": None if diverged else emb.tolist()}

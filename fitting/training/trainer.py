@@ -298,17 +298,42 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     TrainingDivergedError
         if a loss becomes non-finite (the steps before it are saved).
     """
+    out, gradients = _check_train_args(checkpoint_every, resume, out, gradients)
+    done = finished_run(out, config, seed, gradients) if resume and out is not None else None
+    if done is not None:  # finished before: nothing to redo
+        return done
+    task = make_task(config, seed)
+    p, d = task.embedding().shape
+    rec, every, checkpoint, start = _prepare_run(task, config, seed, out, resume, gradients)
+    meta = _train_meta(task, config, seed, every, p, d)
+    with torch_threads(threads_for_work(task.step_work())):
+        run_steps(start, config.steps, _step_function(task, rec, config, every, gradients),
+                  checkpoint_every=checkpoint_every, callback=callback,
+                  **_run_hooks(task, rec, checkpoint, config, gradients, out, meta))
+    traj = _trajectory(rec, task, meta, config.steps, completed=True, steps_done=config.steps)
+    if out is not None:
+        traj.save(out)
+        checkpoint.remove()
+    return traj
+
+
+def _check_train_args(checkpoint_every: Any, resume: Any, out: Any, gradients: Any) -> tuple[Path | None, bool]:
+    """The arguments of :func:`train` checked before anything is built or
+    written: (out as a path or None, gradients)."""
     check_checkpointing(checkpoint_every, resume, out)
     gradients = check_bool(gradients, "gradients")
     if out is not None:
         out = check_path(out, "out")
     if out is not None and Path(out).suffix != ".npz":
         raise ValueError(f"out must end in .npz, got {str(out)!r}")
-    done = finished_run(out, config, seed, gradients) if resume and out is not None else None
-    if done is not None:  # finished before: nothing to redo
-        return done
-    task = make_task(config, seed)
-    p, d = task.embedding().shape
+    return out, gradients
+
+
+def _prepare_run(task, config: TrainingConfig, seed: int, out: Path | None, resume: bool, gradients: bool
+                 ) -> tuple[SeriesRecorder, int | str, Checkpoint, int]:
+    """A run's recorder (refused first when its records exceed the memory
+    budget), snapshot schedule and checkpoint, and the step it starts from:
+    0, or with ``resume`` its checkpoint's (put into ``task`` and the recorder)."""
     K, series, every, snapshot_bytes = _recording(task, config, gradients)
     check_run_memory(config, 1, K + len(series), every, snapshot_bytes)  # before the recorder is allocated
     rec = SeriesRecorder(config.steps, K, series)
@@ -317,10 +342,29 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     state = checkpoint.load() if resume else None
     if state is not None:
         start = checkpoint.restore(lambda st: _restore(task, rec, st), state)
-    meta = {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
+    return rec, every, checkpoint, start
+
+
+def _train_meta(task, config: TrainingConfig, seed: int, every: int | str, p: int, d: int) -> dict[str, Any]:
+    """A run's trajectory metadata: its source, model, sizes, seed, config, schedule, versions and split."""
+    return {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "snapshot_schedule": every, "signal_power": 1, "version": package_version(),
             "torch_version": torch.__version__, **task.split_meta()}
-    train_set = getattr(task, "train_set", None)  # a pair model's training pairs (sequence models have none)
+
+
+def _trajectory(rec: SeriesRecorder, task, meta: dict[str, Any], done: int, **status: Any) -> Trajectory:
+    """The trajectory of a run's first ``done`` steps, ``status`` (completed,
+    steps_done, ...) added to its ``meta``; a pair model's training pairs
+    travel with it (sequence models have none)."""
+    return rec.trajectory(done, meta["p"], meta["d"], {**meta, **status}, getattr(task, "train_set", None))
+
+
+def _step_function(task, rec: SeriesRecorder, config: TrainingConfig, every: int | str, gradients: bool
+                   ) -> Callable[[int, Progress], None]:
+    """``step(t, progress)`` for :func:`run_steps`: update t of ``task``,
+    refused when a loss is non-finite, with its series (and, when due, its
+    snapshot and with ``gradients`` the gradient and update there) recorded
+    into ``rec``."""
 
     def step(t: int, progress: Progress) -> None:
         values = task.step()
@@ -342,6 +386,17 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         if gradient is not None:
             rec.forces(gradient, task.embedding() - E)
 
+    return step
+
+
+def _run_hooks(task, rec: SeriesRecorder, checkpoint: Checkpoint, config: TrainingConfig, gradients: bool,
+               out: Path | None, meta: dict[str, Any]) -> dict[str, Callable]:
+    """What :func:`run_steps` calls besides the step: ``finish`` (the
+    snapshot after the last update, and with ``gradients`` the step that
+    would follow, taken and undone), ``save`` (a checkpoint of the steps
+    done) and ``on_stop`` (the trajectory of the steps done, written to
+    ``out`` when the run is interrupted)."""
+
     def finish(done: int) -> None:
         rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
         if gradients:
@@ -352,14 +407,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
 
     def on_stop(done: int, exc: BaseException) -> None:
         if out is not None:
-            rec.trajectory(done, p, d, {**meta, "completed": False, "steps_done": done,
-                                        "stopped_by": type(exc).__name__}, train_set).save(out)
+            _trajectory(rec, task, meta, done, completed=False, steps_done=done,
+                        stopped_by=type(exc).__name__).save(out)
 
-    with torch_threads(threads_for_work(task.step_work())):
-        run_steps(start, config.steps, step, save=save, checkpoint_every=checkpoint_every, callback=callback,
-                  on_stop=on_stop, finish=finish)
-    traj = rec.trajectory(config.steps, p, d, {**meta, "completed": True, "steps_done": config.steps}, train_set)
-    if out is not None:
-        traj.save(out)
-        checkpoint.remove()
-    return traj
+    return {"finish": finish, "save": save, "on_stop": on_stop}

@@ -23,7 +23,7 @@ Each job's file holds a NumPy reference (``*_reference``) that the tests
 compare the kernel with on random inputs.
 """
 
-from .record import KernelParams
+from .kernel_params import KernelParams
 from .status import BUDGET_USED, NONFINITE, OK, RUNAWAY, STATUS_NAMES
 
 __all__ = ["KernelParams", "OK", "NONFINITE", "BUDGET_USED", "RUNAWAY", "STATUS_NAMES"]

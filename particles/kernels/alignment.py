@@ -16,11 +16,11 @@ from .fastmath import FAST, exp_nonpositive, lane_sum
 from .pair_loops import dot_products, scatter_products, scatter_scalars
 
 __all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_reference_parts",
-           "cosine_forces_reference", "cosine_params", "cosine_same", "cosine_other"]
+           "cosine_forces_reference", "cosine_params", "alignment_same", "alignment_other"]
 
 
 # The alignment law as two scalar functions of c = U_u . U_v, each returning
-# (h(c), h'(c)): ``cosine_same`` for one class, ``cosine_other`` for
+# (h(c), h'(c)): ``alignment_same`` for one class, ``alignment_other`` for
 # different classes, taking the parameters ``cosine_params`` reads; called by
 # these global names (see particles.kernels.clustering.distance_params).
 
@@ -30,12 +30,12 @@ EXACT_SAME = False
 
 @njit(cache=True)
 def cosine_params(prm):
-    """The parameters cosine_same and cosine_other take: the record itself."""
+    """The parameters alignment_same and alignment_other take: the record itself."""
     return prm
 
 
 @njit(cache=True, fastmath=FAST)
-def cosine_same(c, prm):
+def alignment_same(c, prm):
     """-g(c), with g = c (cosine form) or c^2 (axial form), and its derivative.
     The form is a select, not a branch, so that the loops calling it
     vectorise."""
@@ -45,7 +45,7 @@ def cosine_same(c, prm):
 
 
 @njit(cache=True, fastmath=FAST)
-def cosine_other(c, prm):
+def alignment_other(c, prm):
     """exp(-(1 - g(c)) / sig_t^2) and its derivative (selects, as above)."""
     inv_st2 = 1.0 / (prm.sig_t * prm.sig_t)
     g = c * (c if prm.axial else 1.0)
@@ -76,14 +76,14 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
         dot_products(u, U, lo, hi, cc)  # cc = U_u . U_v
         # every v as another class: h(c) and dh = h'(c)
         for v in range(lo, hi):
-            hv, dhv = cosine_other(cc[v], law)
+            hv, dhv = alignment_other(cc[v], law)
             h[v] = hv
             dh[v] = dhv
         if EXACT_SAME:
             # as in clustering_block: same-class entries replaced before the sum
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 v = same_idx[p]
-                hs, dhs = cosine_same(cc[v], law)
+                hs, dhs = alignment_same(cc[v], law)
                 h[v] = hs
                 dh[v] = dhs
             energy += lane_sum(h, lo, hi)
@@ -92,7 +92,7 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
             # the same-class partners
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 v = same_idx[p]
-                hs, dhs = cosine_same(cc[v], law)
+                hs, dhs = alignment_same(cc[v], law)
                 energy += hs - h[v]
                 dh[v] = dhs
         scatter_products(u, U, dh, lo, hi, A, t0)  # A_u += dh U_v, A_v += dh U_u
@@ -153,7 +153,7 @@ def cosine_forces_reference(dh: np.ndarray, parts: dict, prm) -> np.ndarray:
 
 def alignment_reference(S: np.ndarray, labels: np.ndarray, prm) -> tuple[np.ndarray, float]:
     """NumPy reference: alignment forces on the pair sums (d, n) and
-    lam U_ali, for a :class:`~particles.kernels.record.KernelParams`."""
+    lam U_ali, for a :class:`~particles.kernels.kernel_params.KernelParams`."""
     parts = cosine_reference_parts(S, labels, prm)
     same, off, g, dg, rep = parts["same"], parts["off"], parts["g"], parts["dg"], parts["rep"]
     h = np.where(same, -g, rep) * off

@@ -13,13 +13,13 @@ from numba import njit
 from .fastmath import EXP_FLOOR, FAST, exp_nonpositive, lane_sum
 from .pair_loops import scatter_differences, squared_distances
 
-__all__ = ["clustering_block", "clustering_reference", "distance_params", "distance_same", "distance_other",
-           "repulsion_factors", "repulsion_from_factors", "GAUSSIAN_OTHER", "FACTOR_LIMIT"]
+__all__ = ["clustering_block", "clustering_reference", "distance_params", "attraction", "repulsion",
+           "repulsion_factors", "repulsion_from_factors", "GAUSSIAN_REPULSION", "FACTOR_LIMIT"]
 
 
 # The force law as two scalar functions of r^2 = |s_u - s_v|^2, each
-# returning (energy, d energy / d r^2): ``distance_same`` for two pair sums of
-# one class, ``distance_other`` for different classes; they take the law's
+# returning (energy, d energy / d r^2): ``attraction`` for two pair sums of
+# one class, ``repulsion`` for different classes; they take the law's
 # parameters as ``distance_params`` reads them from the record, once per
 # block. clustering_block calls the three by these global names; a custom
 # pair energy (particles.pair_energy) compiles a copy of the kernels with its
@@ -28,9 +28,9 @@ __all__ = ["clustering_block", "clustering_reference", "distance_params", "dista
 #: False for the built-in law (its arithmetic, bit for bit); a custom law's
 #: copy of the kernels sets it True (see clustering_block)
 EXACT_SAME = False
-#: True for the built-in law, whose distance_other is a Gaussian that the Gram
+#: True for the built-in law, whose repulsion is a Gaussian that the Gram
 #: path factors (:func:`repulsion_factors`); a custom law's copy sets it False
-GAUSSIAN_OTHER = True
+GAUSSIAN_REPULSION = True
 #: the largest exponent a factor of :func:`repulsion_factors` may take: the products of two
 #: factors then stay within exp(+-2 FACTOR_LIMIT), inside the normal doubles (exp(+-708));
 #: beyond it the pair loop evaluates exp per pair
@@ -41,12 +41,12 @@ EXP_FLOOR_VALUE = float(np.exp(EXP_FLOOR))
 
 @njit(cache=True)
 def distance_params(prm):
-    """The parameters distance_same and distance_other take: the record itself."""
+    """The parameters attraction and repulsion take: the record itself."""
     return prm
 
 
 @njit(cache=True, fastmath=FAST)
-def distance_same(r2, prm):
+def attraction(r2, prm):
     """-k_a exp(-r^2 / 2 sig_a^2) and its derivative in r^2."""
     inv_2sa2 = 0.5 / (prm.sig_a * prm.sig_a)
     att = prm.k_a * np.exp(-r2 * inv_2sa2)
@@ -54,7 +54,7 @@ def distance_same(r2, prm):
 
 
 @njit(cache=True, fastmath=FAST)
-def distance_other(r2, prm):
+def repulsion(r2, prm):
     """k_r exp(-r^2 / 2 sig_r^2) and its derivative in r^2."""
     inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
     ev = exp_nonpositive(-r2 * inv_2sr2) * prm.k_r
@@ -75,11 +75,11 @@ def repulsion_factors(prm, N, H, eN, EH):
     when every factor's exponent is within FACTOR_LIMIT, so that neither
     partial product leaves the normal doubles (the whole product, below
     exp(EXP_FLOOR), is taken as 0 as the per-pair exp does); else False,
-    and the pair loop evaluates ``distance_other`` per pair (so also for a
-    custom law, GAUSSIAN_OTHER False). The exponents' rounding is of the order of the
+    and the pair loop evaluates ``repulsion`` per pair (so also for a
+    custom law, GAUSSIAN_REPULSION False). The exponents' rounding is of the order of the
     direct form's (whose r^2 is a difference of the same numbers): the two
     agree to about 4 FACTOR_LIMIT * 1e-16, relative (tested)."""
-    if not GAUSSIAN_OTHER:
+    if not GAUSSIAN_REPULSION:
         return False
     inv = 0.5 / (prm.sig_r * prm.sig_r)
     top = 0.0
@@ -103,7 +103,7 @@ def repulsion_factors(prm, N, H, eN, EH):
 
 @njit(cache=True, fastmath=FAST, inline="always")
 def repulsion_from_factors(e, prm):
-    """distance_other's (value, derivative in r^2) from e = exp(-r^2 / 2
+    """repulsion's (value, derivative in r^2) from e = exp(-r^2 / 2
     sig_r^2) (the product of :func:`repulsion_factors`), in its arithmetic;
     e below exp(EXP_FLOOR) is taken as 0, as :func:`.fastmath.exp_nonpositive`
     returns (the product of two normal factors can be subnormal)."""
@@ -137,7 +137,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
         # every v as another class: w = phi(r^2), force coefficient
         # coef = -2 phi'(r^2), so that f_u = coef (s_u - s_v)
         for v in range(lo, hi):
-            ev, dev = distance_other(r2[v], law)
+            ev, dev = repulsion(r2[v], law)
             w[v] = ev
             coef[v] = -2.0 * dev
         if EXACT_SAME:
@@ -146,7 +146,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
             # sums meet (a custom law) never enters the energy
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 v = same_idx[p]
-                ea, dea = distance_same(r2[v], law)
+                ea, dea = attraction(r2[v], law)
                 w[v] = ea
                 coef[v] = -2.0 * dea
             energy += lane_sum(w, lo, hi)
@@ -156,7 +156,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
             # at most k_r, so subtracting it back is exact enough)
             for p in range(same_ptr[u], same_ptr[u + 1]):
                 v = same_idx[p]
-                ea, dea = distance_same(r2[v], law)
+                ea, dea = attraction(r2[v], law)
                 energy += ea - w[v]
                 coef[v] = -2.0 * dea
         scatter_differences(u, S, coef, lo, hi, F, t0)  # f_u += coef (s_u - s_v), f_v -= the same

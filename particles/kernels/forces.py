@@ -181,11 +181,11 @@ def _finish(x, system, prm, ws, force):
     summed block buffers."""
     if prm.lam > 0.0:
         alignment_forces(ws.S, ws.U, ws.rho, ws.A[0], ws.B[0], prm, ws.F[0])
-    scatter_to_particles(x, system.pairs, ws.F[0], prm.decay, force)
+    scatter_to_particles(x, system.pairs, ws.F[0], prm.wd, force)
     energy = 0.0
     for t in range(ws.block_energy.shape[0]):
         energy += ws.block_energy[t]
-    return energy + weight_decay_energy(x, prm.decay)
+    return energy + weight_decay_energy(x, prm.wd)
 
 
 @njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)

@@ -38,7 +38,7 @@ distances below 0 by rounding are set to 0.
 
 Loops as in :mod:`.pair_loops`: a row u meets every v > u in loops with
 unsigned bounds; the law is called through the same global slots
-(``distance_same``, ..., :mod:`.slots`), so a custom law's copies come from
+(``attraction``, ..., :mod:`.slots`), so a custom law's copies come from
 :func:`.rebind.rebind` as for the direct kernels.
 """
 
@@ -50,8 +50,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import distance_other, distance_params, distance_same, repulsion_factors, repulsion_from_factors
+from .alignment import alignment_other, cosine_params, alignment_same
+from .clustering import repulsion, distance_params, attraction, repulsion_factors, repulsion_from_factors
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
@@ -259,11 +259,11 @@ def distance_row(u, lo, hi, nu, N, ha, hb, same_ptr, same_idx, law_d, r2, w, coe
             r = nu + N[v] - 2.0 * (ha[v] + hb[v])
             r = r if r > 0.0 else 0.0
             r2[v] = r
-            ev, dev = distance_other(r, law_d)
+            ev, dev = repulsion(r, law_d)
             w[v] = ev
             coef[v] = -2.0 * dev
     for p in range(same_ptr[u], same_ptr[u + 1]):
-        es, des = distance_same(r2[same_idx[p]], law_d)
+        es, des = attraction(r2[same_idx[p]], law_d)
         w[same_idx[p]] = es
         coef[same_idx[p]] = -2.0 * des
     add_column(coef, lo, hi, D, u)
@@ -284,7 +284,7 @@ def other_distance_coefficients(u, lo, hi, nu, N, ha, hb, law_d, factors, coef):
     else:
         for v in range(lo, hi):
             r = nu + N[v] - 2.0 * (ha[v] + hb[v])
-            coef[v] = -2.0 * distance_other(r if r > 0.0 else 0.0, law_d)[1]
+            coef[v] = -2.0 * repulsion(r if r > 0.0 else 0.0, law_d)[1]
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
@@ -297,13 +297,13 @@ def cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh,
     for v in range(lo, hi):
         c = G[v] * (inv_ru * inv_rho[v])
         cc[v] = c
-        hv, dhv = cosine_other(c, law_c)
+        hv, dhv = alignment_other(c, law_c)
         w[v] = hv
         dh[v] = dhv
         t0[v] = dhv * c
     for p in range(same_ptr[u], same_ptr[u + 1]):
         v = same_idx[p]
-        hs, dhs = cosine_same(cc[v], law_c)
+        hs, dhs = alignment_same(cc[v], law_c)
         w[v] = hs
         dh[v] = dhs
         t0[v] = dhs * cc[v]
@@ -470,12 +470,12 @@ def apply_token_matrix(M, x, decay, force):
 @njit(cache=True)
 def _gram_finish(x, prm, ws, force, energy):
     token_matrix(ws, prm, not (prm.polar and prm.lam > 0.0))
-    apply_token_matrix(ws.M, x, prm.decay, force)
+    apply_token_matrix(ws.M, x, prm.wd, force)
     e = 0.0
     for a in range(x.shape[0]):
         for k in range(x.shape[1]):
             e += x[a, k] * x[a, k]
-    return energy + 0.5 * prm.decay * e
+    return energy + 0.5 * prm.wd * e
 
 
 @njit(cache=True, nogil=True)  # called from Python: other threads run meanwhile (the explorer)

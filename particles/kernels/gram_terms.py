@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .alignment import cosine_other, cosine_params, cosine_same
-from .clustering import distance_params, distance_same, repulsion_factors
+from .alignment import alignment_other, cosine_params, alignment_same
+from .clustering import distance_params, attraction, repulsion_factors
 from .fastmath import FAST
 from .gram import (LANES, add_column, apply_token_matrix, flush_tokens, gram_row, other_distance_coefficients,
                    pair_geometry, scatter_tokens)
@@ -62,7 +62,7 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
             bv = second[v]
             if which[0]:
                 r = nu + N[v] - 2.0 * (ha[v] + hb[v])
-                c0 = -2.0 * distance_same(r if r > 0.0 else 0.0, law_d)[1]
+                c0 = -2.0 * attraction(r if r > 0.0 else 0.0, law_d)[1]
                 D[0, u] += c0
                 D[0, v] += c0
                 Up[0, a, av] += c0
@@ -71,7 +71,7 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
                 Up[0, b, bv] += c0
             if which[2]:
                 c = G[v] * (inv_rho[u] * inv_rho[v])  # as gram_block and the other-class loop: multiplied
-                dhs = cosine_same(c, law_c)[1]
+                dhs = alignment_same(c, law_c)[1]
                 B[2, u] += dhs * c
                 B[2, v] += dhs * c
                 k = lam * dhs * (inv_rho[u] * inv_rho[v])
@@ -101,7 +101,7 @@ def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up,
             for v in range(lo, hi):
                 c = G[v] * (inv_ru * inv_rho[v])
                 cc[v] = c
-                dhv = cosine_other(c, law_c)[1]
+                dhv = alignment_other(c, law_c)[1]
                 coef[v] = dhv
                 t0[v] = dhv * c
             for p in range(same_ptr[u], same_ptr[u + 1]):

@@ -1,7 +1,7 @@
 """Copies of compiled kernels with some of the functions they call replaced.
 
 The force kernels call the force law through a few global names (the slots
-``distance_same``, ``distance_other``, ``cosine_same`` and ``cosine_other``,
+``attraction``, ``repulsion``, ``alignment_same`` and ``alignment_other``,
 see :mod:`.clustering` and :mod:`.alignment`). :func:`rebind` compiles a copy
 of a kernel, and of every kernel it reaches that calls a replaced name, with
 other functions in those slots; everything else (the built-in kernels, their

@@ -1,7 +1,7 @@
 """The typed records the compiled entry points take (Numba compiles a
 NamedTuple into a struct): the force law at a system, the span of steps a
 call runs and the buffers it records into. The parameters themselves are
-:class:`~particles.kernels.record.KernelParams`; a run's time step, noise and
+:class:`~particles.kernels.kernel_params.KernelParams`; a run's time step, noise and
 bounds its schedule (:class:`~particles.kernels.euler.EulerSchedule`)."""
 
 from __future__ import annotations

@@ -14,14 +14,14 @@ __all__ = ["SLOTS", "check_slots"]
 #: slot name -> (kernel module defining the built-in binding, what it is)
 SLOTS = {
     "EXACT_SAME": ("clustering", "compile-time flag: a same-label pair's interaction is computed exactly"),
-    "GAUSSIAN_OTHER": ("clustering", "compile-time flag: distance_other is the built-in Gaussian, which the Gram path "
+    "GAUSSIAN_REPULSION": ("clustering", "compile-time flag: repulsion is the built-in Gaussian, which the Gram path "
                        "factors over token-pair products (repulsion_factors)"),
     "distance_params": ("clustering", "the distance term's parameters, unpacked from the record"),
-    "distance_same": ("clustering", "distance term between pair sums of the same label: (value, derivative)"),
-    "distance_other": ("clustering", "distance term between pair sums of different labels"),
+    "attraction": ("clustering", "distance term between pair sums of the same label: (value, derivative)"),
+    "repulsion": ("clustering", "distance term between pair sums of different labels"),
     "cosine_params": ("alignment", "the cosine term's parameters, unpacked from the record"),
-    "cosine_same": ("alignment", "cosine term between pair sums of the same label: (value, derivative)"),
-    "cosine_other": ("alignment", "cosine term between pair sums of different labels"),
+    "alignment_same": ("alignment", "cosine term between pair sums of the same label: (value, derivative)"),
+    "alignment_other": ("alignment", "cosine term between pair sums of different labels"),
     "clustering_block": ("clustering", "the distance term's loop over a block of rows"),
     "alignment_block": ("alignment", "the cosine term's loop over a block of rows"),
     "run_term": ("forces", "one term's share of a row block (the parallel kernel's split by term)"),

@@ -6,7 +6,7 @@ distance / other classes (the repulsion), cosine / same class and cosine /
 other classes (the two halves of the alignment); the decay -wd x is the
 fifth. :func:`pair_term_forces` evaluates the forces of each pair term on the
 pair sums in one pass over the pairs u < v, calling the law through the same
-global slots as the force kernels (``distance_same``, ..., see
+global slots as the force kernels (``attraction``, ..., see
 :mod:`.clustering`), so a custom pair energy gets its own copy through
 :func:`particles.kernels.rebind.rebind`. The terms add up to the total force
 of :mod:`.forces` to rounding (the order of the sums differs).
@@ -17,18 +17,22 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .alignment import (cosine_forces_reference, cosine_other, cosine_params, cosine_reference_parts,
-                        cosine_same)
-from .clustering import distance_other, distance_params, distance_same
+from .alignment import (cosine_forces_reference, alignment_other, cosine_params, cosine_reference_parts,
+                        alignment_same)
+from .clustering import repulsion, distance_params, attraction
 from .fastmath import FAST
 from .pair_loops import dot_products_loop, scatter_differences, scatter_products, scatter_scalars, squared_distances_loop
 from .pair_sums import pair_sums, scatter_to_particles
 
-__all__ = ["PAIR_TERMS", "pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
+__all__ = ["PAIR_TERMS", "TERM_AT", "pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
            "cosine_forces", "snapshot_term_forces", "term_forces_many", "pair_term_reference"]
 
 #: the pair terms in the order of the kernels' outputs
-PAIR_TERMS = ("distance_same", "distance_other", "cosine_same", "cosine_other")
+PAIR_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other")
+#: (variable, class relation) -> the pair term in that place: the built-in law's names for the four places,
+#: whatever a custom law puts there (its same-class distance term is its ``attraction``, of either sign)
+TERM_AT = {("distance", "same"): "attraction", ("distance", "other"): "repulsion",
+           ("cosine", "same"): "alignment_same", ("cosine", "other"): "alignment_other"}
 
 
 @njit(cache=True, fastmath=FAST)
@@ -43,7 +47,7 @@ def same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, w_ds, w_cs, out,
             for k in range(d):
                 dk = S[k, u] - S[k, v]
                 r2 += dk * dk
-            coef = -2.0 * distance_same(r2, law_d)[1]
+            coef = -2.0 * attraction(r2, law_d)[1]
             for k in range(d):
                 fk = coef * (S[k, u] - S[k, v])
                 out[0, k, u] += fk
@@ -52,7 +56,7 @@ def same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, w_ds, w_cs, out,
             c = 0.0
             for k in range(d):
                 c += U[k, u] * U[k, v]
-            dh = cosine_same(c, law_c)[1]
+            dh = alignment_same(c, law_c)[1]
             for k in range(d):
                 A[0, k, u] += dh * U[k, v]
                 A[0, k, v] += dh * U[k, u]
@@ -67,7 +71,7 @@ def other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0):
     hi = np.uint64(S.shape[1])
     squared_distances_loop(u, S, lo, hi, q)  # the loop at every d: the term forces of earlier versions, bit for bit
     for v in range(lo, hi):
-        coef[v] = -2.0 * distance_other(q[v], law_d)[1]
+        coef[v] = -2.0 * repulsion(q[v], law_d)[1]
     for p in range(same_ptr[u], same_ptr[u + 1]):
         coef[same_idx[p]] = 0.0
     scatter_differences(u, S, coef, lo, hi, out[1], t0)
@@ -80,7 +84,7 @@ def other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0):
     hi = np.uint64(U.shape[1])
     dot_products_loop(u, U, lo, hi, q)
     for v in range(lo, hi):
-        coef[v] = cosine_other(q[v], law_c)[1]
+        coef[v] = alignment_other(q[v], law_c)[1]
     for p in range(same_ptr[u], same_ptr[u + 1]):
         coef[same_idx[p]] = 0.0
     scatter_products(u, U, coef, lo, hi, A[1], t0)

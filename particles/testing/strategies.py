@@ -74,8 +74,8 @@ def embeddings(draw, p: int, d=(1, 4), scale=(0.3, 2.0)) -> np.ndarray:
 
 
 @st.composite
-def force_params(draw, alignment=True, decay=True, gradient_only=False) -> ForceParams:
-    """A built-in law. ``alignment=False`` draws lam = 0; ``decay=False``
+def force_params(draw, alignment=True, wd=True, gradient_only=False) -> ForceParams:
+    """A built-in law. ``alignment=False`` draws lam = 0; ``wd=False``
     no particle decay (the classifier variant's wd, a softening of the
     alignment, is still drawn); ``gradient_only`` excludes the polar
     alignment."""
@@ -83,10 +83,10 @@ def force_params(draw, alignment=True, decay=True, gradient_only=False) -> Force
     strength = st.floats(0.0, 3.0)
     target = draw(st.sampled_from(["particles", "classifier"]))
     if target == "particles":
-        variant = dict(wd=draw(st.floats(0.0, 0.5)) if decay else 0.0)
+        variant = dict(wd=draw(st.floats(0.0, 0.5)) if wd else 0.0)
     else:
         variant = dict(wd=draw(st.floats(0.0, 2.0)), bias_scale=draw(st.floats(0.1, 3.0)),
-                       particle_decay=draw(st.floats(0.0, 1.0)) if decay else 0.0)
+                       particle_wd=draw(st.floats(0.0, 1.0)) if wd else 0.0)
     return ForceParams(
         k_a=draw(strength), sig_a=draw(positive), k_r=draw(strength), sig_r=draw(positive),
         lam=draw(st.floats(0.1, 3.0)) if alignment else 0.0, sig_t=draw(st.floats(0.2, 1.0)),
@@ -129,18 +129,18 @@ COSINE_KINDS = ("alignment", "alignment-complex-step", "cubic")
 
 
 @st.composite
-def pair_energies(draw, alignment=True, decay=True, kinds=DISTANCE_KINDS, cosine_kinds=COSINE_KINDS
+def pair_energies(draw, alignment=True, wd=True, kinds=DISTANCE_KINDS, cosine_kinds=COSINE_KINDS
                   ) -> PairEnergy:
     """A custom law: the built-in Gaussians rewritten as a PairEnergy (with
     :func:`~particles.fast_exp` and written-out derivatives, or with np.exp
     and complex-step derivatives), or rational wells and bumps; with
     ``alignment`` sometimes a cosine term (the built-in alignment, cosine or
-    axial, or a cubic pull with an exponential push); ``decay=False`` gives
+    axial, or a cubic pull with an exponential push); ``wd=False`` gives
     wd = 0. Each set of functions compiles once per process (a few
     seconds), so narrow ``kinds`` and ``cosine_kinds`` in quick suites."""
     positive = st.floats(0.2, 3.0)
     strength = st.floats(0.0, 3.0)
-    wd = draw(st.floats(0.0, 0.5)) if decay else 0.0
+    wd = draw(st.floats(0.0, 0.5)) if wd else 0.0
     kind = draw(st.sampled_from(list(kinds)))
     if kind == "rational":
         law = PairEnergy(distance=PairTerm(same=soft_well, other=soft_bump,
@@ -163,11 +163,11 @@ def pair_energies(draw, alignment=True, decay=True, kinds=DISTANCE_KINDS, cosine
     return law
 
 
-def laws(alignment=True, decay=True, gradient_only=False, kinds=DISTANCE_KINDS, cosine_kinds=COSINE_KINDS):
+def laws(alignment=True, wd=True, gradient_only=False, kinds=DISTANCE_KINDS, cosine_kinds=COSINE_KINDS):
     """A built-in or a custom law (see :func:`force_params`,
     :func:`pair_energies`)."""
-    return st.one_of(force_params(alignment=alignment, decay=decay, gradient_only=gradient_only),
-                     pair_energies(alignment=alignment, decay=decay, kinds=kinds, cosine_kinds=cosine_kinds))
+    return st.one_of(force_params(alignment=alignment, wd=wd, gradient_only=gradient_only),
+                     pair_energies(alignment=alignment, wd=wd, kinds=kinds, cosine_kinds=cosine_kinds))
 
 
 @st.composite

@@ -29,8 +29,8 @@ PARAM_CASES = [
     ForceParams(lam=3.0, alignment_form="axial", k_a=0.0, k_r=0.0, sig_t=0.5, wd=0.3),
     ForceParams(lam=1.0, alignment="polar", alignment_form="axial", wd=0.0),
     ForceParams(k_a=6.0, sig_a=3.0, sig_r=2.0, lam=3.0, alignment_form="axial", sig_t=0.5, eps=0.1, wd=0.6,
-                wd_target="classifier", bias_scale=1.0, particle_decay=1.0),
-    ForceParams(lam=3.0, alignment_form="axial", wd=0.0, wd_target="classifier", particle_decay=0.5),
+                wd_target="classifier", bias_scale=1.0, particle_wd=1.0),
+    ForceParams(lam=3.0, alignment_form="axial", wd=0.0, wd_target="classifier", particle_wd=0.5),
 ]
 
 
@@ -75,13 +75,13 @@ def test_d1_clustering_only():
 
 def test_classifier_weight_decay_is_a_softened_alignment():
     """wd_target="classifier": the forces are those of the SPEC energy with
-    eps -> sqrt(eps^2 + (bias_scale / wd)^2) and particle decay particle_decay."""
+    eps -> sqrt(eps^2 + (bias_scale / wd)^2) and particle decay particle_wd."""
     rng = np.random.default_rng(3)
     train = modular_addition(11).split(0.8, seed=4)[0]
     x = rng.standard_normal((11, 2))
     base = dict(k_a=6.0, sig_a=3.0, sig_r=2.0, lam=3.0, alignment_form="axial", sig_t=0.5, eps=0.1)
     for wd in (0.3, 1.0, 5.0):
-        variant = ForceParams(**base, wd=wd, wd_target="classifier", bias_scale=1.5, particle_decay=0.7)
+        variant = ForceParams(**base, wd=wd, wd_target="classifier", bias_scale=1.5, particle_wd=0.7)
         plain = ForceParams(**{**base, "eps": math.hypot(0.1, 1.5 / wd)}, wd=0.7)
         u1, f1 = energy_and_forces(x, train, variant)
         u2, f2 = energy_and_forces(x, train, plain)
@@ -95,7 +95,7 @@ def test_classifier_weight_decay_switches_alignment_on_continuously():
     train = modular_addition(13).split(0.8, seed=5)[0]
     x = rng.standard_normal((13, 2))
     base = dict(k_a=6.0, sig_a=3.0, sig_r=2.0, alignment_form="axial", sig_t=0.5, eps=0.1,
-                wd_target="classifier", particle_decay=1.0)
+                wd_target="classifier", particle_wd=1.0)
     clustering = forces(x, train, ForceParams(**base, lam=0.0, wd=0.0))
     assert np.array_equal(forces(x, train, ForceParams(**base, lam=3.0, wd=0.0)), clustering)
     gaps = [np.abs(forces(x, train, ForceParams(**base, lam=3.0, wd=w)) - clustering).max() for w in (1e-3, 1e-2, 1e-1)]

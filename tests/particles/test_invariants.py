@@ -24,19 +24,19 @@ def laws(**kw):
 
 
 @PROPS
-@given(pst.systems(law=laws(alignment=False, decay=False)))
+@given(pst.systems(law=laws(alignment=False, wd=False)))
 def test_total_force_vanishes_without_alignment_and_decay(system):
     check_total_force_vanishes(*system)
 
 
 @settings(deadline=None, max_examples=15)
-@given(pst.systems(law=laws(alignment=False, decay=False)))
+@given(pst.systems(law=laws(alignment=False, wd=False)))
 def test_centroid_conserved_by_euler(system):
     check_centroid_conserved(*system)
 
 
 @PROPS
-@given(pst.systems(law=laws(decay=False, gradient_only=True), d=2))
+@given(pst.systems(law=laws(wd=False, gradient_only=True), d=2))
 def test_zero_total_torque_for_gradient_laws(system):
     check_zero_torque(*system)
 

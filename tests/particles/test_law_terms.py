@@ -28,7 +28,7 @@ def _rel(a, b):
        axial=st.booleans(), classifier=st.booleans())
 def test_builtin_terms_sum_to_the_force(p, d, seed, polar, axial, classifier):
     rng, x, train = _system(p, d, seed)
-    extra = dict(wd_target="classifier", particle_decay=rng.uniform(0, 1)) if classifier else {}
+    extra = dict(wd_target="classifier", particle_wd=rng.uniform(0, 1)) if classifier else {}
     law = ForceParams(k_a=rng.uniform(0, 3), sig_a=rng.uniform(0.3, 3), k_r=rng.uniform(0, 3),
                       sig_r=rng.uniform(0.3, 3), lam=rng.uniform(0, 3), sig_t=rng.uniform(0.2, 1),
                       eps=rng.uniform(0.1, 2), wd=rng.uniform(0, 1), alignment="polar" if polar else "gradient",
@@ -44,7 +44,7 @@ def test_clustering_terms_in_one_dimension(p, seed):
     rng, x, train = _system(p, 1, seed)
     law = ForceParams(k_a=2.0, k_r=1.5, wd=0.3)
     terms = force_terms(law, x, train)
-    assert tuple(terms) == ("attraction", "repulsion", "decay")
+    assert tuple(terms) == ("attraction", "repulsion", "wd")
     assert _rel(sum(terms.values()), forces(x, train, law)) <= 1e-12
 
 
@@ -63,7 +63,7 @@ def test_custom_terms_sum_to_the_force(p, d, seed):
     _, x, train = _system(p, d, seed)
     law = _custom()
     terms = force_terms(law, x, train)
-    assert tuple(terms) == ("distance_same", "distance_other", "cosine_same", "cosine_other", "decay")
+    assert tuple(terms) == ("attraction", "repulsion", "alignment_same", "alignment_other", "wd")
     assert _rel(sum(terms.values()), forces(x, train, law)) <= 1e-12
 
 
@@ -72,7 +72,7 @@ def test_builtin_law_as_custom_terms_gives_the_same_fields():
     _, x, train = _system(11, 2, 3)
     builtin = force_terms(ForceParams(k_a=2, sig_a=2, k_r=1, sig_r=1, lam=1.5, sig_t=0.3, eps=0.5, wd=0.2), x, train)
     custom = force_terms(gaussian_clustering(2, 2, 1, 1, 0.2) + cosine_alignment(1.5, 0.3, 0.5), x, train)
-    for a, b in zip(BUILTIN_TERMS, ("distance_same", "distance_other", "cosine_same", "cosine_other", "decay")):
+    for a, b in zip(BUILTIN_TERMS, ("attraction", "repulsion", "alignment_same", "alignment_other", "wd")):
         assert _rel(custom[b], builtin[a]) <= 1e-12, a
 
 
@@ -80,7 +80,7 @@ def test_effective_loss_as_a_law():
     _, x, train = _system(9, 2, 4)
     terms = force_terms("effective", x, train)
     assert np.allclose(terms["effective"], -effective_loss_gradient(x, train)[1], rtol=0, atol=1e-14)
-    assert not terms["decay"].any()
+    assert not terms["wd"].any()
     loss = EffectiveLoss.from_pairs(train)
     assert np.array_equal(force_terms(loss, x, train)["effective"], terms["effective"])
 
@@ -114,7 +114,7 @@ def test_alignment_halves_apart_make_a_pair_energy():
     assert isinstance(split, PairEnergy)  # a ForceParams has one lam
     _, x, train = _system(11, 2, 6)
     t = force_terms(changed, x, train)
-    expected = t["attraction"] + t["repulsion"] + 2.0 * t["alignment_same"] + 0.5 * t["alignment_other"] + t["decay"]
+    expected = t["attraction"] + t["repulsion"] + 2.0 * t["alignment_same"] + 0.5 * t["alignment_other"] + t["wd"]
     assert _rel(forces(x, train, split), expected) <= 1e-10
 
 
@@ -123,9 +123,9 @@ def test_custom_law_scaled_by_term():
     law = _custom()
     _, x, train = _system(11, 2, 7)
     t = force_terms(law, x, train)
-    scaled = with_strengths(law, {"distance_same": 3.0, "cosine_other": 0.25, "decay": 0.5})
-    expected = 3.0 * t["distance_same"] + t["distance_other"] + t["cosine_same"] + 0.25 * t["cosine_other"] \
-        + 5.0 * t["decay"]
+    scaled = with_strengths(law, {"attraction": 3.0, "alignment_other": 0.25, "wd": 0.5})
+    expected = 3.0 * t["attraction"] + t["repulsion"] + t["alignment_same"] + 0.25 * t["alignment_other"] \
+        + 5.0 * t["wd"]
     assert _rel(forces(x, train, scaled), expected) <= 1e-12
     assert term_names(law) == term_names(scaled)
 

@@ -46,12 +46,12 @@ def test_clustering_alignment_wd_is_the_classifier_decay():
     assert p.replace(wd=0.0).params.effective_lam == 0.0
     eps = [p.replace(wd=w).params.effective_eps for w in (0.3, 0.6, 1.0, 3.0)]
     assert eps == sorted(eps, reverse=True) and eps[-1] > p.params.eps
-    assert p.replace(wd=1.0).params.particle_wd == p.params.particle_decay
+    assert p.replace(wd=1.0).params.effective_wd == p.params.particle_wd
 
 
 def test_particle_target_rejects_classifier_only_fields():
-    with pytest.raises(ValueError, match="particle_decay"):
-        preset("grids").replace(particle_decay=1.0)
+    with pytest.raises(ValueError, match="particle_wd"):
+        preset("grids").replace(particle_wd=1.0)
 
 
 @pytest.mark.slow

@@ -44,7 +44,7 @@ def _forces_missing_factor_two(x, train, law):
         out[a] += f
         if b != a:
             out[b] += f
-    return out - law.particle_wd * x
+    return out - law.effective_wd * x
 
 
 @pytest.mark.parametrize("law", LAWS)

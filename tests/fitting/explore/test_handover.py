@@ -114,7 +114,7 @@ def test_every_builtin_law_survives_the_controls(k_a, sig_a, lam, bias, decay, t
     base = pt.preset("clustering-alignment").params
     if target == "particles":
         bias, decay = 1.0, 0.0
-    law = base.replace(k_a=k_a, sig_a=sig_a, lam=lam, bias_scale=bias, particle_decay=decay, wd_target=target,
+    law = base.replace(k_a=k_a, sig_a=sig_a, lam=lam, bias_scale=bias, particle_wd=decay, wd_target=target,
                        alignment_form=form)
     rec = recorded_from(base, p=7, steps=2)
     sim = LiveSimulation(p=7)

@@ -14,7 +14,7 @@ from fitting.forcefit.data import ForceRun
 from particles.law_terms import unit_term_forces, with_ranges
 
 RANGES = ("sig_a", "sig_r", "sig_t", "eps")
-TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "decay")
+TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "wd")
 
 
 def make_basis(seed=0, T=3, d=3):
@@ -23,7 +23,7 @@ def make_basis(seed=0, T=3, d=3):
     X = rng.normal(size=(T, 7, d))
     run = ForceRun(X, rng.normal(size=X.shape), train, np.arange(T))
     groups = {"clustering": ("attraction", "repulsion"), "alignment_same": ("alignment_same",),
-              "alignment_other": ("alignment_other",), "decay": ("decay",)}
+              "alignment_other": ("alignment_other",), "wd": ("wd",)}
     return Basis(resolve_law("builtin"), groups, RANGES, [run]), run
 
 
@@ -85,7 +85,7 @@ def test_the_path_taken_names_both_paths_when_the_runs_took_different_ones():
     near = rng.normal(size=(2, 7, 8))
     far = near + 1e4
     runs = [ForceRun(X, rng.normal(size=X.shape), train, np.arange(2)) for X in (near, far)]
-    groups = {"clustering": ("attraction", "repulsion"), "decay": ("decay",)}
+    groups = {"clustering": ("attraction", "repulsion"), "wd": ("wd",)}
     basis = Basis(resolve_law("builtin"), groups, RANGES, runs)
     theta = np.array([1.3, 0.7, 0.4, 0.9])
     basis.columns(theta, 0)

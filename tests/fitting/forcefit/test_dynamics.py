@@ -76,7 +76,7 @@ def test_gauge_projection_removes_exactly_its_directions(T, N, d, seed, gauge):
 
 def test_gauges_follow_the_fitted_terms_invariances():
     assert admitted_gauges(P.ForceParams, ["attraction", "repulsion"]) == (None, "translation")
-    assert admitted_gauges(P.ForceParams, ["attraction", "decay"]) == (None,)
+    assert admitted_gauges(P.ForceParams, ["attraction", "wd"]) == (None,)
     assert admitted_gauges(P.EffectiveLoss, ["effective"]) == (None, "translation", "similarity")
     X, G, train, _ = _run()
     fit = ForceLawFit(TRUE, terms=["attraction", "repulsion"], ranges=(), n_bootstrap=0).fit(X, G, train=train)
@@ -102,10 +102,10 @@ def test_the_null_sits_below_a_law_that_made_the_forces():
 def test_a_clipped_sign_warns_and_the_signed_fit_is_kept():
     X, G, train, _ = _run(noise=0.0)
     clustering = np.stack([P.forces(x, train, TRUE.replace(lam=0.0, wd=0.0)) for x in X])
-    with pytest.warns(FitQualityWarning, match="decay is clipped at 0"):  # forces plus a growth, +0.5 x
-        fit = ForceLawFit(TRUE, terms=["attraction", "repulsion", "decay"], ranges=(), n_bootstrap=0,
+    with pytest.warns(FitQualityWarning, match="wd is clipped at 0"):  # forces plus a growth, +0.5 x
+        fit = ForceLawFit(TRUE, terms=["attraction", "repulsion", "wd"], ranges=(), n_bootstrap=0,
                           gauge=None).fit(X, clustering + 0.5 * X, train=train)
-    k = fit.terms_.index("decay")
+    k = fit.terms_.index("wd")
     assert fit.coef_[k] == 0.0 and abs(fit.coef_unconstrained_[k] + 0.5) < 1e-8
     with warnings.catch_warnings():
         warnings.simplefilter("error", FitQualityWarning)

@@ -10,7 +10,7 @@ from fitting import FitQualityWarning, ForceLawFit
 from particles.testing import Well, example_custom_law, law_run
 
 TRUE = P.ForceParams(k_a=2.0, sig_a=2.5, k_r=1.3, sig_r=0.8, lam=1.7, sig_t=0.3, eps=0.7, wd=0.2)
-TRUE_VALUES = {"attraction": 2.0, "repulsion": 1.3, "alignment_same": 1.7, "alignment_other": 1.7, "decay": 0.2,
+TRUE_VALUES = {"attraction": 2.0, "repulsion": 1.3, "alignment_same": 1.7, "alignment_other": 1.7, "wd": 0.2,
                "sig_a": 2.5, "sig_r": 0.8, "sig_t": 0.3, "eps": 0.7}
 
 
@@ -44,7 +44,7 @@ def test_noise_free_custom_law_is_recovered():
                            cosine=CUSTOM.cosine.with_params((1.0, 0.3)), eps=1.0)
     fit = ForceLawFit(start, ranges=("distance.width", "cosine.1", "eps"), n_bootstrap=20).fit(X, G, train=train)
     # the start law has depth 1 where the true one has 2: the fitted factor is 2
-    truth = {"distance_same": 2.0, "distance_other": 2.0, "cosine_same": 1.0, "cosine_other": 1.0, "decay": 0.1,
+    truth = {"attraction": 2.0, "repulsion": 2.0, "alignment_same": 1.0, "alignment_other": 1.0, "wd": 0.1,
              "distance.width": 1.7, "cosine.1": 0.4, "eps": 0.8}
     _check_recovery(fit, truth)
     assert np.allclose(fit.predict(X[:3]), G[:3], rtol=0, atol=1e-8 * np.abs(G).max())
@@ -69,7 +69,7 @@ def test_nested_terms_and_tied_alignment():
     assert set(small.ranges_) == {"sig_a", "sig_r"}
     assert small.r2_ < 0.999
     tied = ForceLawFit(P.ForceParams(lam=1.0), tie_alignment=True, n_bootstrap=0).fit(X, G, train=train)
-    assert tied.terms_ == ("attraction", "repulsion", "alignment", "decay")
+    assert tied.terms_ == ("attraction", "repulsion", "alignment", "wd")
     assert abs(tied.coef_[2] - 1.7) < 1e-6
     law = tied.to_law()
     assert isinstance(law, P.ForceParams) and abs(law.lam - 1.7) < 1e-6
@@ -195,7 +195,7 @@ def test_interval_coverage_with_five_percent_noise(d):
             warnings.simplefilter("ignore", FitQualityWarning)
             fit = ForceLawFit(P.ForceParams(lam=1.0), seed=s).fit(X, G, train=train)
         truth = {"attraction": law.k_a, "repulsion": law.k_r, "alignment_same": law.lam,
-                 "alignment_other": law.lam, "decay": law.wd, "sig_a": law.sig_a, "sig_r": law.sig_r,
+                 "alignment_other": law.lam, "wd": law.wd, "sig_a": law.sig_a, "sig_r": law.sig_r,
                  "sig_t": law.sig_t, "eps": law.eps}
         for name, value in truth.items():
             lo, hi = fit.intervals_[name]

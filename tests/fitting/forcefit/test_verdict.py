@@ -288,23 +288,28 @@ def test_named_windows_are_reported_by_name():
     assert [w["start"] for w in fit.windows_] == [0, 300] and fit.windows_[0]["name"] is None
 
 
-# ------------------------------------------------------------------ 7. stages on the progress callback
+# ------------------------------------------------------------------ 7. progress, before the compilation too
 
-def test_the_fits_stages_reach_a_callback_that_takes_them():
+def test_the_callback_hears_the_start_before_the_compilation_and_the_end():
     X, G, train = law_run(TRUE, p=11, d=2, seed=0, steps=600, every=30, noise=0.1)
     events = []
+    import fitting.forcefit.estimator as estimator
 
-    def callback(done, total, stage=None):
-        events.append((stage, done, total))
+    real = estimator.compile_kernels
 
-    ForceLawFit(START, n_bootstrap=5, null=2).fit(X, G, train=train, callback=callback)
-    stages = [s for s, _, _ in events if s is not None]
-    assert stages == ["compiling kernels", "range search", "null", "bootstrap"]
-    assert events[0] == ("compiling kernels", 0, events[0][2])  # before any evaluation
-    assert events[-1][0] is None and events[-1][1] == events[-1][2]
-    plain = []  # a two-argument callback is called as before, without stages
-    ForceLawFit(START, n_bootstrap=0, null=0).fit(X, G, train=train, callback=lambda d, t: plain.append((d, t)))
-    assert plain and plain[-1][0] == plain[-1][1]
+    def compile_kernels(*args, **kwargs):  # what the callback has heard when the compilation starts
+        events.append("compile")
+        return real(*args, **kwargs)
+
+    estimator.compile_kernels = compile_kernels
+    try:
+        ForceLawFit(START, n_bootstrap=5, null=2).fit(X, G, train=train, callback=lambda d, t: events.append((d, t)))
+    finally:
+        estimator.compile_kernels = real
+    assert events[0][0] == 0 and events[1] == "compile"  # (0, total) before the compilation
+    calls = [e for e in events if e != "compile"]
+    assert all(b[0] >= a[0] for a, b in zip(calls, calls[1:]))  # done never goes back
+    assert calls[-1][0] == calls[-1][1]  # the last call: done == total
 
 
 # ------------------------------------------------------------------ 8. windows="stages"

@@ -31,7 +31,7 @@ def _system(p, d, seed, fraction=0.7, shuffled=False):
 
 
 def _builtin(rng, polar, axial, classifier):
-    extra = dict(wd_target="classifier", bias_scale=rng.uniform(0.5, 2.0), particle_decay=rng.uniform(0, 0.3)) \
+    extra = dict(wd_target="classifier", bias_scale=rng.uniform(0.5, 2.0), particle_wd=rng.uniform(0, 0.3)) \
         if classifier else dict(wd=rng.uniform(0, 0.3))
     return ForceParams(k_a=rng.uniform(0.5, 3), sig_a=rng.uniform(0.5, 3), k_r=rng.uniform(0.5, 3),
                        sig_r=rng.uniform(0.5, 3), lam=rng.uniform(0.5, 3), sig_t=rng.uniform(0.2, 1),

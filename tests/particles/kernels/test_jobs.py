@@ -11,7 +11,7 @@ from particles import ForceParams, energy_and_forces, forces_reference, modular_
 from particles.energy import pair_system, same_class_partners
 from particles.kernels import BUDGET_USED, NONFINITE, OK, STATUS_NAMES
 from particles.kernels import alignment, clustering, euler, fastmath, forces, minimize, pair_sums
-from particles.kernels.record import KernelParams
+from particles.kernels.kernel_params import KernelParams
 from particles.threads import dynamic_schedule
 from particles.kernels.records import ExactLaw, Recording, Span, Threaded
 
@@ -22,7 +22,7 @@ PARAMS = [
     ForceParams(lam=1.5, alignment="polar", k_a=0.5, sig_a=1.2),
     ForceParams(lam=3.0, alignment_form="axial", k_a=0.0, k_r=0.0, sig_t=0.5, wd=0.3),
     ForceParams(k_a=6.0, sig_a=3.0, sig_r=2.0, lam=3.0, alignment_form="axial", sig_t=0.5, eps=0.1, wd=0.6,
-                wd_target="classifier", particle_decay=1.0),
+                wd_target="classifier", particle_wd=1.0),
 ]
 
 

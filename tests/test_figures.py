@@ -25,14 +25,14 @@ def test_every_plot_function_labels_its_axes_and_explains_its_marks():
     from matplotlib.figure import Figure
 
     from effective_theory.montecarlo import GrokkingRateCurve, StructureProbability
-    from effective_theory.plot import (plot_digits_collapse, plot_grokking_rate_curve, plot_steps_comparison,
+    from effective_theory.figures import (plot_digits_collapse, plot_grokking_rate_curve, plot_steps_comparison,
                                        plot_structure_probability)
     from fitting import LinearODE
     from fitting.ode.figures import plot_coefficients, plot_fit
     from fitting.signals.figures import plot_signals
     from fitting.training.figures import plot_phase_grid
     from particles import Trajectory, modular_addition
-    from particles.plot import plot_embedding, plot_energy, plot_phase_diagram, plot_snapshots
+    from particles.figures import plot_embedding, plot_energy, plot_phase_diagram, plot_snapshots
 
     rng = np.random.default_rng(0)
     p = 7

@@ -1,4 +1,4 @@
-"""particles.plot: token labels and the k -> k+1 ring; frames that follow the
+"""particles.figures: token labels and the k -> k+1 ring; frames that follow the
 structure; the animation's frames."""
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from .helpers import circle
 def test_token_labels_do_not_pile_up_and_connect_draws_the_ring():
     from matplotlib.figure import Figure
 
-    from particles.plot import plot_embedding
+    from particles.figures import plot_embedding
 
     rng = np.random.default_rng(5)
     E = np.r_[rng.normal(0, 0.02, (6, 2)), rng.normal(0, 3, (10, 2))]  # six tokens in one clump
@@ -33,7 +33,7 @@ def test_token_labels_do_not_pile_up_and_connect_draws_the_ring():
 
 
 def test_frame_limits_follow_a_shrinking_structure_and_keep_every_token_inside():
-    from particles.plot import frame_limits
+    from particles.figures import frame_limits
 
     radii = np.r_[np.full(3, 6.0), np.geomspace(6.0, 0.5, 12), np.full(5, 0.5)]
     tokens = np.stack([circle(17, r, 0.1 * f) + [0.3, -0.2] for f, r in enumerate(radii)])
@@ -58,7 +58,7 @@ def test_frame_limits_follow_a_shrinking_structure_and_keep_every_token_inside()
 @pytest.mark.slow
 def test_animation_frames_zoom_in_with_readable_size_and_a_legend(tmp_path):
     from particles import Trajectory, modular_addition
-    from particles.plot import animate_trajectory
+    from particles.figures import animate_trajectory
 
     p = 7
     radii = np.geomspace(6.0, 0.5, 10)

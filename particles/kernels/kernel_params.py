@@ -1,7 +1,7 @@
 """The typed parameter record the compiled kernels take.
 
 :class:`KernelParams` holds the force law as the forces use it (the
-classifier variant already folded into ``lam``, ``eps`` and ``decay``; see
+classifier variant already folded into ``lam``, ``eps`` and ``wd``; see
 ``ForceParams.kernel_params``). Numba compiles a NamedTuple into a struct, so
 kernels read ``prm.sig_r`` instead of unpacking a vector by index.
 """
@@ -30,10 +30,12 @@ class KernelParams(NamedTuple):
         Angular range of the alignment repulsion.
     eps : float
         Softening of the norm in the cosine, as the forces use it.
-    decay : float
-        Decay on the particles, force -decay x: the user's ``wd`` with the
-        default ``wd_target="particles"``, ``particle_decay`` in the
-        classifier variant (whose ``wd`` is folded into ``eps`` and ``lam``).
+    wd : float
+        Weight decay on the particles as the forces use it, force -wd x
+        (``ForceParams.effective_wd``): the user's ``wd`` with the default
+        ``wd_target="particles"``, ``particle_wd`` in the classifier variant
+        (whose ``wd`` is folded into ``eps`` and ``lam``). Like ``lam`` and
+        ``eps``, every field is the value the forces use.
     polar : bool
         Torque-driven alignment force instead of the gradient.
     axial : bool
@@ -52,7 +54,7 @@ class KernelParams(NamedTuple):
     lam: float
     sig_t: float
     eps: float
-    decay: float
+    wd: float
     polar: bool
     axial: bool
     user: np.ndarray = np.zeros(0)
