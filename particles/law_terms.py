@@ -31,7 +31,7 @@ import numpy as np
 from .core.validation import check_array, describe
 from .datasets import PairDataset
 from .energy import check_embedding, pair_system
-from .kernels import terms as _terms
+from .kernels.law import PAIR_TERMS
 from .law_protocol import FORCE_LAW_ATTRIBUTES
 from .pair_path import check_path, use_gram
 
@@ -42,7 +42,7 @@ __all__ = ["BUILTIN_TERMS", "CUSTOM_TERMS", "EFFECTIVE_TERMS", "force_terms", "u
 #: terms of the built-in law, in order
 BUILTIN_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other", "wd")
 #: terms of a custom pair energy (those it has), in order
-CUSTOM_TERMS = _terms.PAIR_TERMS + ("wd",)
+CUSTOM_TERMS = PAIR_TERMS + ("wd",)
 #: terms of the effective loss as a law
 EFFECTIVE_TERMS = ("effective", "wd")
 

@@ -28,6 +28,7 @@ write them with NumPy operations (``np.where`` rather than ``if``) to use it.
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Callable
 
 import numba
@@ -37,7 +38,7 @@ from numba.core.registry import CPUDispatcher
 from .kernels.bundle import Kernels
 from .pair_functions import (COMPLEX_STEP, check_callable, check_params_fit, check_term_params, compiled_function,
                              python_function, scaled_function)
-from .kernels.terms import PAIR_TERMS, TERM_AT
+from .kernels.law import PAIR_TERMS, TERM_AT
 from .core.validation import check_array, check_nonnegative, check_replace
 
 __all__ = ["PairTerm", "PairEnergy", "VARIABLES"]
@@ -153,6 +154,9 @@ class PairTerm(_Immutable):
 
 #: compiled kernels per set of functions (parameters are runtime data)
 _COMPILED: dict[tuple, Kernels] = {}
+#: each law's kernel record and kernels, kept beside the law (not in it: a law is an immutable value) while it lives
+_LAW_RECORDS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LAW_KERNELS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _unpack(kind: type, lo: int, hi: int) -> CPUDispatcher:
@@ -401,7 +405,7 @@ class PairEnergy(_Immutable):
     def kernel_params(self):
         """The record the kernels take: switches for the terms, eps, the decay and
         the terms' parameters in ``user``."""
-        cached = self.__dict__.get("_kernel_params")
+        cached = _LAW_RECORDS.get(self)
         if cached is not None:  # a law is immutable: built once
             return cached
         from .kernels.kernel_params import KernelParams
@@ -410,13 +414,13 @@ class PairEnergy(_Immutable):
         on_c = 1.0 if self.cosine is not None else 0.0
         user = np.array([float(v) for t in (self.distance, self.cosine) if t is not None for v in t.params])
         record = KernelParams(on_d, 1.0, on_d, 1.0, on_c, 1.0, self.eps, self.wd, False, False, user)
-        object.__setattr__(self, "_kernel_params", record)
+        _LAW_RECORDS[self] = record
         return record
 
     def kernels(self) -> Kernels:
         """The compiled force kernels, step loops and minimiser of this law
         (made once per set of functions and process)."""
-        mine = self.__dict__.get("_kernels")
+        mine = _LAW_KERNELS.get(self)
         if mine is not None:
             return mine
         layout = []
@@ -462,7 +466,7 @@ class PairEnergy(_Immutable):
                              *gram_kernels, *gram_loops, rebind(gram_terms.gram_term_forces_many, slots, memo),
                              rebind(gram_terms.gram_term_forces_serial, slots, memo))
             _COMPILED[key] = cached
-        object.__setattr__(self, "_kernels", cached)
+        _LAW_KERNELS[self] = cached
         return cached
 
     def pair_forces_reference(self, s: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, float]:

@@ -1,19 +1,62 @@
-"""The built-in law written as custom energies (:class:`~particles.PairEnergy`):
-:func:`gaussian_clustering` and :func:`cosine_alignment`. The benchmark and
+"""The built-in law as custom energies (:class:`~particles.PairEnergy`):
+:func:`gaussian_clustering` and :func:`cosine_alignment`, built from the one
+definition of its terms (:mod:`particles.kernels.law`). The benchmark and
 the tests compare them with the built-in kernels; the force-law fit builds
 one when the two alignment halves get different strengths."""
 
 from __future__ import annotations
 
-from typing import NamedTuple
+import functools
+import types as pytypes
+from typing import Callable, NamedTuple
 
+import numba
 import numpy as np
 
+from .kernels.fastmath import FAST
+from .kernels.law import alignment_other, alignment_same, attraction, numpy_form, repulsion
 from .pair_energy import PairEnergy, PairTerm
-from .pair_functions import fast_exp
 from .params import ForceParams
 
 __all__ = ["gaussian_clustering", "cosine_alignment", "GaussianParams", "AlignmentParams"]
+
+
+@functools.lru_cache(maxsize=None)
+def exact_form(function: Callable) -> Callable:
+    """A term function of :mod:`particles.kernels.law` compiled with
+    ``np.exp`` in place of the vectorised exp (the exact switch)."""
+    py = function.py_func
+    namespace = dict(py.__globals__)
+    namespace["exp_nonpositive"] = np.exp
+    return numba.njit(fastmath=FAST)(pytypes.FunctionType(py.__code__, namespace, py.__name__))
+
+
+@functools.lru_cache(maxsize=None)
+def _term_parts(function: Callable, by_lam: bool = False) -> tuple[Callable, Callable]:
+    """A term function's value and derivative as a PairTerm takes them
+    ((q, params) -> float), times ``params.lam`` with ``by_lam``; the NumPy
+    path runs the definition's NumPy form. Made once per function, so that
+    every law built from it shares its compiled kernels."""
+    numpy_fn = numpy_form(function)
+    if not by_lam:
+        def value(q, prm):
+            return function(q, prm)[0]
+
+        def derivative(q, prm):
+            return function(q, prm)[1]
+
+        value.numpy_form = lambda q, prm: numpy_fn(q, prm)[0] + 0.0 * q
+        derivative.numpy_form = lambda q, prm: numpy_fn(q, prm)[1] + 0.0 * q
+    else:
+        def value(q, prm):
+            return prm.lam * function(q, prm)[0]
+
+        def derivative(q, prm):
+            return prm.lam * function(q, prm)[1]
+
+        value.numpy_form = lambda q, prm: prm.lam * numpy_fn(q, prm)[0] + 0.0 * q
+        derivative.numpy_form = lambda q, prm: prm.lam * numpy_fn(q, prm)[1] + 0.0 * q
+    return value, derivative
 
 
 class GaussianParams(NamedTuple):
@@ -23,97 +66,33 @@ class GaussianParams(NamedTuple):
     sig_r: float
 
 
-def _attraction(r2, prm):
-    return -(prm.k_a * np.exp(-r2 * (0.5 / (prm.sig_a * prm.sig_a))))
-
-
-def _attraction_derivative(r2, prm):
-    inv = 0.5 / (prm.sig_a * prm.sig_a)
-    return inv * (prm.k_a * np.exp(-r2 * inv))
-
-
-def _repulsion(r2, prm):
-    return fast_exp(-r2 * (0.5 / (prm.sig_r * prm.sig_r))) * prm.k_r
-
-
-def _repulsion_derivative(r2, prm):
-    inv = 0.5 / (prm.sig_r * prm.sig_r)
-    return -(inv * (fast_exp(-r2 * inv) * prm.k_r))
-
-
-def _repulsion_numpy(r2, prm):
-    return prm.k_r * np.exp(-r2 * (0.5 / (prm.sig_r * prm.sig_r)))
-
-
 def gaussian_clustering(k_a: float = 3.0, sig_a: float = 3.0, k_r: float = 1.0, sig_r: float = 1.0,
                         wd: float = 0.1, *, fast: bool = True) -> PairEnergy:
     """The built-in clustering law (``ForceParams(k_a, sig_a, k_r, sig_r,
     wd=wd)``, lam = 0) as a custom energy: -k_a exp(-r^2 / 2 sig_a^2) within
     a class, k_r exp(-r^2 / 2 sig_r^2) between classes.
 
-    ``fast=True`` computes the repulsion with :func:`fast_exp`, as the
-    built-in kernel does (derivative supplied); ``fast=False`` uses ``np.exp``
-    everywhere with complex-step derivatives.
+    ``fast=True`` runs the terms' definitions as the built-in kernels do
+    (the repulsion with the vectorised exp); ``fast=False`` compiles them
+    with ``np.exp`` (the exact switch). Both use the derivatives the
+    definitions give.
     """
     checked = ForceParams(k_a=k_a, sig_a=sig_a, k_r=k_r, sig_r=sig_r, wd=wd)  # the same ranges and messages
     if not isinstance(fast, bool):
         raise TypeError(f"fast must be a bool, got {type(fast).__name__}")
     params = GaussianParams(checked.k_a, checked.sig_a, checked.k_r, checked.sig_r)
-    if fast:
-        term = PairTerm(same=_attraction, other=_repulsion, params=params, same_derivative=_attraction_derivative,
-                        other_derivative=_repulsion_derivative)
-    else:
-        term = PairTerm(same=_attraction, other=_repulsion_numpy, params=params)
+    form = (lambda f: f) if fast else exact_form
+    same, same_derivative = _term_parts(form(attraction))
+    other, other_derivative = _term_parts(form(repulsion))
+    term = PairTerm(same=same, other=other, params=params, same_derivative=same_derivative,
+                    other_derivative=other_derivative)
     return PairEnergy(distance=term, wd=wd, name="gaussian_clustering")
 
 
 class AlignmentParams(NamedTuple):
     lam: float
     sig_t: float
-
-
-def _align_same(c, prm):
-    return -prm.lam * c
-
-
-def _align_other(c, prm):
-    return prm.lam * np.exp((c - 1.0) / (prm.sig_t * prm.sig_t))
-
-
-def _align_same_axial(c, prm):
-    return -prm.lam * c * c
-
-
-def _align_other_axial(c, prm):
-    return prm.lam * np.exp((c * c - 1.0) / (prm.sig_t * prm.sig_t))
-
-
-def _align_same_derivative(c, prm):
-    return -prm.lam + 0.0 * c
-
-
-def _align_other_fast(c, prm):
-    # the same expression as in the derivative, so compiled code computes the
-    # exp once for both
-    return prm.lam * fast_exp((c - 1.0) * (1.0 / (prm.sig_t * prm.sig_t)))
-
-
-def _align_other_fast_derivative(c, prm):
-    inv = 1.0 / (prm.sig_t * prm.sig_t)
-    return prm.lam * fast_exp((c - 1.0) * inv) * inv
-
-
-def _align_same_axial_derivative(c, prm):
-    return -2.0 * prm.lam * c
-
-
-def _align_other_axial_fast(c, prm):
-    return prm.lam * fast_exp((c * c - 1.0) * (1.0 / (prm.sig_t * prm.sig_t)))
-
-
-def _align_other_axial_fast_derivative(c, prm):
-    inv = 1.0 / (prm.sig_t * prm.sig_t)
-    return prm.lam * fast_exp((c * c - 1.0) * inv) * 2.0 * c * inv
+    axial: float  # 1.0: g(c) = c^2; 0.0: g(c) = c
 
 
 def cosine_alignment(lam: float = 1.0, sig_t: float = 0.2, eps: float = 1.0, *, axial: bool = False,
@@ -123,22 +102,17 @@ def cosine_alignment(lam: float = 1.0, sig_t: float = 0.2, eps: float = 1.0, *, 
     classes, g(c) = c (or c^2 with ``axial=True``). Add it to
     :func:`gaussian_clustering` for the full law.
 
-    ``fast=True`` uses :func:`fast_exp` with the derivatives written out;
-    ``fast=False`` uses ``np.exp`` with complex-step derivatives.
+    ``fast=True`` runs the terms' definitions as the built-in kernels do;
+    ``fast=False`` compiles them with ``np.exp`` (the exact switch).
     """
     checked = ForceParams(lam=lam, sig_t=sig_t, eps=eps)  # the same ranges and messages
     for label, flag in (("axial", axial), ("fast", fast)):
         if not isinstance(flag, bool):
             raise TypeError(f"{label} must be a bool, got {type(flag).__name__}")
-    params = AlignmentParams(checked.lam, checked.sig_t)
-    if fast and axial:
-        term = PairTerm(same=_align_same_axial, other=_align_other_axial_fast, variable="cosine", params=params,
-                        same_derivative=_align_same_axial_derivative,
-                        other_derivative=_align_other_axial_fast_derivative)
-    elif fast:
-        term = PairTerm(same=_align_same, other=_align_other_fast, variable="cosine", params=params,
-                        same_derivative=_align_same_derivative, other_derivative=_align_other_fast_derivative)
-    else:
-        same, other = (_align_same_axial, _align_other_axial) if axial else (_align_same, _align_other)
-        term = PairTerm(same=same, other=other, variable="cosine", params=params)
+    params = AlignmentParams(checked.lam, checked.sig_t, 1.0 if axial else 0.0)
+    form = (lambda f: f) if fast else exact_form
+    same, same_derivative = _term_parts(form(alignment_same), by_lam=True)
+    other, other_derivative = _term_parts(form(alignment_other), by_lam=True)
+    term = PairTerm(same=same, other=other, variable="cosine", params=params, same_derivative=same_derivative,
+                    other_derivative=other_derivative)
     return PairEnergy(cosine=term, eps=eps, name="cosine_alignment")

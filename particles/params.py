@@ -25,6 +25,17 @@ ALIGNMENT_FORMS = ("cosine", "axial")
 WD_TARGETS = ("particles", "classifier")
 
 
+class _PairTerms:
+    """``ForceParams.pair_terms``: the terms of the one definition of the law
+    (:data:`particles.kernels.law.PAIR_TERMS`), read when first asked so that
+    importing the parameters does not import the compiler."""
+
+    def __get__(self, obj, owner) -> tuple[str, ...]:
+        from .kernels.law import PAIR_TERMS
+
+        return PAIR_TERMS
+
+
 @dataclass(frozen=True)
 class ForceParams:
     """Parameters of the energy U = U_clu + lam U_ali + (wd/2) sum |x|^2.
@@ -163,7 +174,7 @@ class ForceParams:
                             self.alignment_form == "axial")
 
     # ------------------------------------------- the force-law protocol (particles.law_protocol)
-    pair_terms = ("attraction", "repulsion", "alignment_same", "alignment_other")
+    pair_terms = _PairTerms()
     tied_terms = {"alignment": ("alignment_same", "alignment_other")}
     #: central pair forces between pair sums sum to zero (no common drift); alignment and decay move it
     term_invariances = {"attraction": ("translation",), "repulsion": ("translation",)}

@@ -1,8 +1,13 @@
 """Plain NumPy reference of the particle energy and forces.
 
-Written as directly from docs/particles.md, the energy as possible (dense u x v matrices), so
-the compiled kernels in :mod:`particles.kernels` can be checked against it.
-It is O(n^2) in memory and meant for tests and benchmarks, not for runs.
+Dense u x v matrices of the law's terms, each term from its one definition
+(:mod:`particles.kernels.law`) run by NumPy with the exact exp
+(:func:`particles.kernels.clustering.clustering_reference`,
+:func:`particles.kernels.alignment.alignment_reference`), so the compiled
+kernels' loops, paths and approximations are checked against it; the
+definitions themselves are checked against the formulas of docs/particles.md
+in tests/particles/kernels/test_law.py. It is O(n^2) in memory and meant for
+tests and benchmarks, not for runs.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from .kernels.alignment import alignment_reference
+from .kernels.clustering import clustering_reference
 from .pair_energy import PairEnergy
 from .params import ForceParams
 from .core.validation import check_array
@@ -21,18 +28,6 @@ __all__ = ["pair_sums_reference", "pair_forces_reference", "energy_reference", "
 def pair_sums_reference(x: np.ndarray, pairs: np.ndarray) -> np.ndarray:
     """s_u = x_a + x_b for every pair u = (a, b); shape (n, d)."""
     return x[pairs[:, 0]] + x[pairs[:, 1]]
-
-
-def _alignment_terms(c: np.ndarray, same: np.ndarray, params: ForceParams) -> tuple[np.ndarray, np.ndarray]:
-    """Energy h(c) of each pair of pair sums and its derivative dh/dc."""
-    if params.alignment_form == "cosine":
-        g, dg = c, np.ones_like(c)
-    else:  # axial: directions modulo pi
-        g, dg = c * c, 2.0 * c
-    rep = np.exp(-(1.0 - g) / params.sig_t**2)
-    h = np.where(same, -g, rep)
-    dh = np.where(same, -dg, rep * dg / params.sig_t**2)
-    return h, dh
 
 
 def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams | PairEnergy
@@ -56,34 +51,15 @@ def pair_forces_reference(s: np.ndarray, labels: np.ndarray, params: ForceParams
     own = getattr(params, "pair_forces_reference", None)  # a custom law's own NumPy path
     if own is not None:
         return own(s, labels)
-    n = s.shape[0]
-    off = ~np.eye(n, dtype=bool)
-    same = labels[:, None] == labels[None, :]
-    delta = s[:, None, :] - s[None, :, :]
-    r2 = np.sum(delta**2, axis=-1)
-    att = params.k_a * np.exp(-r2 / (2 * params.sig_a**2))
-    rep = params.k_r * np.exp(-r2 / (2 * params.sig_r**2))
-    coef = np.where(same, -att / params.sig_a**2, rep / params.sig_r**2) * off
-    f = np.einsum("uv,uvk->uk", coef, delta)
-    energy = 0.5 * np.sum(np.where(same, -att, rep) * off)
-
-    lam, eps = params.effective_lam, params.effective_eps
-    if lam > 0:
+    prm = params.kernel_params()  # the law as the forces use it (the classifier variant folded in)
+    S = np.ascontiguousarray(s.T)
+    f, energy = clustering_reference(S, labels, prm)
+    if prm.lam > 0:
         if s.shape[1] < 2:
             raise ValueError("alignment (lam > 0) needs dimension d >= 2")
-        rho = np.hypot(np.linalg.norm(s, axis=1), eps)  # no overflow for a huge softening
-        unit = s / rho[:, None]
-        c = unit @ unit.T
-        h, dh = _alignment_terms(c, same, params)
-        dh = dh * off
-        # dc_uv/ds_u = (unit_v - c_uv unit_u) / rho_u
-        grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
-        f_ali = -lam * grad
-        if params.alignment == "polar":
-            f_ali = np.sum(s**2, axis=1)[:, None] * f_ali - np.sum(s * f_ali, axis=1)[:, None] * s
-        f = f + f_ali
-        energy += lam * 0.5 * np.sum(h * off)
-    return f, float(energy)
+        f_ali, e_ali = alignment_reference(S, labels, prm)
+        f, energy = f + f_ali, energy + e_ali
+    return f.T.copy(), float(energy)
 
 
 def _scatter(f_pairs: np.ndarray, pairs: np.ndarray, p: int) -> np.ndarray:

@@ -1,8 +1,8 @@
-"""Alignment: a class's pair sums point the same way, classes repel in angle.
+"""Alignment: the cosine terms' pair loop and forces.
 
-With c = U_u . U_v (U = s / sqrt(|s|^2 + eps^2)) and g = c (cosine form) or
-c^2 (axial form), a pair u < v contributes -g (same class) or
-exp(-(1 - g) / sig_t^2) (different). :func:`alignment_block` accumulates, for every u,
+With c = U_u . U_v (U = s / sqrt(|s|^2 + eps^2)), a pair u < v contributes
+h(c) = ``alignment_same`` (same class) or ``alignment_other`` (different),
+the terms defined in :mod:`.law`. :func:`alignment_block` accumulates, for every u,
 A_u = sum_v h'(c) U_v and B_u = sum_v h'(c) c; :func:`alignment_forces` turns
 them into forces on the pair sums (dc/ds_u = (U_v - c U_u) / rho_u).
 """
@@ -12,17 +12,18 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .fastmath import FAST, exp_nonpositive, lane_sum
+from .fastmath import FAST, lane_sum
+from .law import alignment_other, alignment_same, term_values
 from .pair_loops import dot_products, scatter_products, scatter_scalars
 
 __all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_reference_parts",
-           "cosine_forces_reference", "cosine_params", "alignment_same", "alignment_other"]
+           "cosine_forces_reference", "cosine_params"]
 
 
-# The alignment law as two scalar functions of c = U_u . U_v, each returning
-# (h(c), h'(c)): ``alignment_same`` for one class, ``alignment_other`` for
-# different classes, taking the parameters ``cosine_params`` reads; called by
-# these global names (see particles.kernels.clustering.distance_params).
+# The cosine terms, ``alignment_same`` for one class and ``alignment_other``
+# for different classes, are defined once in .law (scalar functions of
+# c = U_u . U_v returning (h(c), h'(c))), taking the parameters
+# ``cosine_params`` reads; called by these global names (the slots, .slots).
 
 #: see particles.kernels.clustering.EXACT_SAME
 EXACT_SAME = False
@@ -32,26 +33,6 @@ EXACT_SAME = False
 def cosine_params(prm):
     """The parameters alignment_same and alignment_other take: the record itself."""
     return prm
-
-
-@njit(cache=True, fastmath=FAST)
-def alignment_same(c, prm):
-    """-g(c), with g = c (cosine form) or c^2 (axial form), and its derivative.
-    The form is a select, not a branch, so that the loops calling it
-    vectorise."""
-    g = c * (c if prm.axial else 1.0)
-    dg = (2.0 * c) if prm.axial else 1.0
-    return -g, -dg
-
-
-@njit(cache=True, fastmath=FAST)
-def alignment_other(c, prm):
-    """exp(-(1 - g(c)) / sig_t^2) and its derivative (selects, as above)."""
-    inv_st2 = 1.0 / (prm.sig_t * prm.sig_t)
-    g = c * (c if prm.axial else 1.0)
-    dg = (2.0 * c) if prm.axial else 1.0
-    hv = exp_nonpositive((g - 1.0) * inv_st2)
-    return hv, hv * dg * inv_st2
 
 
 @njit(cache=True, fastmath=FAST)
@@ -127,24 +108,26 @@ def alignment_forces(S, U, rho, A, B, prm, F):
 def cosine_reference_parts(S: np.ndarray, labels: np.ndarray, prm) -> dict:
     """What the NumPy references of the cosine terms share: the pair sums
     ``s`` (n, d), their softened norms ``rho``, unit vectors ``unit``, cosines
-    ``c``, the same-label and off-diagonal masks, and g(c), g'(c) and the
-    other-label repulsion ``rep`` (n, n)."""
+    ``c``, the same-label and off-diagonal masks, and each term's value and
+    derivative in c (n, n; ``h_same``, ``dh_same``, ``h_other``,
+    ``dh_other``), from the terms' definitions (:mod:`.law`) run by NumPy."""
     s = S.T
     n = s.shape[0]
-    rho = np.sqrt(np.sum(s * s, axis=1) + prm.eps ** 2)
+    rho = np.hypot(np.linalg.norm(s, axis=1), prm.eps)  # no overflow for a huge softening
     unit = s / rho[:, None]
     c = unit @ unit.T
-    g, dg = (c * c, 2.0 * c) if prm.axial else (c, np.ones_like(c))
-    rep = np.exp(-(1.0 - g) / prm.sig_t ** 2)
+    h_same, dh_same = term_values(alignment_same, c, prm)
+    h_other, dh_other = term_values(alignment_other, c, prm)
     return {"s": s, "rho": rho, "unit": unit, "c": c, "same": labels[:, None] == labels[None, :],
-            "off": ~np.eye(n, dtype=bool), "g": g, "dg": dg, "rep": rep}
+            "off": ~np.eye(n, dtype=bool), "h_same": h_same, "dh_same": dh_same, "h_other": h_other,
+            "dh_other": dh_other}
 
 
 def cosine_forces_reference(dh: np.ndarray, parts: dict, prm) -> np.ndarray:
     """Forces (d, n) on the pair sums of the cosine energy whose derivative
     in c is ``dh`` (n, n): -lam grad, or its polar transform."""
     s, rho, unit, c = parts["s"], parts["rho"], parts["unit"], parts["c"]
-    grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]
+    grad = (dh @ unit - np.sum(dh * c, axis=1)[:, None] * unit) / rho[:, None]  # dc_uv/ds_u = (U_v - c U_u) / rho_u
     f = -prm.lam * grad
     if prm.polar:
         f = np.sum(s ** 2, axis=1)[:, None] * f - np.sum(s * f, axis=1)[:, None] * s
@@ -155,7 +138,7 @@ def alignment_reference(S: np.ndarray, labels: np.ndarray, prm) -> tuple[np.ndar
     """NumPy reference: alignment forces on the pair sums (d, n) and
     lam U_ali, for a :class:`~particles.kernels.kernel_params.KernelParams`."""
     parts = cosine_reference_parts(S, labels, prm)
-    same, off, g, dg, rep = parts["same"], parts["off"], parts["g"], parts["dg"], parts["rep"]
-    h = np.where(same, -g, rep) * off
-    dh = np.where(same, -dg, rep * dg / prm.sig_t ** 2) * off
+    same, off = parts["same"], parts["off"]
+    h = np.where(same, parts["h_same"], parts["h_other"]) * off
+    dh = np.where(same, parts["dh_same"], parts["dh_other"]) * off
     return cosine_forces_reference(dh, parts, prm), float(prm.lam * 0.5 * np.sum(h))

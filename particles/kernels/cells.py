@@ -1,6 +1,8 @@
 """Clustering with a cut-off: the repulsion over a cell list (d = 2).
 
-The repulsion k_r exp(-r^2 / 2 sig_r^2) between pair sums falls below
+The cut-off is the ``gaussian`` capability of the term in the repulsion's
+place (:data:`.law.TERMS`): the built-in repulsion k_r exp(-r^2 / 2 sig_r^2),
+called here through its slot as everywhere, between pair sums falls below
 ``tol * k_r`` beyond r_cut = sig_r sqrt(2 ln(1 / tol)) (8.6 sig_r for
 tol = 1e-16; tol <= 1/2, so that r_cut >= sig_r, which the force bound
 below needs). Pair sums are sorted into square cells of side >= r_cut, so
@@ -30,7 +32,9 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit
 
-from .fastmath import FAST, exp_nonpositive, lane_sum
+from .clustering import distance_params
+from .fastmath import FAST, lane_sum
+from .law import attraction, repulsion
 
 __all__ = ["CellList", "make_cells", "cutoff_radius", "cutoff_bounds", "build_cells", "cell_block",
            "same_class_corrections", "unsort_forces"]
@@ -132,8 +136,7 @@ def cell_block(t, n_blocks, cells, prm, F, scratch):
     start = cells.start
     gx = cells.grid[0]
     gy = cells.grid[1]
-    inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
-    k_r = prm.k_r
+    law = distance_params(prm)
     rc2 = cells.r_cut * cells.r_cut
     w = scratch[0]
     t0 = scratch[2]
@@ -171,9 +174,10 @@ def cell_block(t, n_blocks, cells, prm, F, scratch):
                     d0 = s0 - Ss[0, v]
                     d1 = s1 - Ss[1, v]
                     rr = d0 * d0 + d1 * d1
-                    ev = exp_nonpositive(-rr * inv_2sr2) * k_r if rr < rc2 else 0.0
-                    w[v] = ev
-                    cv = 2.0 * inv_2sr2 * ev
+                    ev, dev = repulsion(rr, law)
+                    inside = rr < rc2
+                    w[v] = ev if inside else 0.0
+                    cv = -2.0 * dev if inside else 0.0
                     g0 = cv * d0
                     g1 = cv * d1
                     t0[v] = g0
@@ -203,8 +207,7 @@ def same_class_corrections(S, same_ptr, same_idx, prm, r_cut, F):
     -k_a exp(-r^2 / 2 sig_a^2) and remove the repulsion the cell pass
     counted (when r < r_cut), in pair order into F (2, n). Returns the
     energy change."""
-    inv_2sa2 = 0.5 / (prm.sig_a * prm.sig_a)
-    inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
+    law = distance_params(prm)
     rc2 = r_cut * r_cut
     energy = 0.0
     for u in range(S.shape[1]):
@@ -213,10 +216,11 @@ def same_class_corrections(S, same_ptr, same_idx, prm, r_cut, F):
             d0 = S[0, u] - S[0, v]
             d1 = S[1, u] - S[1, v]
             rr = d0 * d0 + d1 * d1
-            att = prm.k_a * np.exp(-rr * inv_2sa2)
-            rep = exp_nonpositive(-rr * inv_2sr2) * prm.k_r if rr < rc2 else 0.0
-            energy += -att - rep
-            cv = -2.0 * inv_2sa2 * att - 2.0 * inv_2sr2 * rep
+            ea, dea = attraction(rr, law)
+            er, der = repulsion(rr, law)
+            inside = rr < rc2
+            energy += ea - (er if inside else 0.0)
+            cv = -2.0 * (dea - (der if inside else 0.0))  # the attraction's coefficient less the repulsion's
             F[0, u] += cv * d0
             F[1, u] += cv * d1
             F[0, v] -= cv * d0

@@ -1,8 +1,10 @@
-"""Clustering: Gaussian attraction within a class, repulsion between classes.
+"""Clustering: the distance terms' pair loop.
 
-U_clu is the sum over pairs u < v of -k_a exp(-r^2 / 2 sig_a^2) for the
-same class and k_r exp(-r^2 / 2 sig_r^2) for different classes, with
-r = |s_u - s_v|; each pair is evaluated once (u < v) and applied to both.
+U_clu is the sum over pairs u < v of the ``attraction`` (same class) or the
+``repulsion`` (different classes) of r^2 = |s_u - s_v|^2, the terms defined in
+:mod:`.law`; each pair is evaluated once (u < v) and applied to both. Also
+the Gram path's factored form of a Gaussian repulsion (the ``gaussian``
+capability of :data:`.law.TERMS`).
 """
 
 from __future__ import annotations
@@ -11,24 +13,26 @@ import numpy as np
 from numba import njit
 
 from .fastmath import EXP_FLOOR, FAST, exp_nonpositive, lane_sum
+from .law import attraction, repulsion, term_values
 from .pair_loops import scatter_differences, squared_distances
 
-__all__ = ["clustering_block", "clustering_reference", "distance_params", "attraction", "repulsion",
+__all__ = ["clustering_block", "clustering_reference", "distance_params",
            "repulsion_factors", "repulsion_from_factors", "GAUSSIAN_REPULSION", "FACTOR_LIMIT"]
 
 
-# The force law as two scalar functions of r^2 = |s_u - s_v|^2, each
-# returning (energy, d energy / d r^2): ``attraction`` for two pair sums of
-# one class, ``repulsion`` for different classes; they take the law's
-# parameters as ``distance_params`` reads them from the record, once per
-# block. clustering_block calls the three by these global names; a custom
-# pair energy (particles.pair_energy) compiles a copy of the kernels with its
-# own functions in their place (particles.kernels.rebind).
+# The distance terms, ``attraction`` for two pair sums of one class and
+# ``repulsion`` for different classes, are defined once in .law (scalar
+# functions of r^2 = |s_u - s_v|^2 returning (energy, d energy / d r^2)); they
+# take the law's parameters as ``distance_params`` reads them from the record,
+# once per block. clustering_block calls the three by these global names (the
+# slots, .slots); a custom pair energy (particles.pair_energy) compiles a copy
+# of the kernels with its own functions in their place (.rebind).
 
 #: False for the built-in law (its arithmetic, bit for bit); a custom law's
 #: copy of the kernels sets it True (see clustering_block)
 EXACT_SAME = False
-#: True for the built-in law, whose repulsion is a Gaussian that the Gram
+#: True when the term in the repulsion's place declares the ``gaussian``
+#: capability (:data:`.law.TERMS`: the built-in law's does), which the Gram
 #: path factors (:func:`repulsion_factors`); a custom law's copy sets it False
 GAUSSIAN_REPULSION = True
 #: the largest exponent a factor of :func:`repulsion_factors` may take: the products of two
@@ -43,22 +47,6 @@ EXP_FLOOR_VALUE = float(np.exp(EXP_FLOOR))
 def distance_params(prm):
     """The parameters attraction and repulsion take: the record itself."""
     return prm
-
-
-@njit(cache=True, fastmath=FAST)
-def attraction(r2, prm):
-    """-k_a exp(-r^2 / 2 sig_a^2) and its derivative in r^2."""
-    inv_2sa2 = 0.5 / (prm.sig_a * prm.sig_a)
-    att = prm.k_a * np.exp(-r2 * inv_2sa2)
-    return -att, inv_2sa2 * att
-
-
-@njit(cache=True, fastmath=FAST)
-def repulsion(r2, prm):
-    """k_r exp(-r^2 / 2 sig_r^2) and its derivative in r^2."""
-    inv_2sr2 = 0.5 / (prm.sig_r * prm.sig_r)
-    ev = exp_nonpositive(-r2 * inv_2sr2) * prm.k_r
-    return ev, -(inv_2sr2 * ev)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -164,15 +152,16 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
 
 
 def clustering_reference(S: np.ndarray, labels: np.ndarray, prm) -> tuple[np.ndarray, float]:
-    """NumPy reference: clustering forces on the pair sums (d, n) and U_clu."""
+    """NumPy reference: clustering forces on the pair sums (d, n) and U_clu,
+    from the terms' definitions (:mod:`.law`) run by NumPy with the exact exp."""
     s = S.T
     n = s.shape[0]
     off = ~np.eye(n, dtype=bool)
     same = labels[:, None] == labels[None, :]
     delta = s[:, None, :] - s[None, :, :]
     r2 = np.sum(delta ** 2, axis=-1)
-    att = prm.k_a * np.exp(-r2 / (2 * prm.sig_a ** 2))
-    rep = prm.k_r * np.exp(-r2 / (2 * prm.sig_r ** 2))
-    coef = np.where(same, -att / prm.sig_a ** 2, rep / prm.sig_r ** 2) * off
+    e_same, d_same = term_values(attraction, r2, prm)
+    e_other, d_other = term_values(repulsion, r2, prm)
+    coef = -2.0 * np.where(same, d_same, d_other) * off  # f_u = sum_v -2 phi'(r^2) (s_u - s_v)
     f = np.einsum("uv,uvk->uk", coef, delta)
-    return f.T.copy(), float(0.5 * np.sum(np.where(same, -att, rep) * off))
+    return f.T.copy(), float(0.5 * np.sum(np.where(same, e_same, e_other) * off))

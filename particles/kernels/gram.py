@@ -50,8 +50,9 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from .alignment import alignment_other, cosine_params, alignment_same
-from .clustering import repulsion, distance_params, attraction, repulsion_factors, repulsion_from_factors
+from .alignment import cosine_params
+from .clustering import distance_params, repulsion_factors, repulsion_from_factors
+from .law import alignment_other, alignment_same, attraction, repulsion
 from .fastmath import FAST, lane_sum
 
 __all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",

@@ -1,4 +1,4 @@
-"""The forces of the four pair terms (:data:`.terms.PAIR_TERMS`) through the
+"""The forces of the four pair terms (:data:`.law.PAIR_TERMS`) through the
 token Gram matrix, each into its own buffers: the per-term counterpart of
 :mod:`.gram` (whose docstring has the algebra), for the force-law fit's
 design columns (:func:`.terms.snapshot_term_forces` on the direct path).
@@ -13,8 +13,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .alignment import alignment_other, cosine_params, alignment_same
-from .clustering import distance_params, attraction, repulsion_factors
+from .alignment import cosine_params
+from .clustering import distance_params, repulsion_factors
+from .law import alignment_other, alignment_same, attraction
 from .fastmath import FAST
 from .gram import (LANES, add_column, apply_token_matrix, flush_tokens, gram_row, other_distance_coefficients,
                    pair_geometry, scatter_tokens)
@@ -25,7 +26,7 @@ __all__ = ["gram_term_rows", "term_token_matrix", "gram_snapshot_term_forces", "
 
 @njit(cache=True, fastmath=FAST)
 def gram_term_rows(H, first, second, N, rho, same_ptr, same_idx, prm, which, Up, Lo, D, B, T, scratch, R, factors):
-    """The four pair terms (:data:`.terms.PAIR_TERMS`) of every row into
+    """The four pair terms (:data:`.law.PAIR_TERMS`) of every row into
     their own buffers: Up, Lo (4, p, p), D (4, n) for the distance terms,
     B, T (4, n) for the cosine terms (indices 2, 3). ``factors``:
     (factored, eN, EH), the other-class distance term from the repulsion's

@@ -14,14 +14,15 @@ __all__ = ["SLOTS", "check_slots"]
 #: slot name -> (kernel module defining the built-in binding, what it is)
 SLOTS = {
     "EXACT_SAME": ("clustering", "compile-time flag: a same-label pair's interaction is computed exactly"),
-    "GAUSSIAN_REPULSION": ("clustering", "compile-time flag: repulsion is the built-in Gaussian, which the Gram path "
-                       "factors over token-pair products (repulsion_factors)"),
+    "GAUSSIAN_REPULSION": ("clustering", "compile-time flag: the term in the repulsion's place declares the gaussian "
+                           "capability (law.TERMS), which the Gram path factors over token-pair products "
+                           "(repulsion_factors)"),
     "distance_params": ("clustering", "the distance term's parameters, unpacked from the record"),
-    "attraction": ("clustering", "distance term between pair sums of the same label: (value, derivative)"),
-    "repulsion": ("clustering", "distance term between pair sums of different labels"),
+    "attraction": ("law", "distance term between pair sums of the same label: (value, derivative)"),
+    "repulsion": ("law", "distance term between pair sums of different labels"),
     "cosine_params": ("alignment", "the cosine term's parameters, unpacked from the record"),
-    "alignment_same": ("alignment", "cosine term between pair sums of the same label: (value, derivative)"),
-    "alignment_other": ("alignment", "cosine term between pair sums of different labels"),
+    "alignment_same": ("law", "cosine term between pair sums of the same label: (value, derivative)"),
+    "alignment_other": ("law", "cosine term between pair sums of different labels"),
     "clustering_block": ("clustering", "the distance term's loop over a block of rows"),
     "alignment_block": ("alignment", "the cosine term's loop over a block of rows"),
     "run_term": ("forces", "one term's share of a row block (the parallel kernel's split by term)"),

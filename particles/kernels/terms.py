@@ -17,23 +17,15 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-from .alignment import (cosine_forces_reference, alignment_other, cosine_params, cosine_reference_parts,
-                        alignment_same)
-from .clustering import repulsion, distance_params, attraction
+from .alignment import cosine_forces_reference, cosine_params, cosine_reference_parts
+from .clustering import distance_params
+from .law import alignment_other, alignment_same, attraction, repulsion
 from .fastmath import FAST
 from .pair_loops import dot_products_loop, scatter_differences, scatter_products, scatter_scalars, squared_distances_loop
 from .pair_sums import pair_sums, scatter_to_particles
 
-__all__ = ["PAIR_TERMS", "TERM_AT", "pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
+__all__ = ["pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
            "cosine_forces", "snapshot_term_forces", "term_forces_many", "pair_term_reference"]
-
-#: the pair terms in the order of the kernels' outputs
-PAIR_TERMS = ("attraction", "repulsion", "alignment_same", "alignment_other")
-#: (variable, class relation) -> the pair term in that place: the built-in law's names for the four places,
-#: whatever a custom law puts there (its same-class distance term is its ``attraction``, of either sign)
-TERM_AT = {("distance", "same"): "attraction", ("distance", "other"): "repulsion",
-           ("cosine", "same"): "alignment_same", ("cosine", "other"): "alignment_other"}
-
 
 @njit(cache=True, fastmath=FAST)
 def same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, w_ds, w_cs, out, A, B):
@@ -130,7 +122,7 @@ def pair_term_forces(S, U, rho, same_ptr, same_idx, prm, which, out, A, B):
     prm : KernelParams
         The law, strengths as it has them (alignment scaled by ``prm.lam``).
     which : ndarray of bool, shape (4,)
-        The terms of :data:`PAIR_TERMS` to evaluate (the others stay 0).
+        The terms of :data:`.law.PAIR_TERMS` to evaluate (the others stay 0).
     out : ndarray, shape (4, d, n)
         Output, overwritten.
     A, B : ndarray, shapes (2, d, n) and (2, n)
@@ -210,7 +202,7 @@ def pair_term_reference(S: np.ndarray, labels: np.ndarray, prm) -> np.ndarray:
     for k_a, k_r in ((prm.k_a, 0.0), (0.0, prm.k_r)):
         out.append(clustering_reference(S, labels, prm._replace(k_a=k_a, k_r=k_r))[0])
     parts = cosine_reference_parts(S, labels, prm)
-    same, off, dg, rep = parts["same"], parts["off"], parts["dg"], parts["rep"]
-    for mask, dh in ((same & off, -dg), (~same & off, rep * dg / prm.sig_t ** 2)):
+    same, off = parts["same"], parts["off"]
+    for mask, dh in ((same & off, parts["dh_same"]), (~same & off, parts["dh_other"])):
         out.append(cosine_forces_reference(np.where(mask, dh, 0.0), parts, prm))
     return np.stack(out)

@@ -244,8 +244,8 @@ def test_the_slot_contract_is_explicit_and_a_wrong_name_is_an_error():
     for name, (module, _) in SLOTS.items():
         assert hasattr(importlib.import_module(f"particles.kernels.{module}"), name), name
         assert len(re.findall(rf"\b{name}\b", source)) >= 2, name  # defined and used
-    with pytest.raises(ValueError, match="distance_sme"):
-        rebind(forces.forces_serial, {"distance_sme": lambda r2, prm: (0.0, 0.0)})
+    with pytest.raises(ValueError, match="attracton"):
+        rebind(forces.forces_serial, {"attracton": lambda r2, prm: (0.0, 0.0)})
 
 
 @pytest.mark.slow

@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 from particles import ForceParams, modular_addition
 from particles.energy import pair_system
 from particles.kernels.pair_sums import pair_sums
-from particles.kernels.terms import PAIR_TERMS, pair_term_forces, pair_term_reference
+from particles.kernels.law import PAIR_TERMS
+from particles.kernels.terms import pair_term_forces, pair_term_reference
 
 PROPS = settings(deadline=None, max_examples=30)
 
