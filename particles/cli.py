@@ -192,8 +192,8 @@ def register_sweep(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--grid", action="append", metavar="NAME=V1,V2,...", help="a swept parameter (repeatable)")
     p.add_argument("--set", action="append", metavar="NAME=VALUE", help="fixed override of the base preset")
     p.add_argument("--seeds", type=int, default=10, help="seeds per grid cell (default 10)")
-    p.add_argument("--jobs", type=int, default=None,
-                   help="worker processes (default: joblib.parallel_config's, else all cores)")
+    p.add_argument("--jobs", type=int, default=-1,
+                   help="worker processes (default -1: all cores; -2: all but one)")
     p.add_argument("--shard", default=None, metavar="I/N", help="run only shard I of N (0 <= I < N)")
     p.add_argument("--restart", action="store_true",
                    help="discard the journal of an earlier run in --out instead of resuming it")

@@ -416,7 +416,7 @@ def _check_sweep_args(grid, seeds, base, n_jobs, backend, shard) -> tuple[Preset
 
 
 def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds: int | Iterable[int] = 10, *,
-          base: Preset | str = "grids", n_jobs: int | None = None, backend: str | None = None,
+          base: Preset | str = "grids", n_jobs: int | None = -1, backend: str | None = None,
           callback: Callable[[int, int], None] | None = None, journal: str | os.PathLike | None = None,
           shard: tuple[int, int] | str | None = None) -> SweepTable:
     """Run every (grid point, seed) combination and tabulate final structure.
@@ -430,10 +430,10 @@ def sweep(grid: Mapping[str, Iterable[Any]] | Sequence[Mapping[str, Any]], seeds
     seeds : int or iterable of int
         ``range(seeds)`` or the given seeds.
     base : Preset or preset name
-    n_jobs : int, optional
-        joblib workers; by default the ``n_jobs`` of an active
-        ``joblib.parallel_config``, else all cores. Each run uses the serial
-        kernel.
+    n_jobs : int or None, default -1
+        joblib workers: -1 all cores (-2 all but one, ...), as in joblib;
+        None leaves it to joblib (an active ``joblib.parallel_config``'s
+        ``n_jobs``, else 1). Each run uses the serial kernel.
     backend : str, optional
         joblib backend; by default the one of an active
         ``joblib.parallel_config`` (e.g. ``"dask"`` with a
@@ -520,13 +520,8 @@ def _resume_journal(journal: str | os.PathLike | None, header: dict[str, Any], n
 
 
 def _runner(n_jobs: int | None, backend: str | None) -> Parallel:
-    """The joblib runner of a sweep, yielding rows as they finish; ``n_jobs``
-    None takes an active ``joblib.parallel_config``'s, else all cores."""
-    if n_jobs is None:
-        from joblib.parallel import get_active_backend
-
-        configured = get_active_backend()[1]
-        n_jobs = configured if configured is not None else (os.cpu_count() or 1)
+    """The joblib runner of a sweep, yielding rows as they finish (``n_jobs``
+    None: joblib's own choice, an active ``parallel_config``'s, else 1)."""
     return Parallel(n_jobs=n_jobs, return_as="generator_unordered",
                     **({"backend": backend} if backend is not None else {}))
 
