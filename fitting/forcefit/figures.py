@@ -13,12 +13,13 @@ def plot_force_shares(fit, title: str | None = None) -> Figure:
     """A fitted :class:`fitting.ForceLawFit` over training: each term's
     share of the explained force and the R^2 of the force field, per window
     of training steps."""
-    import matplotlib.pyplot as plt
+    # a Figure without pyplot: the caller's backend and figure list are untouched
 
     windows = [w for w in fit.windows_ if w["snapshots"]]
     mids = np.array([(w["start"] + w["stop"]) / 2 for w in windows])
     value = lambda w, key: np.nan if w[key] is None else w[key]  # noqa: E731 (undefined: a gap)
-    fig, (ax1, ax2) = plt.subplots(2, 1, figsize=(6.4, 5.2), sharex=True, height_ratios=(2, 1))
+    fig = Figure(figsize=(6.4, 5.2))
+    ax1, ax2 = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
     for name in fit.terms_:
         ax1.plot(mids, [np.nan if w["shares"] is None else w["shares"][name] for w in windows], marker="o",
                  label=name)

@@ -140,15 +140,11 @@ class NetworkComparison:
     def plot(self, title: str | None = None):
         """Share of each class, network against particles, at each weight
         decay (bars with 95 % intervals); returns the figure."""
-        import matplotlib
-
-        if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        from matplotlib.figure import Figure  # no pyplot: the caller's matplotlib backend stays as it is
 
         kinds = [k for k in STRUCTURES]
-        fig, axes = plt.subplots(1, len(self.rows), figsize=(3.2 * len(self.rows), 3.4), sharey=True)
-        axes = np.atleast_1d(axes)
+        fig = Figure(figsize=(3.2 * len(self.rows), 3.4))
+        axes = np.atleast_1d(fig.subplots(1, len(self.rows), sharey=True))
         x = np.arange(len(kinds))
         for ax, r in zip(axes, self.rows):
             for j, (side, color) in enumerate((("network", "C0"), ("particles", "C1"))):

@@ -73,6 +73,7 @@ def test_terms_declare_the_names_places_and_fields_the_rest_reads():
     assert [t.name for t in law.TERMS if t.gaussian] == ["repulsion"]
 
 
+@pytest.mark.slow  # compiles two custom laws' kernels (about 20 s from a fresh install)
 @pytest.mark.parametrize("axial", [False, True])
 def test_the_exact_switch_of_the_custom_form_runs_the_same_definitions(axial):
     """gaussian_clustering / cosine_alignment with fast=False: the same
