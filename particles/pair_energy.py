@@ -344,17 +344,17 @@ class PairEnergy(_Immutable):
         """``eps`` when a cosine term is named: a custom law's other
         parameters may be strengths (degenerate with the fitted factor) or
         ranges, so they are searched only when named (:meth:`range_fields`)."""
-        return ("eps",) if any(n.startswith("cosine") for n in terms) else ()
+        return ("eps",) if any(TERM_AT["cosine", part] in terms for part in ("same", "other")) else ()
 
     def range_fields(self, terms: tuple[str, ...]) -> tuple[str, ...]:
         """eps and the fields of the named terms' params, as
         ``distance.<field>`` / ``cosine.<field>`` (index numbers for plain tuples)."""
         out = []
         for prefix, term in (("distance", self.distance), ("cosine", self.cosine)):
-            if term is not None and any(n.startswith(prefix) for n in terms):
+            if term is not None and any(TERM_AT[prefix, part] in terms for part in ("same", "other")):
                 fields = getattr(term.params, "_fields", None) or [str(i) for i in range(len(term.params))]
                 out += [f"{prefix}.{f}" for f in fields]
-        if any(n.startswith("cosine") for n in terms):
+        if any(TERM_AT["cosine", part] in terms for part in ("same", "other")):
             out.append("eps")
         return tuple(out)
 
