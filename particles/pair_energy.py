@@ -193,13 +193,13 @@ def _slot(value: Callable | None, derivative: Callable | None) -> CPUDispatcher:
 
 
 @numba.njit
-def _no_clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
+def _no_clustering_block(rows, S, system, prm, F, scratch):
     """Stands in for the clustering block of a law with no distance term."""
     return 0.0
 
 
 @numba.njit
-def _no_alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
+def _no_alignment_block(rows, U, system, prm, cos, scratch):
     """Stands in for the alignment block of a law with no cosine term."""
     return 0.0
 

@@ -336,3 +336,54 @@ def test_no_isinstance_switch_on_formulations_regressors_or_laws():
                         if (rel, name) not in ISINSTANCE_ALLOWED:
                             found.append(f"{rel}:{node.lineno} isinstance(..., {name})")
     assert not found, "\n".join(found)
+
+
+#: the most parameters an exported kernel takes (docs/architecture.md: arguments travel in typed records)
+MAX_KERNEL_PARAMETERS = 6
+
+
+def kernel_parameter_counts(path: Path, imported: set[str]) -> dict[str, int]:
+    """The functions of a kernel module that other modules call: named in
+    its ``__all__`` (a literal list) or in ``imported`` (imported by name
+    from it elsewhere: a helper called from another module is not private),
+    and how many parameters each takes (positional, keyword-only, ``*args``
+    and ``**kwargs`` counted once each)."""
+    tree = ast.parse(path.read_text())
+    exported = set(imported)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            exported |= set(ast.literal_eval(node.value))
+    counts = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in exported:
+            a = node.args
+            counts[node.name] = (len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + (a.vararg is not None)
+                                 + (a.kwarg is not None))
+    return counts
+
+
+def test_no_exported_kernel_takes_more_than_six_arguments():
+    """Issue 70, item 8: every function in the ``__all__`` of a module of
+    particles/kernels, or imported from it by another module, takes at most
+    six parameters; the others travel in typed records
+    (particles/kernels/records.py, the modules' NamedTuples)."""
+    folder = ROOT / "particles" / "kernels"
+    imported: dict[str, set[str]] = {}  # kernel module -> names other modules import from it
+    for path in sources("particles", "tests", "benchmarks"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 1 and path.parent == folder:
+                module = node.module
+            elif not node.level and (node.module or "").startswith("particles.kernels."):
+                module = node.module.removeprefix("particles.kernels.")
+            else:
+                continue
+            if module and (folder / f"{module}.py").is_file() and path != folder / f"{module}.py":
+                imported.setdefault(module, set()).update(alias.name for alias in node.names)
+    found = []
+    for path in sorted(folder.glob("*.py")):
+        for name, count in kernel_parameter_counts(path, imported.get(path.stem, set())).items():
+            if count > MAX_KERNEL_PARAMETERS:
+                found.append(f"{module_of(path)}.{name}: {count}")
+    assert not found, "exported kernels with more than six arguments:\n" + "\n".join(found)

@@ -3,8 +3,9 @@
 With c = U_u . U_v (U = s / sqrt(|s|^2 + eps^2)), a pair u < v contributes
 h(c) = ``alignment_same`` (same class) or ``alignment_other`` (different),
 the terms defined in :mod:`.law`. :func:`alignment_block` accumulates, for every u,
-A_u = sum_v h'(c) U_v and B_u = sum_v h'(c) c; :func:`alignment_forces` turns
-them into forces on the pair sums (dc/ds_u = (U_v - c U_u) / rho_u).
+A_u = sum_v h'(c) U_v and B_u = sum_v h'(c) c (a
+:class:`~.records.CosineSums`); :func:`alignment_forces` turns them into
+forces on the pair sums (dc/ds_u = (U_v - c U_u) / rho_u).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from numba import njit
 from .fastmath import FAST, lane_sum
 from .law import alignment_other, alignment_same, term_values
 from .pair_loops import dot_products, scatter_products, scatter_scalars
+from .records import Row
 
 __all__ = ["alignment_block", "alignment_forces", "alignment_reference", "cosine_reference_parts",
            "cosine_forces_reference", "cosine_params"]
@@ -36,13 +38,32 @@ def cosine_params(prm):
 
 
 @njit(cache=True, fastmath=FAST)
-def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
+def alignment_block(rows, U, system, prm, cos, scratch):
     """Alignment terms of each row u in ``rows`` with every v > u, added to
-    both rows of A (d, n) and B (n). Returns their (unweighted) energy.
+    both rows of ``cos``. Returns their (unweighted) energy.
 
-    scratch : (>= 4, n) work space; loops as in
-    :func:`~particles.kernels.clustering.clustering_block`.
+    Parameters
+    ----------
+    rows : ndarray of int64
+        The rows u of this block (:func:`.forces.block_rows`).
+    U : ndarray, shape (d, n)
+        Softened directions of the pair sums.
+    system : PairSystem
+        The training pairs; read are ``same_ptr``, ``same_idx`` (as in
+        :func:`~particles.kernels.clustering.clustering_block`).
+    prm : KernelParams
+        The law (its parameters as ``cosine_params`` reads them).
+    cos : CosineSums
+        A (d, n) += h'(c) U_v and B (n,) += h'(c) c, for both rows of each
+        pair (:class:`~.records.CosineSums`).
+    scratch : ndarray, shape (>= 4, n)
+        Work space; loops as in
+        :func:`~particles.kernels.clustering.clustering_block`.
     """
+    same_ptr = system.same_ptr
+    same_idx = system.same_idx
+    A = cos.A
+    B = cos.B
     n = B.shape[0]
     law = cosine_params(prm)
     cc = scratch[0]
@@ -54,7 +75,8 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        dot_products(u, U, lo, hi, cc)  # cc = U_u . U_v
+        row = Row(u, lo, hi)
+        dot_products(row, U, cc)  # cc = U_u . U_v
         # every v as another class: h(c) and dh = h'(c)
         for v in range(lo, hi):
             hv, dhv = alignment_other(cc[v], law)
@@ -76,15 +98,32 @@ def alignment_block(rows, U, same_ptr, same_idx, prm, A, B, scratch):
                 hs, dhs = alignment_same(cc[v], law)
                 energy += hs - h[v]
                 dh[v] = dhs
-        scatter_products(u, U, dh, lo, hi, A, t0)  # A_u += dh U_v, A_v += dh U_u
-        scatter_scalars(u, dh, cc, lo, hi, B, t0)  # B_u and B_v += dh c
+        scatter_products(row, U, dh, A, t0)  # A_u += dh U_v, A_v += dh U_u
+        scatter_scalars(row, dh, cc, B, t0)  # B_u and B_v += dh c
     return energy
 
 
 @njit(cache=True)
-def alignment_forces(S, U, rho, A, B, prm, F):
+def alignment_forces(sums, cos, prm, F):
     """Add the alignment forces -lam dU_ali/ds_u (or the polar variant,
-    f = |s|^2 g - (s . g) s) to F (d, n)."""
+    f = |s|^2 g - (s . g) s) to F.
+
+    Parameters
+    ----------
+    sums : PairSums
+        S, U (d, n) and rho (n,) (:class:`~.records.PairSums`).
+    cos : CosineSums
+        A (d, n) and B (n,) of :func:`alignment_block`, summed over blocks.
+    prm : KernelParams
+        ``lam`` and ``polar``.
+    F : ndarray, shape (d, n)
+        Forces on the pair sums, added to.
+    """
+    S = sums.S
+    U = sums.U
+    rho = sums.rho
+    A = cos.A
+    B = cos.B
     d = S.shape[0]
     n = rho.shape[0]
     lam = prm.lam

@@ -15,6 +15,7 @@ from numba import njit
 from .fastmath import EXP_FLOOR, FAST, exp_nonpositive, lane_sum
 from .law import attraction, repulsion, term_values
 from .pair_loops import scatter_differences, squared_distances
+from .records import Row
 
 __all__ = ["clustering_block", "clustering_reference", "distance_params",
            "repulsion_factors", "repulsion_from_factors", "GAUSSIAN_REPULSION", "FACTOR_LIMIT"]
@@ -101,15 +102,36 @@ def repulsion_from_factors(e, prm):
 
 
 @njit(cache=True, fastmath=FAST)
-def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
+def clustering_block(rows, S, system, prm, F, scratch):
     """Clustering interactions of each row u in ``rows`` with every v > u,
-    added to both rows of F (d, n). Returns their energy.
+    added to both rows of F. Returns their energy.
 
-    scratch : (>= 4, n) work space. The inner loops index with unsigned
-    integers: numba then emits no negative-index wrap-around, and they
-    vectorise. Every v is first taken as another class (a branch-free loop),
-    then the few same-class partners are corrected.
+    Parameters
+    ----------
+    rows : ndarray of int64
+        The rows u of this block (:func:`.forces.block_rows`).
+    S : ndarray, shape (d, n)
+        Pair sums, coordinate-major.
+    system : PairSystem
+        The training pairs (:class:`~.forces.PairSystem`); read are its
+        CSR lists of each pair's same-class partners v > u, ``same_ptr`` and
+        ``same_idx``.
+    prm : KernelParams
+        The law (its parameters as ``distance_params`` reads them).
+    F : ndarray, shape (d, n)
+        Forces on the pair sums, added to.
+    scratch : ndarray, shape (>= 4, n)
+        Work space.
+
+    Notes
+    -----
+    The inner loops index with unsigned integers (a
+    :class:`~.records.Row`): numba then emits no negative-index wrap-around,
+    and they vectorise. Every v is first taken as another class (a
+    branch-free loop), then the few same-class partners are corrected.
     """
+    same_ptr = system.same_ptr
+    same_idx = system.same_idx
     n = F.shape[1]
     law = distance_params(prm)
     r2 = scratch[0]
@@ -121,7 +143,8 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
-        squared_distances(u, S, lo, hi, r2)  # r2 = |s_u - s_v|^2
+        row = Row(u, lo, hi)
+        squared_distances(row, S, r2)  # r2 = |s_u - s_v|^2
         # every v as another class: w = phi(r^2), force coefficient
         # coef = -2 phi'(r^2), so that f_u = coef (s_u - s_v)
         for v in range(lo, hi):
@@ -147,7 +170,7 @@ def clustering_block(rows, S, same_ptr, same_idx, prm, F, scratch):
                 ea, dea = attraction(r2[v], law)
                 energy += ea - w[v]
                 coef[v] = -2.0 * dea
-        scatter_differences(u, S, coef, lo, hi, F, t0)  # f_u += coef (s_u - s_v), f_v -= the same
+        scatter_differences(row, S, coef, F, t0)  # f_u += coef (s_u - s_v), f_v -= the same
     return energy
 
 

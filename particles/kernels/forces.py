@@ -24,7 +24,7 @@ from .clustering import clustering_block
 from .fastmath import FAST
 from .pair_sums import pair_sums, scatter_to_particles, weight_decay_energy
 from .gram import gram_forces_parallel, gram_forces_serial
-from .records import CellLaw, ExactLaw, GramLaw, Threaded
+from .records import CellLaw, CosineSums, ExactLaw, GramLaw, PairSums, Threaded
 
 __all__ = ["PairSystem", "Workspace", "make_system", "make_workspace", "blocks_for", "block_rows", "run_block",
            "sum_blocks", "run_term", "splits_by_term", "combine_energies", "forces_serial", "forces_parallel", "forces_serial_cells", "forces_parallel_cells", "law_forces", "BLOCKS", "MIN_BLOCKED_PAIRS", "SCRATCH_ROWS"]
@@ -131,13 +131,13 @@ def run_term(task, system, prm, ws, scratch):
     if task == 0:
         F = ws.F[0]
         F[:] = 0.0
-        ws.terms[0] = clustering_block(rows, ws.S, system.same_ptr, system.same_idx, prm, F, scratch)
+        ws.terms[0] = clustering_block(rows, ws.S, system, prm, F, scratch)
     else:
         A = ws.A[0]
         B = ws.B[0]
         A[:] = 0.0
         B[:] = 0.0
-        ws.terms[1] = alignment_block(rows, ws.U, system.same_ptr, system.same_idx, prm, A, B, scratch)
+        ws.terms[1] = alignment_block(rows, ws.U, system, prm, CosineSums(A, B), scratch)
 
 
 @njit(cache=True, fastmath=FAST)
@@ -154,9 +154,9 @@ def run_block(t, system, prm, ws, scratch):
     e_clu = 0.0
     e_ali = 0.0
     if prm.k_a > 0.0 or prm.k_r > 0.0:
-        e_clu = clustering_block(rows, ws.S, system.same_ptr, system.same_idx, prm, F, scratch)
+        e_clu = clustering_block(rows, ws.S, system, prm, F, scratch)
     if prm.lam > 0.0:
-        e_ali = alignment_block(rows, ws.U, system.same_ptr, system.same_idx, prm, A, B, scratch)
+        e_ali = alignment_block(rows, ws.U, system, prm, CosineSums(A, B), scratch)
     ws.block_energy[t] = combine_energies(e_clu, e_ali, prm.lam)
 
 
@@ -180,7 +180,7 @@ def _finish(x, system, prm, ws, force):
     """Alignment forces, particle forces and the total energy from the
     summed block buffers."""
     if prm.lam > 0.0:
-        alignment_forces(ws.S, ws.U, ws.rho, ws.A[0], ws.B[0], prm, ws.F[0])
+        alignment_forces(PairSums(ws.S, ws.U, ws.rho), CosineSums(ws.A[0], ws.B[0]), prm, ws.F[0])
     scatter_to_particles(x, system.pairs, ws.F[0], prm.wd, force)
     energy = 0.0
     for t in range(ws.block_energy.shape[0]):

@@ -54,11 +54,13 @@ from .alignment import cosine_params
 from .clustering import distance_params, repulsion_factors, repulsion_from_factors
 from .law import alignment_other, alignment_same, attraction, repulsion
 from .fastmath import FAST, lane_sum
+from .records import PairGeometry, Row, RowRepulsion
 
-__all__ = ["GramWorkspace", "make_gram_workspace", "token_gram", "pair_norms", "gram_row", "gram_block",
-           "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products", "pair_geometry",
-           "prepare_pairs", "scatter_tokens", "flush_tokens", "add_column", "other_distance_coefficients", "LANES",
-           "token_gram_reference", "pair_gram_reference", "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
+__all__ = ["GramWorkspace", "GramScratch", "make_gram_workspace", "token_gram", "pair_norms", "gram_row",
+           "gram_block", "gram_forces_serial", "gram_forces_parallel", "apply_token_matrix", "token_pair_products",
+           "pair_geometry", "prepare_pairs", "scatter_tokens", "flush_tokens", "add_column",
+           "other_distance_coefficients", "LANES", "token_gram_reference", "pair_gram_reference",
+           "token_pair_products_reference", "GRAM_SCRATCH_ROWS"]
 
 #: scratch vectors of length n one block of the Gram path needs
 GRAM_SCRATCH_ROWS = 8
@@ -87,6 +89,14 @@ class GramWorkspace(NamedTuple):
     M: np.ndarray  # (p, p) the token matrix
     scratch: np.ndarray  # (n_threads, GRAM_SCRATCH_ROWS, n)
     R: np.ndarray  # (n_threads, 2, LANES p) row vectors over tokens (scatter_tokens' lanes)
+
+
+class GramScratch(NamedTuple):
+    """One thread's work space in :func:`gram_block` (rows of
+    ``GramWorkspace.scratch`` and ``.R``)."""
+
+    vectors: np.ndarray  # (GRAM_SCRATCH_ROWS, n) vectors over the pairs
+    lanes: np.ndarray  # (2, LANES p) row vectors over tokens (scatter_tokens' lanes), 0 between rows
 
 
 def make_gram_workspace(p: int, pairs: np.ndarray, n_blocks: int, n_threads: int, polar: bool = True
@@ -174,25 +184,56 @@ def token_pair_products(g, first, second, H):
 
 
 @njit(cache=True)
-def pair_geometry(x, eps, first, second, g, N, rho, H):
-    """Everything the pair loop reads of x (p, d): the token Gram matrix g,
-    the pair norms N and rho, and the token-pair products H."""
-    token_gram(x, g)
-    pair_norms(g, first, second, eps, N, rho)
-    token_pair_products(g, first, second, H)
+def pair_geometry(x, eps, geo):
+    """Everything the pair loop reads of x into ``geo``.
+
+    Parameters
+    ----------
+    x : ndarray, shape (p, d)
+        The particles.
+    eps : float
+        The norms' softening.
+    geo : PairGeometry
+        ``first``, ``second`` (n,): the pairs' tokens, read; ``g`` (p, p),
+        the token Gram matrix, ``N``, ``rho`` (n,), the pair norms, and ``H``
+        (p, n), the token-pair products, written
+        (:class:`~.records.PairGeometry`).
+    """
+    token_gram(x, geo.g)
+    pair_norms(geo.g, geo.first, geo.second, eps, geo.N, geo.rho)
+    token_pair_products(geo.g, geo.first, geo.second, geo.H)
 
 
 @njit(cache=True)
 def prepare_pairs(x, prm, ws):
     """:func:`pair_geometry` into the workspace, and the repulsion's factors
     where they apply (``ws.factored``)."""
-    pair_geometry(x, prm.eps, ws.first, ws.second, ws.g, ws.N, ws.rho, ws.H)
+    pair_geometry(x, prm.eps, PairGeometry(ws.first, ws.second, ws.g, ws.H, ws.N, ws.rho))
     ws.factored[0] = prm.k_r > 0.0 and repulsion_factors(prm, ws.N, ws.H, ws.eN, ws.EH)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def gram_row(u, H, first, second, lo, hi, G):
-    """G[v] = s_u . s_v = H[a_u, v] + H[b_u, v] for v in [lo, hi)."""
+def gram_row(row, H, first, second, G):
+    """G[v] = s_u . s_v = H[a_u, v] + H[b_u, v] for v in [lo, hi).
+
+    Parameters
+    ----------
+    row : Row
+        The row u and the range [lo, hi) of v (:class:`~.records.Row`).
+    H : ndarray, shape (p, n)
+        The token-pair products (:func:`token_pair_products`).
+    first, second : ndarray of int64, shape (n,)
+        The pairs' tokens a_u, b_u.
+    G : ndarray, shape (>= hi,)
+        Output.
+
+    Notes
+    -----
+    The helpers a row's loop calls take arrays, not records of them: a
+    record's array read inside the loop over rows is reference counted
+    there, once a row (:class:`~.records.Row`, scalars only, is free).
+    """
+    u, lo, hi = row
     ha = H[first[u]]
     hb = H[second[u]]
     for v in range(lo, hi):
@@ -200,11 +241,14 @@ def gram_row(u, H, first, second, lo, hi, G):
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def scatter_tokens(coef, lo, hi, first, second, R):
-    """R[a_v] += coef[v] and R[b_v] += coef[v] for v in [lo, hi), in
+def scatter_tokens(coef, row, first, second, R):
+    """R[a_v] += coef[v] and R[b_v] += coef[v] for v in [lo, hi) (``row``,
+    a :class:`~.records.Row`; a_v, b_v from ``first``, ``second`` (n,)), in
     LANES interleaved copies (R has LANES p entries; v goes to copy v mod
-    LANES): consecutive pairs often share a token, and one copy would
-    chain each add on the store before it."""
+    LANES): consecutive pairs often share a token, and one copy would chain
+    each add on the store before it."""
+    lo = row.lo
+    hi = row.hi
     for v in range(lo, hi):
         cv = coef[v]
         lane = v & np.uint64(LANES - 1)
@@ -213,9 +257,12 @@ def scatter_tokens(coef, lo, hi, first, second, R):
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def flush_tokens(u, first, second, R, Up):
-    """Rows a_u and b_u of Up += R's lanes summed in a fixed order (twice
-    row a for u = (a, a)); R back to 0."""
+def flush_tokens(row, first, second, R, Up):
+    """Rows a_u and b_u of Up (p, p) += R's lanes summed in a fixed order
+    (twice row a for u = (a, a)); R back to 0. ``row``: a
+    :class:`~.records.Row` (its u); ``first``, ``second`` (n,): the pairs'
+    tokens."""
+    u = row.u
     a = first[u]
     b = second[u]
     for c in range(Up.shape[1]):
@@ -230,21 +277,27 @@ def flush_tokens(u, first, second, R, Up):
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def add_column(coef, lo, hi, D, u):
-    """D[u] += sum_v coef[v] (a lane sum) and D[v] += coef[v]."""
+def add_column(coef, row, D):
+    """D[u] += sum_v coef[v] (a lane sum) and D[v] += coef[v], for the
+    row u and v in [lo, hi) of ``row`` (a :class:`~.records.Row`); D (n,)."""
+    u, lo, hi = row
     for v in range(lo, hi):
         D[v] += coef[v]
     D[u] += lane_sum(coef, lo, hi)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def distance_row(u, lo, hi, nu, N, ha, hb, same_ptr, same_idx, law_d, r2, w, coef, D, factors):
+def distance_row(row, N, ha, hb, same_ptr, same_idx, rep, r2, w, coef, D):
     """Row u's distance terms: coef[v] = -2 phi'(r^2) (the pair's Q), its
     pair diagonal into D; returns their energy. The same-class partners
     replace their entries before the sum (as a custom law's direct kernels
-    do), for every law. ``factors``: (factored, eN, EH[a_u], EH[b_u], prm),
-    the other-class terms from the repulsion's factors when ``factored``."""
-    factored, eN, ea, eb, prm = factors
+    do), for every law. ``ha``, ``hb``: rows a_u and b_u of H; ``rep``: the
+    row's :class:`~.records.RowRepulsion` (the other-class terms from the
+    repulsion's factors when ``rep.factored``; its ``law`` is the
+    attraction's too). r2, w: scratch (n,)."""
+    u, lo, hi = row
+    nu = N[u]
+    factored, eN, ea, eb, prm, law_d = rep  # unpacked here, not in the branch (no reference counting per row)
     if factored:
         cu = eN[u]
         for v in range(lo, hi):
@@ -267,33 +320,50 @@ def distance_row(u, lo, hi, nu, N, ha, hb, same_ptr, same_idx, law_d, r2, w, coe
         es, des = attraction(r2[same_idx[p]], law_d)
         w[same_idx[p]] = es
         coef[same_idx[p]] = -2.0 * des
-    add_column(coef, lo, hi, D, u)
+    add_column(coef, row, D)
     return lane_sum(w, lo, hi)
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def other_distance_coefficients(u, lo, hi, nu, N, ha, hb, law_d, factors, coef):
+def other_distance_coefficients(row, N, ha, hb, rep, coef):
     """coef[v] = -2 phi'(r^2) of the other-class distance term for v in
     [lo, hi) (the term forces' row; :func:`distance_row` also keeps the
-    values), from the repulsion's factors when ``factors[0]`` (as there);
-    ``ha``, ``hb`` as there."""
-    factored, eN, ea, eb, prm = factors
+    values), from the repulsion's factors when ``rep.factored`` (as there).
+
+    Parameters
+    ----------
+    row : Row
+        The row u and the range [lo, hi) of v (:class:`~.records.Row`).
+    N : ndarray, shape (n,)
+        Squared norms of the pair sums.
+    ha, hb : ndarray, shape (n,)
+        Rows a_u and b_u of the token-pair products H.
+    rep : RowRepulsion
+        The row's repulsion: its factors, or the law per pair
+        (:class:`~.records.RowRepulsion`).
+    coef : ndarray, shape (>= hi,)
+        Output.
+    """
+    u, lo, hi = row
+    factored, eN, ea, eb, prm, law_d = rep  # unpacked here, not in the branch (no reference counting per row)
     if factored:
         cu = eN[u]
         for v in range(lo, hi):
             coef[v] = -2.0 * repulsion_from_factors((cu * eN[v]) * (ea[v] * eb[v]), prm)[1]
     else:
+        nu = N[u]
         for v in range(lo, hi):
             r = nu + N[v] - 2.0 * (ha[v] + hb[v])
             coef[v] = -2.0 * repulsion(r if r > 0.0 else 0.0, law_d)[1]
 
 
 @njit(cache=True, fastmath=FAST, inline="always")
-def cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh, t0, B):
+def cosine_row(row, inv_rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh, t0, B):
     """Row u's cosine terms: dh[v] = lam h'(c) / (rho_u rho_v) (the
     gradient alignment's Q), the sums h'(c) c into B; returns their energy
     (same-class partners replaced before the sum, as in :func:`distance_row`).
-    ``inv_rho``: 1 / rho, so that the loops multiply."""
+    ``inv_rho``: 1 / rho, so that the loops multiply; cc, w, t0 scratch (n,)."""
+    u, lo, hi = row
     inv_ru = inv_rho[u]
     for v in range(lo, hi):
         c = G[v] * (inv_ru * inv_rho[v])
@@ -308,7 +378,7 @@ def cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh,
         w[v] = hs
         dh[v] = dhs
         t0[v] = dhs * cc[v]
-    add_column(t0, lo, hi, B, u)
+    add_column(t0, row, B)
     lam_ru = lam * inv_ru
     for v in range(lo, hi):
         dh[v] = lam_ru * dh[v] * inv_rho[v]
@@ -316,26 +386,63 @@ def cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, lam, cc, w, dh,
 
 
 @njit(cache=True, fastmath=FAST)
-def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
+def gram_block(rows, system, prm, ws, t, scratch):
     """Rows ``rows`` (each u against every v > u) of both terms into block
-    t's buffers ws.Up[t], ws.Lo[t], ws.D[t], ws.B[t], ws.T[t]; returns
-    U_clu + lam U_ali of these rows."""
-    n = ws.N.shape[0]
+    t's buffers; returns U_clu + lam U_ali of these rows.
+
+    Parameters
+    ----------
+    rows : ndarray of int64
+        The rows u of this block (:func:`.forces.block_rows`).
+    system : PairSystem
+        Read are ``same_ptr``, ``same_idx``: the CSR lists of each pair's
+        same-class partners v > u (:class:`~.forces.PairSystem`).
+    prm : KernelParams
+        The law.
+    ws : GramWorkspace
+        The pair geometry and the repulsion's factors (:func:`prepare_pairs`),
+        read; block t's buffers ws.Up[t], ws.Lo[t] (p, p), ws.D[t],
+        ws.B[t], ws.T[t] (n,), added to.
+    t : int
+        The block.
+    scratch : GramScratch
+        This thread's work space (:class:`GramScratch`).
+    """
+    # the records' arrays read once, before the loop over rows (see gram_row)
+    same_ptr = system.same_ptr
+    same_idx = system.same_idx
     first = ws.first
     second = ws.second
     N = ws.N
+    H = ws.H
+    eN = ws.eN
+    EH = ws.EH
+    Up = ws.Up[t]
+    Lo = ws.Lo[t]
+    D = ws.D[t]
+    B = ws.B[t]
+    T = ws.T[t]
+    R = scratch.lanes
+    R0 = R[0]
+    R1 = R[1]
+    vectors = scratch.vectors
+    n = N.shape[0]
     law_d = distance_params(prm)
     law_c = cosine_params(prm)
-    G = scratch[0]
-    coef = scratch[3]
-    dh = scratch[5]
-    t0 = scratch[6]
+    factored = ws.factored[0]
+    G = vectors[0]
+    r2 = vectors[1]
+    w = vectors[2]
+    coef = vectors[3]
+    cc = vectors[4]
+    dh = vectors[5]
+    t0 = vectors[6]
     clu = prm.k_a > 0.0 or prm.k_r > 0.0
     ali = prm.lam > 0.0
     polar = prm.polar
     e_clu = 0.0
     e_ali = 0.0
-    inv_rho = scratch[7]
+    inv_rho = vectors[7]
     if ali:
         for v in range(n):
             inv_rho[v] = 1.0 / ws.rho[v]
@@ -343,34 +450,33 @@ def gram_block(rows, ws, same_ptr, same_idx, prm, t, scratch, R):
         u = rows[q]
         lo = np.uint64(u + 1)
         hi = np.uint64(n)
+        row = Row(u, lo, hi)
         if ali:  # the distance terms read H's rows themselves
-            gram_row(u, ws.H, first, second, lo, hi, G)
+            gram_row(row, H, first, second, G)
         nu = N[u]
         if clu:
-            factors = (ws.factored[0], ws.eN, ws.EH[first[u]], ws.EH[second[u]], prm)
-            e_clu += distance_row(u, lo, hi, nu, N, ws.H[first[u]], ws.H[second[u]], same_ptr, same_idx, law_d,
-                                  scratch[1], scratch[2], coef, ws.D[t], factors)
+            rep = RowRepulsion(factored, eN, EH[first[u]], EH[second[u]], prm, law_d)
+            e_clu += distance_row(row, N, H[first[u]], H[second[u]], same_ptr, same_idx, rep, r2, w, coef, D)
         else:
             for v in range(lo, hi):
                 coef[v] = 0.0
         if ali:
-            e_ali += cosine_row(u, lo, hi, inv_rho, G, same_ptr, same_idx, law_c, prm.lam, scratch[4],
-                                scratch[2], dh, t0, ws.B[t])
+            e_ali += cosine_row(row, inv_rho, G, same_ptr, same_idx, law_c, prm.lam, cc, w, dh, t0, B)
             if polar:
                 for v in range(lo, hi):
                     t0[v] = dh[v] * G[v]
-                add_column(t0, lo, hi, ws.T[t], u)
+                add_column(t0, row, T)
                 for v in range(lo, hi):  # the other side: lam N_v K, with the clustering's symmetric part
                     t0[v] = coef[v] + N[v] * dh[v]
-                scatter_tokens(t0, lo, hi, first, second, R[1])
-                flush_tokens(u, first, second, R[1], ws.Lo[t])
+                scatter_tokens(t0, row, first, second, R1)
+                flush_tokens(row, first, second, R1, Lo)
                 for v in range(lo, hi):
                     coef[v] += nu * dh[v]
             else:
                 for v in range(lo, hi):
                     coef[v] += dh[v]
-        scatter_tokens(coef, lo, hi, first, second, R[0])
-        flush_tokens(u, first, second, R[0], ws.Up[t])
+        scatter_tokens(coef, row, first, second, R0)
+        flush_tokens(row, first, second, R0, Up)
     return e_clu + prm.lam * e_ali
 
 
@@ -388,7 +494,7 @@ def run_gram_block(t, system, prm, ws, scratch, R):
     """Block t of the rows (:func:`.forces.block_rows`) into its own buffers."""
     rows = system.block_rows[system.block_ptr[t]:system.block_ptr[t + 1]]
     clear_block(ws, t)
-    ws.block_energy[t] = gram_block(rows, ws, system.same_ptr, system.same_idx, prm, t, scratch, R)
+    ws.block_energy[t] = gram_block(rows, system, prm, ws, t, GramScratch(scratch, R))
 
 
 @njit(cache=True)

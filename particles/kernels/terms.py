@@ -5,7 +5,7 @@ class relation: distance / same class (the attraction of the built-in law),
 distance / other classes (the repulsion), cosine / same class and cosine /
 other classes (the two halves of the alignment); the decay -wd x is the
 fifth. :func:`pair_term_forces` evaluates the forces of each pair term on the
-pair sums in one pass over the pairs u < v, calling the law through the same
+pair sums in a pass over the pairs u < v per term, calling the law through the same
 global slots as the force kernels (``attraction``, ..., see
 :mod:`.clustering`), so a custom pair energy gets its own copy through
 :func:`particles.kernels.rebind.rebind`. The terms add up to the total force
@@ -13,6 +13,8 @@ of :mod:`.forces` to rounding (the order of the sums differs).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit, prange
@@ -23,71 +25,175 @@ from .law import alignment_other, alignment_same, attraction, repulsion
 from .fastmath import FAST
 from .pair_loops import dot_products_loop, scatter_differences, scatter_products, scatter_scalars, squared_distances_loop
 from .pair_sums import pair_sums, scatter_to_particles
+from .records import CosineSums, PairSums, Row
 
-__all__ = ["pair_term_forces", "term_forces_serial", "same_class_terms", "other_distance_term", "other_cosine_term",
-           "cosine_forces", "snapshot_term_forces", "term_forces_many", "pair_term_reference"]
+__all__ = ["TermSums", "pair_term_forces", "term_forces_serial", "same_class_terms",
+           "other_distance_term", "other_cosine_term", "cosine_forces", "snapshot_term_forces", "term_forces_many",
+           "pair_term_reference"]
+
+
+class TermSums(NamedTuple):
+    """What :func:`pair_term_forces` accumulates: the forces of the four pair
+    terms (:data:`.law.PAIR_TERMS`) and the sums of the two cosine terms
+    (index 0 the same-class half, 1 the other-class half) before they
+    become forces."""
+
+    out: np.ndarray  # (4, d, n) forces of each pair term on the pair sums
+    A: np.ndarray  # (2, d, n) A_u = sum_v h'(c) U_v per cosine half (.records.CosineSums)
+    B: np.ndarray  # (2, n) B_u = sum_v h'(c) c per cosine half
+
 
 @njit(cache=True, fastmath=FAST)
-def same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, w_ds, w_cs, out, A, B):
-    """Row u's same-class partners, one by one: the distance term into
-    out[0], the cosine term's sums into A[0], B[0]."""
+def same_class_terms(sums, system, law_d, law_c, which, acc):
+    """Every row's same-class partners, one by one: the distance term into
+    acc.out[0], the cosine term's sums into acc.A[0], acc.B[0].
+
+    Parameters
+    ----------
+    sums : PairSums
+        S, U (d, n) (:class:`~.records.PairSums`; rho is not read).
+    system : PairSystem
+        ``same_ptr``, ``same_idx``: the CSR lists of each pair's same-class
+        partners v > u (:class:`~.forces.PairSystem`).
+    law_d, law_c : parameters
+        What the distance and the cosine terms take (``distance_params(prm)``,
+        ``cosine_params(prm)``).
+    which : ndarray of bool, shape (4,)
+        The terms evaluated; read are which[0] (distance) and which[2] (cosine).
+    acc : TermSums
+        Added to.
+    """
+    S = sums.S
+    U = sums.U
+    same_ptr = system.same_ptr
+    same_idx = system.same_idx
+    w_ds = which[0]
+    w_cs = which[2]
+    out = acc.out
+    A = acc.A
+    B = acc.B
     d = S.shape[0]
-    for p in range(same_ptr[u], same_ptr[u + 1]):
-        v = same_idx[p]
-        if w_ds:
-            r2 = 0.0
-            for k in range(d):
-                dk = S[k, u] - S[k, v]
-                r2 += dk * dk
-            coef = -2.0 * attraction(r2, law_d)[1]
-            for k in range(d):
-                fk = coef * (S[k, u] - S[k, v])
-                out[0, k, u] += fk
-                out[0, k, v] -= fk
-        if w_cs:
-            c = 0.0
-            for k in range(d):
-                c += U[k, u] * U[k, v]
-            dh = alignment_same(c, law_c)[1]
-            for k in range(d):
-                A[0, k, u] += dh * U[k, v]
-                A[0, k, v] += dh * U[k, u]
-            B[0, u] += dh * c
-            B[0, v] += dh * c
+    for u in range(S.shape[1]):
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            v = same_idx[p]
+            if w_ds:
+                r2 = 0.0
+                for k in range(d):
+                    dk = S[k, u] - S[k, v]
+                    r2 += dk * dk
+                coef = -2.0 * attraction(r2, law_d)[1]
+                for k in range(d):
+                    fk = coef * (S[k, u] - S[k, v])
+                    out[0, k, u] += fk
+                    out[0, k, v] -= fk
+            if w_cs:
+                c = 0.0
+                for k in range(d):
+                    c += U[k, u] * U[k, v]
+                dh = alignment_same(c, law_c)[1]
+                for k in range(d):
+                    A[0, k, u] += dh * U[k, v]
+                    A[0, k, v] += dh * U[k, u]
+                B[0, u] += dh * c
+                B[0, v] += dh * c
 
 
 @njit(cache=True, fastmath=FAST)
-def other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0):
-    """Row u against every v > u of another class: the distance term into out[1]."""
-    lo = np.uint64(u + 1)
-    hi = np.uint64(S.shape[1])
-    squared_distances_loop(u, S, lo, hi, q)  # the loop at every d: the term forces of earlier versions, bit for bit
-    for v in range(lo, hi):
-        coef[v] = -2.0 * repulsion(q[v], law_d)[1]
-    for p in range(same_ptr[u], same_ptr[u + 1]):
-        coef[same_idx[p]] = 0.0
-    scatter_differences(u, S, coef, lo, hi, out[1], t0)
+def other_distance_term(S, system, law_d, F, scratch):
+    """Every row u against every v > u of another class: the distance term into F.
+
+    Parameters
+    ----------
+    S : ndarray, shape (d, n)
+        Pair sums.
+    system : PairSystem
+        ``same_ptr``, ``same_idx``: the partners whose coefficients are set to 0.
+    law_d : parameters
+        What ``repulsion`` takes (``distance_params(prm)``).
+    F : ndarray, shape (d, n)
+        The term's forces on the pair sums, added to.
+    scratch : ndarray, shape (>= 3, n)
+        Work space.
+    """
+    same_ptr = system.same_ptr
+    same_idx = system.same_idx
+    q = scratch[0]
+    coef = scratch[1]
+    t0 = scratch[2]
+    n = S.shape[1]
+    for u in range(n):
+        lo = np.uint64(u + 1)
+        hi = np.uint64(n)
+        row = Row(u, lo, hi)
+        squared_distances_loop(row, S, q)  # the loop at every d: the term forces of earlier versions, bit for bit
+        for v in range(lo, hi):
+            coef[v] = -2.0 * repulsion(q[v], law_d)[1]
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            coef[same_idx[p]] = 0.0
+        scatter_differences(row, S, coef, F, t0)
 
 
 @njit(cache=True, fastmath=FAST)
-def other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0):
-    """Row u against every v > u of another class: the cosine term's sums into A[1], B[1]."""
-    lo = np.uint64(u + 1)
-    hi = np.uint64(U.shape[1])
-    dot_products_loop(u, U, lo, hi, q)
-    for v in range(lo, hi):
-        coef[v] = alignment_other(q[v], law_c)[1]
-    for p in range(same_ptr[u], same_ptr[u + 1]):
-        coef[same_idx[p]] = 0.0
-    scatter_products(u, U, coef, lo, hi, A[1], t0)
-    scatter_scalars(u, coef, q, lo, hi, B[1], t0)
+def other_cosine_term(U, system, law_c, cos, scratch):
+    """Every row u against every v > u of another class: the cosine term's
+    sums into ``cos``.
+
+    Parameters
+    ----------
+    U : ndarray, shape (d, n)
+        Softened directions of the pair sums.
+    system : PairSystem
+        ``same_ptr``, ``same_idx``: the partners whose coefficients are set to 0.
+    law_c : parameters
+        What ``alignment_other`` takes (``cosine_params(prm)``).
+    cos : CosineSums
+        A (d, n), B (n,) of the other-class half (:class:`~.records.CosineSums`), added to.
+    scratch : ndarray, shape (>= 3, n)
+        Work space.
+    """
+    same_ptr = system.same_ptr
+    same_idx = system.same_idx
+    A = cos.A
+    B = cos.B
+    q = scratch[0]
+    coef = scratch[1]
+    t0 = scratch[2]
+    n = U.shape[1]
+    for u in range(n):
+        lo = np.uint64(u + 1)
+        hi = np.uint64(n)
+        row = Row(u, lo, hi)
+        dot_products_loop(row, U, q)
+        for v in range(lo, hi):
+            coef[v] = alignment_other(q[v], law_c)[1]
+        for p in range(same_ptr[u], same_ptr[u + 1]):
+            coef[same_idx[p]] = 0.0
+        scatter_products(row, U, coef, A, t0)
+        scatter_scalars(row, coef, q, B, t0)
 
 
 @njit(cache=True)
-def cosine_forces(t, S, U, rho, A, B, prm, F):
-    """Cosine half t's sums A[t], B[t] as forces on the pair sums into F (d, n):
+def cosine_forces(sums, cos, prm, F):
+    """A cosine half's sums as forces on the pair sums into F:
     -lam (A - B U) / rho, or its polar transform f = |s|^2 g - (s . g) s
-    (linear in g, so the halves add up to the whole)."""
+    (linear in g, so the halves add up to the whole).
+
+    Parameters
+    ----------
+    sums : PairSums
+        S, U (d, n) and rho (n,).
+    cos : CosineSums
+        The half's A (d, n) and B (n,).
+    prm : KernelParams
+        ``lam`` and ``polar``.
+    F : ndarray, shape (d, n)
+        Output, overwritten.
+    """
+    S = sums.S
+    U = sums.U
+    rho = sums.rho
+    A = cos.A
+    B = cos.B
     d = S.shape[0]
     for u in range(rho.shape[0]):
         scale = -prm.lam / rho[u]
@@ -95,38 +201,36 @@ def cosine_forces(t, S, U, rho, A, B, prm, F):
             s2 = 0.0
             sg = 0.0
             for k in range(d):
-                gk = scale * (A[t, k, u] - B[t, u] * U[k, u])
+                gk = scale * (A[k, u] - B[u] * U[k, u])
                 s2 += S[k, u] * S[k, u]
                 sg += S[k, u] * gk
             for k in range(d):
-                gk = scale * (A[t, k, u] - B[t, u] * U[k, u])
+                gk = scale * (A[k, u] - B[u] * U[k, u])
                 F[k, u] = s2 * gk - sg * S[k, u]
         else:
             for k in range(d):
-                F[k, u] = scale * (A[t, k, u] - B[t, u] * U[k, u])
+                F[k, u] = scale * (A[k, u] - B[u] * U[k, u])
 
 
 @njit(cache=True)
-def pair_term_forces(S, U, rho, same_ptr, same_idx, prm, which, out, A, B):
+def pair_term_forces(sums, system, prm, which, acc):
     """Forces of each pair term on the pair sums.
 
     Parameters
     ----------
-    S, U : ndarray, shape (d, n)
-        Pair sums and their softened directions.
-    rho : ndarray, shape (n,)
-        Softened norms of the pair sums.
-    same_ptr, same_idx : ndarray of int64
-        CSR lists of each pair's same-class partners v > u
-        (:class:`~particles.kernels.forces.PairSystem`).
+    sums : PairSums
+        S, U (d, n), the pair sums and their softened directions, and rho
+        (n,), their softened norms (:class:`~.records.PairSums`).
+    system : PairSystem
+        Read are ``same_ptr``, ``same_idx``: the CSR lists of each pair's
+        same-class partners v > u (:class:`~particles.kernels.forces.PairSystem`).
     prm : KernelParams
         The law, strengths as it has them (alignment scaled by ``prm.lam``).
     which : ndarray of bool, shape (4,)
         The terms of :data:`.law.PAIR_TERMS` to evaluate (the others stay 0).
-    out : ndarray, shape (4, d, n)
-        Output, overwritten.
-    A, B : ndarray, shapes (2, d, n) and (2, n)
-        Work space of the cosine terms.
+    acc : TermSums
+        ``out`` (4, d, n): the output, overwritten; ``A`` (2, d, n), ``B``
+        (2, n): work space of the cosine terms (:class:`TermSums`).
 
     Notes
     -----
@@ -134,26 +238,27 @@ def pair_term_forces(S, U, rho, same_ptr, same_idx, prm, which, out, A, B):
     terms meet every v > u in loops that vectorise (as
     :func:`~.clustering.clustering_block`), with the same-class partners'
     coefficients then set to 0 (an assignment, never a product with a mask,
-    so a law that is infinite where it does not apply adds nothing).
+    so a law that is infinite where it does not apply adds nothing). Each
+    term adds to its own buffers, row by row in order, in a pass over the
+    rows of its own (the records' arrays are read once per pass, not once
+    per row: see :mod:`.records`).
     """
-    n = rho.shape[0]
+    n = sums.rho.shape[0]
     law_d = distance_params(prm)
     law_c = cosine_params(prm)
+    out = acc.out
     out[:] = 0.0
-    A[:] = 0.0
-    B[:] = 0.0
-    q = np.empty(n)
-    coef = np.empty(n)
-    t0 = np.empty(n)
-    for u in range(n):
-        same_class_terms(u, S, U, same_ptr, same_idx, law_d, law_c, which[0], which[2], out, A, B)
-        if which[1]:
-            other_distance_term(u, S, same_ptr, same_idx, law_d, out, q, coef, t0)
-        if which[3]:
-            other_cosine_term(u, U, same_ptr, same_idx, law_c, A, B, q, coef, t0)
+    acc.A[:] = 0.0
+    acc.B[:] = 0.0
+    scratch = np.empty((3, n))
+    same_class_terms(sums, system, law_d, law_c, which, acc)
+    if which[1]:
+        other_distance_term(sums.S, system, law_d, out[1], scratch)
+    if which[3]:
+        other_cosine_term(sums.U, system, law_c, CosineSums(acc.A[1], acc.B[1]), scratch)
     for t in range(2):
         if which[2 + t]:
-            cosine_forces(t, S, U, rho, A, B, prm, out[2 + t])
+            cosine_forces(sums, CosineSums(acc.A[t], acc.B[t]), prm, out[2 + t])
 
 
 @njit(cache=True)
@@ -171,7 +276,7 @@ def snapshot_term_forces(x, system, prm, which, force):
     A = np.empty((2, d, n))
     B = np.empty((2, n))
     pair_sums(x, pairs, prm.eps, S, U, rho)
-    pair_term_forces(S, U, rho, system.same_ptr, system.same_idx, prm, which, out, A, B)
+    pair_term_forces(PairSums(S, U, rho), system, prm, which, TermSums(out, A, B))
     for t in range(4):
         scatter_to_particles(x, pairs, out[t], 0.0, force[t])
 

@@ -233,13 +233,14 @@ def test_repulsion_factors_give_the_gaussian_or_decline(p, d, seed, reach):
     the largest exponent from a twentieth of the limit to past it."""
     from particles.kernels.clustering import FACTOR_LIMIT, repulsion_factors
     from particles.kernels.gram import pair_geometry
+    from particles.kernels.records import PairGeometry
 
     x, train, rng = _system(p, d, seed)
     pairs = np.asarray(train.pairs)
     first, second = np.ascontiguousarray(pairs[:, 0]), np.ascontiguousarray(pairs[:, 1])
     n = len(pairs)
     g, N, rho, H = np.empty((p, p)), np.empty(n), np.empty(n), np.empty((p, n))
-    pair_geometry(x, 1.0, first, second, g, N, rho, H)
+    pair_geometry(x, 1.0, PairGeometry(first, second, g, H, N, rho))
     top = max(float(N.max()), 2.0 * float(np.abs(H).max()))
     sig_r = np.sqrt(0.5 * top / (reach * FACTOR_LIMIT))  # inv * top = reach * FACTOR_LIMIT
     prm = ForceParams(sig_r=sig_r).kernel_params()

@@ -12,6 +12,7 @@ from particles.energy import pair_system, same_class_partners
 from particles.kernels import BUDGET_USED, NONFINITE, OK, STATUS_NAMES
 from particles.kernels import alignment, clustering, euler, fastmath, forces, minimize, pair_sums
 from particles.kernels.kernel_params import KernelParams
+from particles.kernels.records import CosineSums, PairSums, Row
 from particles.threads import dynamic_schedule
 from particles.kernels.records import ExactLaw, Recording, Span, Threaded
 
@@ -84,6 +85,7 @@ def test_clustering_and_alignment_blocks_match_their_references(seed, p, d, case
     n = len(train)
     S, U, rho = pair_sums.pair_sums_reference(x, train.pairs, prm.eps)
     ptr, idx = same_class_partners(train.labels)
+    system = forces.make_system(np.asarray(train.pairs, dtype=np.int64), ptr, idx)
     bptr, brows = forces.block_rows(n, 3)
     assert sorted(brows.tolist()) == list(range(n - 1))  # every row with a v > u, once
     scratch = np.empty((forces.SCRATCH_ROWS, n))
@@ -91,13 +93,13 @@ def test_clustering_and_alignment_blocks_match_their_references(seed, p, d, case
     e_clu = e_ali = 0.0
     for t in range(3):
         rows = brows[bptr[t]:bptr[t + 1]]
-        e_clu += clustering.clustering_block(rows, S, ptr, idx, prm, F, scratch)
-        e_ali += alignment.alignment_block(rows, U, ptr, idx, prm, A, B, scratch)
+        e_clu += clustering.clustering_block(rows, S, system, prm, F, scratch)
+        e_ali += alignment.alignment_block(rows, U, system, prm, CosineSums(A, B), scratch)
     f_ref, e_ref = clustering.clustering_reference(S, train.labels, prm)
     assert _rel_err(F, f_ref) < 1e-11 and e_clu == pytest.approx(e_ref, rel=1e-11, abs=1e-11)
     if prm.lam > 0:
         F = np.zeros((d, n))
-        alignment.alignment_forces(S, U, rho, A, B, prm, F)
+        alignment.alignment_forces(PairSums(S, U, rho), CosineSums(A, B), prm, F)
         f_ref, e_ref = alignment.alignment_reference(S, train.labels, prm)
         assert _rel_err(F, f_ref) < 1e-10 and prm.lam * e_ali == pytest.approx(e_ref, rel=1e-10, abs=1e-10)
 
@@ -262,11 +264,12 @@ def test_the_shared_pair_loops_match_their_numpy_references(d):
     def run(u, S, coef, lo, hi, F, A, B):
         n = S.shape[1]
         r2, cc, t0 = np.zeros(n), np.zeros(n), np.zeros(n)
-        pl.squared_distances(u, S, np.uint64(lo), np.uint64(hi), r2)
-        pl.dot_products(u, S, np.uint64(lo), np.uint64(hi), cc)
-        pl.scatter_differences(u, S, coef, np.uint64(lo), np.uint64(hi), F, t0)
-        pl.scatter_products(u, S, coef, np.uint64(lo), np.uint64(hi), A, t0)
-        pl.scatter_scalars(u, coef, cc, np.uint64(lo), np.uint64(hi), B, t0)
+        row = Row(u, np.uint64(lo), np.uint64(hi))
+        pl.squared_distances(row, S, r2)
+        pl.dot_products(row, S, cc)
+        pl.scatter_differences(row, S, coef, F, t0)
+        pl.scatter_products(row, S, coef, A, t0)
+        pl.scatter_scalars(row, coef, cc, B, t0)
         return r2, cc
 
     rng = np.random.default_rng(d)

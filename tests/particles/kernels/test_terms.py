@@ -7,7 +7,8 @@ from particles import ForceParams, modular_addition
 from particles.energy import pair_system
 from particles.kernels.pair_sums import pair_sums
 from particles.kernels.law import PAIR_TERMS
-from particles.kernels.terms import pair_term_forces, pair_term_reference
+from particles.kernels.records import PairSums
+from particles.kernels.terms import TermSums, pair_term_forces, pair_term_reference
 
 PROPS = settings(deadline=None, max_examples=30)
 
@@ -29,8 +30,8 @@ def test_kernel_matches_reference(p, d, seed, polar, axial, which):
     S, U, rho = np.empty((d, n)), np.empty((d, n)), np.empty(n)
     pair_sums(x, system.pairs, prm.eps, S, U, rho)
     out = np.empty((4, d, n))
-    pair_term_forces(S, U, rho, system.same_ptr, system.same_idx, prm, np.array(which), out,
-                     np.empty((2, d, n)), np.empty((2, n)))
+    pair_term_forces(PairSums(S, U, rho), system, prm, np.array(which),
+                     TermSums(out, np.empty((2, d, n)), np.empty((2, n))))
     ref = pair_term_reference(S, train.labels, prm)
     scale = max(1.0, float(np.abs(ref).max()))
     for t, name in enumerate(PAIR_TERMS):
