@@ -36,7 +36,7 @@ def plot_force_shares(fit, title: str | None = None) -> Figure:
     ax2.set_xlabel("training step (window centre)")
     ax2.grid(alpha=0.3)
     null = "" if fit.null_r2_ is None else f", null {fit.null_r2_:.3f}: {fit.verdict_}"
-    ax1.set_title(title or f"force-law fit, gauge {fit.gauge_}: whole-run R$^2$ {fit.r2_:.3f}{null}, "
-                  f"{fit.fit_info_['snapshots']} snapshots", fontsize=10)
+    ax1.set_title(title or f"force-law fit, gauge {fit.gauge_}, {fit.fit_info_['snapshots']} snapshots\n"
+                  f"whole-run R$^2$ {fit.r2_:.3f}{null}", fontsize=10)  # two lines: it fits the figure's width
     fig.tight_layout()
     return fig
