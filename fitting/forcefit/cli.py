@@ -100,7 +100,7 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
             continue
         shares = ", ".join(f"{k} {v:.2f}" for k, v in w["shares"].items())
         print(f"  [{w['start']}, {w['stop']}){name}: {against_null(w['r2'], w['null_r2'], w['null_r2_interval'])}; "
-              f"{w['force_share']:.0%} of the force; {shares}")
+              f"{w['force_share']:.0%} of the force; {shares}" + (f" ({w['note']})" if w.get("note") else ""))
     print(shares_sentence(fit.shares_))  # the shares of the table's column, in a sentence
     print(fit.verdict_sentence())
     print(f"wrote {out / 'force_fit.json'}, {out / 'force_shares.png'}")

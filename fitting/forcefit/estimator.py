@@ -702,7 +702,8 @@ class ForceLawFit(BaseEstimator):
                 continue
             lead = max(w["shares"].items(), key=lambda kv: kv[1])
             carried = f"; mostly {lead[0]} ({lead[1]:.2f})." if lead[1] > 0 else "; no fitted term acts."
-            lines.append(head + against_null(w["r2"], w["null_r2"], w["null_r2_interval"]) + carried)
+            note = f" Note: {w['note']}." if w.get("note") else ""
+            lines.append(head + against_null(w["r2"], w["null_r2"], w["null_r2_interval"]) + carried + note)
         return "\n".join(lines)
 
     def table(self) -> list[dict[str, Any]]:

@@ -27,7 +27,12 @@ A window's record (:func:`window_fits`):
   run (where the force is);
 - ``shares``: each term's share of the window's explained force
   (:func:`fitting.forcefit.solve.shares`: |c_k F_k|^2 / sum_j |c_j F_j|^2,
-  in [0, 1], summing to 1 when any term acts).
+  in [0, 1], summing to 1 when any term acts);
+- ``note``: None, or a sentence on what the window's R^2 means when it
+  holds a single snapshot (:data:`ONE_SNAPSHOT_NOTE`): its strengths are
+  fitted to one moment's field (p(p+1)/2 pair sums' rows or p tokens' rows
+  times d), so its R^2 is how well the law's shape fits that moment, not a
+  stretch of training, and no bootstrap over snapshots bounds it.
 """
 
 from __future__ import annotations
@@ -40,10 +45,14 @@ from .data import steps_text
 from .solve import nnls, r2, shares
 from .verdict import verdict
 
-__all__ = ["check_windows", "resolve_windows", "StageWindows", "window_names", "window_edges", "window_fits", "fit_r2", "MAX_WINDOWS"]
+__all__ = ["check_windows", "resolve_windows", "StageWindows", "window_names", "window_edges", "window_fits", "fit_r2", "MAX_WINDOWS",
+           "ONE_SNAPSHOT_NOTE"]
 
 #: most windows of training steps
 MAX_WINDOWS = 10_000
+#: the note of a window that holds one snapshot (``note`` of :func:`window_fits`' records)
+ONE_SNAPSHOT_NOTE = ("one snapshot: its strengths are fitted to that moment's field alone, so its R^2 says how well "
+                     "the law's shape fits that moment, not a stretch of training")
 
 
 def _edge_list(windows: Any) -> Any:
@@ -205,7 +214,8 @@ def window_fits(A: np.ndarray, b: np.ndarray, row_steps: np.ndarray, edges: np.n
         record: dict[str, Any] = {"start": int(lo), "stop": int(hi), "name": None if names is None else names[i],
                                   "snapshots": n, "coef": None, "coef_unconstrained": None, "r2": None,
                                   "null_r2": None, "null_r2_interval": None, "verdict": None, "force_share": 0.0,
-                                  "shares": None, "defined": False}
+                                  "shares": None, "defined": False,
+                                  "note": ONE_SNAPSHOT_NOTE if n == 1 else None}
         if n == 0:
             record["why_undefined"] = "no snapshot in the window"
             out.append(record)

@@ -27,8 +27,9 @@ def _cmd_stages(args: argparse.Namespace) -> int:
     out = check_output_folder(args.out, "--out")
     write_json(out / "stages.json", result.to_dict(), indent=2)
     save_figure(result.figure(), out / "stages.png")
+    circuit = ", ".join(map(str, result.circuit_frequencies)) or "none (no circuit formed)"
     print(f"trajectory: {args.trajectory} (steps {result.first_step}..{result.last_step}; circuit frequencies "
-          f"{', '.join(map(str, result.circuit_frequencies))}; key frequencies "
+          f"{circuit}; key frequencies "
           f"{', '.join(map(str, result.key_frequencies)) or 'none stand out'})")
     print(result.table())
     print("fit windows (--windows stages): " + ", ".join(

@@ -93,9 +93,11 @@ def stages_figure(run_stages) -> Figure:
     fig = Figure(figsize=(7.5, 7.2 if has_curves else 5.2), layout="constrained")
     axes = fig.subplots(3 if has_curves else 2, 1, sharex=True)
     ax = axes[0]
-    key = run_stages.circuit_frequencies
-    ax.plot(steps, s["circuit_share"], color="tab:blue", lw=1.5,
-            label=f"circuit share ({len(key)} frequencies: {', '.join(map(str, key[:6]))}{', ...' if len(key) > 6 else ''})")
+    key = run_stages.share_frequencies
+    listed = f"{len(key)} frequencies: {', '.join(map(str, key[:6]))}{', ...' if len(key) > 6 else ''}"
+    label = (f"circuit share ({listed})" if run_stages.circuit_frequencies else
+             f"share of the {listed} (no circuit formed)")
+    ax.plot(steps, s["circuit_share"], color="tab:blue", lw=1.5, label=label)
     ax.set_ylabel("circuit frequencies' share\nof Fourier power")
     ax.set_ylim(0, 1.02)
     twin = ax.twinx()

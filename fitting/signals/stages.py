@@ -167,7 +167,13 @@ class RunStages:
         The run's key frequencies (:func:`fitting.key_frequencies`; may be
         none), reported beside the circuit's.
     circuit_frequencies : list of int
-        The frequencies the circuit rules read (see :func:`stages`).
+        The circuit's frequencies when circuit formation was placed; empty
+        when no circuit formed (a flat final spectrum makes every frequency
+        a candidate, which is not a circuit).
+    share_frequencies : list of int
+        The frequencies whose share of the power the circuit rules read
+        (``series["circuit_share"]``), whether or not a circuit formed: the
+        candidates (see :func:`stages`) or those given.
     lead_time : dict or None
         ``{"steps", "low", "high"}``: generalisation's onset minus circuit
         formation's onset (10 % of each rise; positive: the circuit first),
@@ -186,6 +192,7 @@ class RunStages:
     stages: tuple[Stage, ...]
     key_frequencies: list[int]
     circuit_frequencies: list[int]
+    share_frequencies: list[int]
     lead_time: dict[str, int] | None
     series: dict[str, np.ndarray]
     curves: dict[str, tuple[np.ndarray, np.ndarray]]
@@ -251,7 +258,8 @@ class RunStages:
         return {"stages": [s.to_dict() for s in self.stages], "edges": self.edges, "grokking": self.grokking,
                 "window_names": self.window_names, "lead_time": self.lead_time,
                 "key_frequencies": list(self.key_frequencies),
-                "circuit_frequencies": list(self.circuit_frequencies), "first_step": self.first_step,
+                "circuit_frequencies": list(self.circuit_frequencies),
+                "share_frequencies": list(self.share_frequencies), "first_step": self.first_step,
                 "last_step": self.last_step,
                 "series": {k: np.asarray(v).tolist() for k, v in self.series.items()},
                 "curves": {k: {"steps": s.tolist(), "values": v.tolist()} for k, (s, v) in self.curves.items()}}
@@ -526,7 +534,8 @@ def stages(trajectory: Trajectory, *, frequencies: Any = "auto", levels: Any = (
         c, v = circuit.start_range, g["start"]
         lead = {"steps": v[0] - circuit.start, "low": v[1] - c[1], "high": v[2] - c[0]}
     return RunStages(stages=(memorisation, circuit, cleanup, generalisation), key_frequencies=spectrum["key"],
-                     circuit_frequencies=spectrum["circuit"], lead_time=lead,
+                     circuit_frequencies=spectrum["circuit"] if circuit.found else [],
+                     share_frequencies=spectrum["circuit"], lead_time=lead,
                      series={"steps": steps.copy(), "circuit_share": spectrum["share"],
                              "concentration": spectrum["concentration"], "outside_power": rel_outside},
                      curves=curves, first_step=first, last_step=last)

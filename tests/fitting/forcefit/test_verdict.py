@@ -288,6 +288,20 @@ def test_named_windows_are_reported_by_name():
     assert [w["start"] for w in fit.windows_] == [0, 300] and fit.windows_[0]["name"] is None
 
 
+def test_a_one_snapshot_window_says_what_its_r2_means():
+    """A window that holds one snapshot still gets its R^2 (p d rows), with
+    a note that it fits one moment's field; windows of more snapshots none."""
+    from fitting.forcefit.windows import ONE_SNAPSHOT_NOTE
+
+    X, G, train = law_run(TRUE, p=11, d=2, seed=1, steps=600, every=30, noise=0.2)
+    steps = np.arange(len(X)) * 30
+    fit = ForceLawFit(START, ranges=(), n_bootstrap=0, null=3, windows=[0, 30, 601]).fit(X, G, train=train, steps=steps)
+    one, rest = fit.windows_
+    assert one["snapshots"] == 1 and one["defined"] and one["note"] == ONE_SNAPSHOT_NOTE
+    assert rest["snapshots"] == len(X) - 1 and rest["note"] is None
+    assert "Note: one snapshot" in fit.summary().splitlines()[-2] and fit.summary().count("Note:") == 1
+
+
 # ------------------------------------------------------------------ 7. progress, before the compilation too
 
 def test_the_callback_hears_the_start_before_the_compilation_and_the_end():

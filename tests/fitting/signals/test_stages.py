@@ -78,6 +78,13 @@ def test_no_circuit_says_so():
     assert not run["circuit formation"].found
     assert not run["cleanup"].found
     assert "circuit formation" not in run.window_names
+    # a flat spectrum makes every frequency a candidate: none is reported as the circuit
+    assert run.circuit_frequencies == [] and run.to_dict()["circuit_frequencies"] == []
+    assert len(run.share_frequencies) >= 1 and run.to_dict()["share_frequencies"] == run.share_frequencies
+    legend = [t.get_text() for t in run.figure().axes[0].get_legend().get_texts()]
+    assert any("no circuit formed" in t for t in legend)
+    placed = stages(traj)
+    assert placed.circuit_frequencies == placed.share_frequencies and placed.circuit_frequencies
 
 
 def test_without_curves_only_the_embedding_stages():
