@@ -37,6 +37,7 @@ from .simulation_scores import SimulationScoresMixin
 from .relations import LinearRelationWarning, degenerates, linear_relation, warning_text
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .noise import noise_level
+from .verdict import fit_quality, quality_sentence
 from .weighted import covariance_refit
 
 __all__ = ["ODEModel"]
@@ -93,6 +94,14 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         starts by default).
     variables_ : list of str
         Names of the state variables (``names`` of :meth:`fit`).
+    fit_quality_ : dict
+        The verdict on the fit from the data it was given
+        (:func:`fitting.ode.verdict.fit_quality`): ``trusted``, ``failed``
+        (the checks that failed: ``"simulation"``, ``"bounded"``,
+        ``"condition"``), ``simulation_r2`` of simulations over the fitted
+        model's predictability ``horizon`` started from the data's own
+        states, ``bounded``, ``condition`` and the figures behind them. A
+        fit that is not trusted warned (FitQualityWarning) naming the checks.
     fit_info_ : dict
         Present when a step reported on itself: ``"weighting"`` (the weak
         form's covariance-weighted refit: ``status``, ``iterations``,
@@ -351,17 +360,22 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         self.scale_ = float(max(max(np.max(np.abs(r)) for r in runs), 1e-300))
         self.variables_ = variables
         self.t_fit_end_ = float(max(s[1][-1] for s in samples))
+        products = library.product_plan(K)  # the compiled integrator's view of the right-hand side, if it has one
+        plan = None if products is None else (*products, self.coef_)
+        self.fit_quality_ = fit_quality(self._rhs, plan, samples, sigma, Theta, self.coef_,
+                                        self.blowup_factor * self.scale_)
         return rows
 
     def _warn_quality(self, info: dict) -> None:
         """One :class:`FitQualityWarning` per sign that the fit may be wrong."""
         weighting = info.get("weighting", {})
-        if weighting.get("status") == "misfit":
-            warn_quality(f"the fitted terms do not explain the data to within the noise: the whitened residual is "
-                         f"{weighting.get('chi2_per_dof', float('nan')):.3g} per degree of freedom where about 1 is "
-                         f"expected (a term missing from the library, noise that is not white, or a model of the "
-                         f"wrong kind); fit_info_['weighting'] has the numbers")
-        elif weighting.get("status") == "not converged" and weighting.get("iterations", 0) >= MAX_GLS_ITERATIONS:
+        # the verdict: simulations against the data (.verdict); a large whitened residual alone is none, as it
+        # is also what an exact model of data with an error floor (a solver's tolerance) gives
+        chi2 = weighting.get("chi2_per_dof") if weighting.get("status") == "misfit" else None
+        sentence = quality_sentence(self.fit_quality_, chi2)
+        if sentence is not None:
+            warn_quality(sentence)
+        if weighting.get("status") == "not converged" and weighting.get("iterations", 0) >= MAX_GLS_ITERATIONS:
             warn_quality(f"the covariance-weighted refit did not settle within {MAX_GLS_ITERATIONS} iterations, so "
                          f"the coefficients are the regressor's, unweighted; fit_info_['weighting'] has the numbers")
         if info.get("constrained") and not info.get("converged", True):

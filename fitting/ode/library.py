@@ -117,6 +117,16 @@ class Library:
         """Polynomial degree of each column (how it scales with x), or -1 when it does not scale."""
         return np.full(self.n_features(self._checked_K(K)), -1)
 
+    def product_plan(self, K: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """The columns as products, for compiled code that evaluates the
+        library (the fit's verdict simulates through it, :mod:`.verdict`):
+        ``(parent, variable)`` int arrays of length F, column c being
+        column ``parent[c]`` times x_``variable[c]`` (parent -1: the
+        variable alone; variable -1: the constant 1). None (the default)
+        when the columns are not such products; the caller then calls
+        :meth:`features`."""
+        return None
+
     def __add__(self, other: "Library") -> "ConcatLibrary":
         if not isinstance(other, Library):
             return NotImplemented
@@ -175,6 +185,13 @@ class PolynomialLibrary(Library):
             else:
                 np.multiply(out[parent], Xt[var], out=out[c])
         return np.ascontiguousarray(out.T)
+
+    def product_plan(self, K: int) -> tuple[np.ndarray, np.ndarray] | None:
+        if type(self)._transform is not PolynomialLibrary._transform or type(self).powers is not \
+                PolynomialLibrary.powers:  # a subclass with other columns: not known to be these products
+            return None
+        plan = _monomial_plan(self.degree, self.include_bias, self._checked_K(K))
+        return (np.array([c[0] for c in plan], dtype=np.int64), np.array([c[1] for c in plan], dtype=np.int64))
 
     def jacobian(self, X: np.ndarray) -> np.ndarray:
         """d Theta / d x_j, (K, n, F), exactly: d/dx_j of a monomial with x_j

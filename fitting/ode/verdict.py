@@ -1,0 +1,239 @@
+"""The verdict on a fit: what the data it was fitted on can say about it.
+
+After :meth:`~fitting.ode.ODEModel.fit` the estimator simulates the fitted
+model against the data it was given and stores what it found as
+``fit_quality_`` (:func:`fit_quality`); when a check fails it warns
+(:class:`~fitting.ode.FitQualityWarning`) in one sentence naming it.
+
+The checks, in the data's own terms:
+
+``horizon``
+    How long the fitted model can predict from a state as uncertain as the
+    data's: it is simulated from the first fitted state and from that state
+    moved by the data's noise level (:func:`fitting.ode.noise.noise_level`;
+    1e-8 of each column's spread on exact data), and the horizon is the
+    time at which the two part by :data:`SEPARATION` of the data's spread
+    (root mean square over the columns of the difference over each column's
+    standard deviation), or the whole fitted span. A chaotic model has a
+    short horizon; a stable or periodic one keeps the whole span.
+``simulation``
+    R^2 of simulations over horizon-long segments, each started from the
+    data's own state at its start, against the data (pooled over segments
+    and columns: 1 - SSE / SS about each run's column means; the segment's
+    first sample, which is the data, excluded). It fails below
+    :data:`SIMULATION_R2`. Judging by simulation rather than by the residual
+    of the regression is what lets an exact model of slightly inexact data
+    pass (a solver's tolerance, a sensor's rounding: the simulation stays
+    within that error of the data), while a model with wrong or missing
+    terms drifts away from the data within its horizon.
+``bounded``
+    The simulation from the first fitted state over the whole fitted span
+    stays finite and within ``blowup_factor`` times the data's largest
+    magnitude. A step of the fixed-step integrator that leaves that range
+    is confirmed with :func:`scipy.integrate.solve_ivp` (LSODA) before it
+    counts, so a stiff but sound model is not failed by the cheap
+    integrator.
+``condition``
+    The largest condition number, over the equations, of the selected
+    terms' columns of the regression (each scaled to unit norm): how far the
+    data tell the kept terms apart. Reported, and failed only above
+    :data:`MAX_CONDITION` (columns numerically dependent: the coefficients
+    are not determined by the data).
+
+The simulations are fourth-order Runge-Kutta steps on the samples' own
+times, every segment at once (:mod:`.paths`: compiled for a polynomial
+library, vectorised NumPy otherwise), so a verdict costs about what one
+simulation of the data's span does.
+
+What it cannot see: behaviour away from the states the data visited (a
+second initial condition may still fail), and the coefficients' accuracy
+when a wrong model simulates well. Fits on two halves of the data, which
+would show the latter, are not run: they would double a fit's time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+from scipy.integrate import solve_ivp
+
+from .paths import paths
+
+__all__ = ["fit_quality", "quality_sentence", "SIMULATION_R2", "SEPARATION", "MIN_SEGMENT",
+           "MAX_CONDITION", "EXACT_DATA_SHIFT"]
+
+#: a simulation check passes at this R^2 or above (the share of success a user judges a fit by)
+SIMULATION_R2 = 0.9
+#: the horizon ends where the two simulations part by this share of the data's spread
+SEPARATION = 0.1
+#: fewest samples of a segment (its start included)
+MIN_SEGMENT = 8
+#: columns of the selected terms with a larger condition number are numerically dependent
+MAX_CONDITION = 1e12
+#: the shift of the second horizon simulation on data without measurable noise, a share of each column's spread
+EXACT_DATA_SHIFT = 1e-8
+
+
+def _horizon(rhs, plan, x: np.ndarray, t: np.ndarray, shift: np.ndarray, spread: np.ndarray, limit: float):
+    """(horizon samples, blow-up time or None) of one run."""
+    sims = paths(rhs, plan, np.vstack([x[0], x[0] + shift]), np.vstack([t, t]), limit)
+    lost = ~np.all(np.isfinite(sims[0]), axis=1)
+    blow = None
+    if lost.any():
+        first = int(np.argmax(lost))
+        blow = float(t[first])
+        sim = np.full(x.shape, np.nan)
+        with np.errstate(all="ignore"):  # confirmed by an adaptive stiff solver before it counts
+            try:
+                sol = solve_ivp(lambda _t, y: rhs(y[None])[0], (t[0], t[-1]), x[0], method="LSODA", t_eval=t,
+                                rtol=1e-6, atol=1e-9 * max(float(np.max(np.abs(x))), 1e-300))
+                sim[: sol.y.shape[1]] = sol.y.T
+            except (ValueError, ArithmeticError):  # a library undefined where the path went: it left
+                pass
+        bad = ~np.all(np.isfinite(sim), axis=1) | (np.max(np.abs(np.nan_to_num(sim, nan=np.inf)), axis=1) > limit)
+        if not bad.any():
+            blow = None
+            sims = np.stack([sim, sim])  # no separation measured beyond the cheap integrator's reach
+        else:
+            blow = float(t[int(np.argmax(bad))])
+    sep = np.sqrt(np.mean(((sims[0] - sims[1]) / spread) ** 2, axis=1))
+    parted = ~(sep <= SEPARATION)  # NaN (a path lost) counts as parted
+    n = int(np.argmax(parted)) if parted.any() else len(t)
+    return max(n, 1), blow
+
+
+def _segments(rhs, plan, runs, times, length: int, limit: float) -> tuple[float, int, int]:
+    """Pooled R^2 of simulations over segments of ``length`` samples started
+    from the data; the number of segments and of samples judged."""
+    starts, seg_times, observed, means = [], [], [], []
+    for x, t in zip(runs, times):
+        mean = x.mean(axis=0)
+        for a in range(0, len(t) - 1, length - 1):
+            b = min(a + length, len(t))
+            if b - a < 2:
+                continue
+            tt = np.concatenate([t[a:b], np.full(length - (b - a), t[b - 1])])  # padded with steps of 0
+            obs = np.full((length, x.shape[1]), np.nan)
+            obs[: b - a] = x[a:b]
+            starts.append(x[a])
+            seg_times.append(tt)
+            observed.append(obs)
+            means.append(mean)
+    if not starts:
+        return float("nan"), 0, 0
+    sims = paths(rhs, plan, np.array(starts), np.array(seg_times), limit)
+    obs = np.array(observed)[:, 1:]
+    sim = sims[:, 1:]
+    keep = np.all(np.isfinite(obs), axis=2)
+    ss = float(np.sum(((obs - np.array(means)[:, None, :]) ** 2)[keep]))
+    diff = np.where(np.isfinite(sim), sim - obs, np.inf)  # a segment that left the range counts as missed
+    with np.errstate(over="ignore", invalid="ignore"):
+        sse = float(np.sum((diff ** 2)[keep]))
+    r2 = 1.0 - sse / ss if ss > 0 else float("nan")
+    return (r2 if np.isfinite(r2) else -np.inf), len(starts), int(keep.sum())
+
+
+def _condition(Theta: np.ndarray, coef: np.ndarray) -> float:
+    """The largest condition number of the selected columns of Theta (unit-norm columns), over equations."""
+    worst = 1.0
+    seen = set()
+    for row in coef:
+        support = tuple(np.flatnonzero(row != 0))
+        if len(support) < 2 or support in seen:
+            continue
+        seen.add(support)
+        A = Theta[:, support]
+        norms = np.linalg.norm(A, axis=0)
+        if np.any(norms == 0):
+            return float("inf")
+        s = np.linalg.svd(A / norms, compute_uv=False)
+        worst = max(worst, float(s[0] / s[-1]) if s[-1] > 0 else float("inf"))
+    return worst
+
+
+def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: list, sigma: np.ndarray, Theta: np.ndarray,
+                coef: np.ndarray, limit: float) -> dict[str, Any]:
+    """The verdict on a fitted model (the checks of this module).
+
+    Parameters
+    ----------
+    rhs : callable, (S, K) -> (S, K)
+        The fitted right-hand side.
+    plan : (parent, variable, coef) or None
+        The same right-hand side as library products and coefficients, for
+        the compiled integrator (:func:`.paths.paths`); None: ``rhs``.
+    samples : list of (x, t)
+        Each run's fitted samples, x of shape (T, K), and their times (T,).
+    sigma : ndarray, shape (K,)
+        The data's noise level per column.
+    Theta : ndarray, shape (n, F)
+        The regression's library columns.
+    coef : ndarray, shape (K, F)
+        The fitted coefficients.
+    limit : float
+        The bound on a simulated state's magnitude (``blowup_factor`` times
+        the data's largest).
+
+    Returns
+    -------
+    dict
+        ``trusted`` (bool), ``failed`` (names of failed checks),
+        ``simulation_r2``, ``threshold``, ``segments``, ``segment_samples``,
+        ``samples_judged``, ``horizon`` (in time units) and
+        ``horizon_share`` (of the fitted span), ``bounded`` and
+        ``blowup_time`` (None when bounded), ``condition``,
+        ``noise_level`` (per column), ``span`` (first, last fitted time).
+    """
+    runs = [np.asarray(x, dtype=float) for x, _ in samples]
+    times = [np.asarray(t, dtype=float) for _, t in samples]
+    data = np.vstack(runs)
+    spread = data.std(axis=0)
+    spread = np.where(spread > 0, spread, 1.0)
+    sigma = np.asarray(sigma, dtype=float)
+    shift = np.where(sigma > EXACT_DATA_SHIFT * spread, sigma, EXACT_DATA_SHIFT * spread)
+    longest = int(np.argmax([len(t) for t in times]))
+    n_horizon, blow = _horizon(rhs, plan, runs[longest], times[longest], shift, spread, limit)
+    t0 = times[longest]
+    length = max(MIN_SEGMENT, n_horizon)
+    r2, segments, judged = _segments(rhs, plan, runs, times, length, limit)
+    condition = _condition(Theta, coef)
+    failed = []
+    if not r2 >= SIMULATION_R2:
+        failed.append("simulation")
+    if blow is not None:
+        failed.append("bounded")
+    if not condition <= MAX_CONDITION:
+        failed.append("condition")
+    span = (float(min(t[0] for t in times)), float(max(t[-1] for t in times)))
+    horizon = float(t0[min(n_horizon, len(t0)) - 1] - t0[0])
+    return {"trusted": not failed, "failed": failed, "simulation_r2": float(r2), "threshold": SIMULATION_R2,
+            "segments": segments, "segment_samples": length, "samples_judged": judged, "horizon": horizon,
+            "horizon_share": horizon / max(float(t0[-1] - t0[0]), 1e-300), "bounded": blow is None,
+            "blowup_time": blow, "condition": condition, "noise_level": sigma.tolist(), "span": span}
+
+
+def quality_sentence(quality: dict[str, Any], chi2_per_dof: float | None = None) -> str | None:
+    """One sentence naming what failed (with the whitened residual of the
+    covariance-weighted refit when given), or None when the fit is trusted."""
+    if quality["trusted"]:
+        return None
+    parts = []
+    if "bounded" in quality["failed"]:
+        parts.append(f"its simulation from the first fitted state leaves the data's range at t = "
+                     f"{quality['blowup_time']:.4g} (the fitted span is {quality['span'][0]:.4g}.."
+                     f"{quality['span'][1]:.4g})")
+    if "simulation" in quality["failed"]:
+        r2 = quality["simulation_r2"]
+        shown = "below -1e6" if r2 < -1e6 else f"{r2:.3g}"
+        parts.append(f"simulated from the data's own states over {quality['segments']} segment(s) of "
+                     f"{quality['segment_samples']} samples it reproduces them with R^2 {shown}, where at least "
+                     f"{quality['threshold']:g} is expected")
+    if "condition" in quality["failed"]:
+        parts.append(f"the kept terms' columns are numerically dependent on the data (condition number "
+                     f"{quality['condition']:.3g}), so their coefficients are not determined")
+    residual = "" if chi2_per_dof is None else (f", with a whitened residual of {chi2_per_dof:.3g} per degree "
+                                                "of freedom where about 1 is expected")
+    return ("the fitted model is not to be trusted: " + ", and ".join(parts) + residual
+            + " (a term missing from the library, wrong terms kept, or too little of the dynamics in the data); "
+              "fit_quality_ and fit_info_ have the numbers")
