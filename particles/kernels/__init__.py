@@ -1,7 +1,8 @@
 """Compiled kernels of the particle model, one job per file.
 
 - :mod:`.fastmath` -- the vectorisable exp and the fixed-order sum
-- :mod:`.record` -- :class:`KernelParams`, the typed parameter record
+- :mod:`.law` -- the built-in law's four pair terms, defined once (:data:`~.law.TERMS`, :func:`~.law.check_terms`)
+- :mod:`.kernel_params` -- :class:`KernelParams`, the typed parameter record
 - :mod:`.records` -- the records every entry point takes (laws, spans, recordings)
 - :mod:`.status` -- status codes shared by every integrator
 - :mod:`.pair_sums` -- particles to pair sums (and distances, cosines) and back
@@ -11,7 +12,8 @@
 - :mod:`.cells` -- the repulsion cut off over a cell list (d = 2)
 - :mod:`.forces` -- blocks of rows, reduction, serial and parallel kernels
 - :mod:`.terms` -- the law split into its four pair terms, over snapshots
-- :mod:`.gram` -- forces, term forces and energies through the token Gram matrix (any d, one pair loop)
+- :mod:`.gram` -- forces and energies through the token Gram matrix (any d, one pair loop)
+- :mod:`.gram_terms` -- the law's pair terms on the Gram path, over snapshots
 - :mod:`.offset` -- how far an embedding sits from the origin in its own size (the Gram path's check)
 - :mod:`.euler` -- Euler / Langevin step loops
 - :mod:`.minimize` -- gradient descent with backtracking
