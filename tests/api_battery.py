@@ -672,6 +672,8 @@ def registry() -> dict[str, tuple[Callable, dict[str, Any]]]:
         "fitting.PolynomialLibrary.degrees": (ft.PolynomialLibrary(2).degrees, {"K": 2}),
         "fitting.PolynomialLibrary.bias_column": (ft.PolynomialLibrary(2).bias_column, {"K": 2}),
         "fitting.Library.degrees": (ft.FourierLibrary(1).degrees, {"K": 2}),
+        "fitting.PolynomialLibrary.product_plan": (ft.PolynomialLibrary(2).product_plan, {"K": 2}),
+        "fitting.Library.product_plan": (ft.FourierLibrary(1).product_plan, {"K": 2}),
         "fitting.Library.bias_column": (ft.FourierLibrary(1).bias_column, {"K": 2}),
         "fitting.Library.n_features": (ft.FourierLibrary(1).n_features, {"K": 2}),
         "fitting.FiniteDifference": (fit_with(ft.FiniteDifference, "derivative"), {"order": 2}),

@@ -21,6 +21,8 @@
 ``ensemble``               BootstrapEnsemble
 ``relations``              linear relations among the states (conserved totals)
 ``quality``                FitQualityWarning: results that may be wrong
+``verdict``, ``paths``     the verdict on a fit (fit_quality_) and its RK4 paths
+``degree``                 AutoDegree: library="auto", the degree chosen
 ``forecast``               Forecast: a simulation from the fitted window's end vs persistence
 ``data``                   runs, sample times and windows
 ``report``, ``figures``    what ``embdyn fit`` prints and draws; ``cli`` the command
@@ -57,6 +59,7 @@ _EXPORTS = {
     'LassoCV': ('.regression', 'LassoCV'),
     'Regressor': ('.regression', 'Regressor'),
     'WeakForm': ('.weak', 'WeakForm'),
+    'AutoDegree': ('.degree', 'AutoDegree'),
     'LinearRelationWarning': ('.relations', 'LinearRelationWarning'),
     'FitQualityWarning': ('.quality', 'FitQualityWarning'),
     'Forecast': ('.forecast', 'Forecast'),

@@ -15,6 +15,7 @@ whatever c. Its forms: :class:`~fitting.ode.linear.LinearODE` and
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -37,7 +38,8 @@ from .simulation_scores import SimulationScoresMixin
 from .relations import LinearRelationWarning, degenerates, linear_relation, warning_text
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .noise import noise_level
-from .verdict import fit_quality, quality_sentence
+from .degree import AutoDegree, choose_degree
+from .verdict import fit_quality, quality_sentence, segment_r2
 from .weighted import covariance_refit
 
 __all__ = ["ODEModel"]
@@ -48,9 +50,13 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
 
     Parameters
     ----------
-    library : Library, int or {"linear", "quadratic", "cubic"}
+    library : Library, int, AutoDegree or {"linear", "quadratic", "cubic", "auto"}
         Candidate terms; an int is a polynomial degree. Default: polynomials
-        up to degree 2 with a constant.
+        up to degree 2 with a constant. ``"auto"`` (``AutoDegree(5)``;
+        :class:`~fitting.ode.degree.AutoDegree` for another largest degree):
+        the fit tries degrees 1 to 5 and keeps the lowest that simulates
+        the data as well as the best (:mod:`fitting.ode.degree`), with the
+        evidence in ``fit_info_["degree"]``.
     regressor : Regressor or {"stlsq", "ols", "lasso", "lasso_cv"}
         Default :class:`~fitting.ode.STLSQ` (threshold 0.1, standardised;
         0.02 for :class:`LinearODE`).
@@ -103,7 +109,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         states, ``bounded``, ``condition`` and the figures behind them. A
         fit that is not trusted warned (FitQualityWarning) naming the checks.
     fit_info_ : dict
-        Present when a step reported on itself: ``"weighting"`` (the weak
+        Present when a step reported on itself: ``"degree"`` (``library="auto"``:
+        the chosen degree, each candidate's simulation error and the rule); ``"weighting"`` (the weak
         form's covariance-weighted refit: ``status``, ``iterations``,
         ``noise_sd``, ``chi2_per_dof``; see :mod:`fitting.ode.weighted`);
         ``"linear_relation"`` (the states vary along a direction no more than
@@ -127,6 +134,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
 
     # ------------------------------------------------------------ parts
     def _make_library(self) -> Library:
+        if isinstance(self.library, str) and self.library == "auto":
+            return AutoDegree()
         return as_library(self.library)
 
     def _mask(self, K: int, library: Library) -> np.ndarray:
@@ -311,8 +320,60 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
             self.frequencies_ = [int(name[1:]) for name in default_names]
         size = sum(len(r) for r in runs) * runs[0].shape[1] * library.n_features(runs[0].shape[1])
         with blas_threads_for(size):
-            rows = self._fit(x, t, variables, library, regressor, formulation)
+            if callable(getattr(library, "candidates", None)):  # libraries to choose from (library="auto")
+                rows = self._fit_choosing(x, t, variables, library, regressor, formulation, runs)
+            else:
+                rows = self._fit(x, t, variables, library, regressor, formulation)
         self._warn_quality(getattr(self, "fit_info_", {}))
+        return rows
+
+    def _fit_choosing(self, x, t, variables, choice, regressor, formulation, runs) -> RegressionRows:
+        """:meth:`_fit` with each of ``choice.candidates(K)`` and the one
+        :func:`.degree.choose_degree` keeps (its state, its warnings);
+        the evidence in ``fit_info_["degree"]``."""
+        K = runs[0].shape[1]
+        choice.check_rows(K, sum(len(r) for r in runs))  # the largest library against the data, before any work
+        fits = []
+        for lib in choice.candidates(K):
+            for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
+                delattr(self, attr)  # each candidate from a clean estimator (fit_info_ is set only when there is some)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    rows = self._fit(x, t, variables, lib, regressor, formulation)
+                except ValueError:  # fewer regression rows than this library's terms
+                    fits.append(None)
+                    continue
+            state = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
+            fits.append((lib, rows, state, [(str(w.message), w.category) for w in caught]))
+        usable = [f is not None and f[2]["fit_quality_"]["bounded"] for f in fits]
+        if not any(f is not None for f in fits):
+            raise ValueError("library='auto': no candidate degree could be fitted (fewer regression rows than "
+                             "terms for each); give more samples or a smaller max_degree")
+        length = min(f[2]["fit_quality_"]["segment_samples"] for f in fits if f is not None)
+        errors = []
+        for f in fits:
+            if f is None:
+                errors.append(float("inf"))
+                continue
+            lib, rows, state, _ = f
+            coef = state["coef_"]
+            products = lib.product_plan(K)
+            plan = None if products is None else (*products, coef)
+            r2, _, _ = segment_r2(lambda X, lib=lib, coef=coef: lib.features(X) @ coef.T, plan,
+                                  [s[0] for s in rows.samples], [s[1] for s in rows.samples], length,
+                                  self.blowup_factor * state["scale_"])
+            errors.append(1.0 - r2)
+        degrees = [lib.degree for lib in choice.candidates(K)]
+        index, evidence = choose_degree(errors, degrees, usable)
+        lib, rows, state, said = fits[index]
+        for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
+            delattr(self, attr)
+        for attr, value in state.items():
+            setattr(self, attr, value)
+        self.fit_info_ = {**getattr(self, "fit_info_", {}), "degree": {**evidence, "segment_samples": length}}
+        for message, category in said:
+            warn_at_caller(message, category)
         return rows
 
     def _fit(self, x, t, variables, library, regressor, formulation) -> RegressionRows:
@@ -363,7 +424,7 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         products = library.product_plan(K)  # the compiled integrator's view of the right-hand side, if it has one
         plan = None if products is None else (*products, self.coef_)
         self.fit_quality_ = fit_quality(self._rhs, plan, samples, sigma, Theta, self.coef_,
-                                        self.blowup_factor * self.scale_)
+                                        self.blowup_factor * self.scale_, Y, relation=relation is not None)
         return rows
 
     def _warn_quality(self, info: dict) -> None:

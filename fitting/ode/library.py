@@ -125,6 +125,7 @@ class Library:
         variable alone; variable -1: the constant 1). None (the default)
         when the columns are not such products; the caller then calls
         :meth:`features`."""
+        self._checked_K(K)
         return None
 
     def __add__(self, other: "Library") -> "ConcatLibrary":
@@ -371,13 +372,15 @@ class ConcatLibrary(Library):
 
 
 def as_library(library: Library | int | str) -> Library:
-    """A library from an object, a polynomial degree, or "linear"/"quadratic"."""
-    if isinstance(library, Library):
+    """A library from an object, a polynomial degree, or "linear"/"quadratic"/"cubic"; an object with
+    ``candidates`` (:class:`~fitting.ode.degree.AutoDegree`, what the estimators make of "auto") stands
+    for libraries of which the fit chooses one."""
+    if isinstance(library, Library) or callable(getattr(library, "candidates", None)):
         return library
     if isinstance(library, str):
         shortcuts = {"linear": 1, "quadratic": 2, "cubic": 3}
         if library not in shortcuts:
-            raise ValueError(f"library must be a Library, a degree >= 1 or one of {tuple(shortcuts)}, "
+            raise ValueError(f"library must be a Library, a degree >= 1, 'auto' or one of {tuple(shortcuts)}, "
                              f"got {library!r}")
         return PolynomialLibrary(shortcuts[library])
     if isinstance(library, (int, np.integer)) and not isinstance(library, bool):

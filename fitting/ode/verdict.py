@@ -14,8 +14,9 @@ The checks, in the data's own terms:
     1e-8 of each column's spread on exact data), and the horizon is the
     time at which the two part by :data:`SEPARATION` of the data's spread
     (root mean square over the columns of the difference over each column's
-    standard deviation), or the whole fitted span. A chaotic model has a
-    short horizon; a stable or periodic one keeps the whole span.
+    standard deviation) or by twice their first distance, whichever is
+    larger, or the whole fitted span. A chaotic model has a short horizon; a
+    stable or periodic one keeps the whole span.
 ``simulation``
     R^2 of simulations over horizon-long segments, each started from the
     data's own state at its start, against the data (pooled over segments
@@ -60,7 +61,7 @@ from scipy.integrate import solve_ivp
 
 from .paths import paths
 
-__all__ = ["fit_quality", "quality_sentence", "SIMULATION_R2", "SEPARATION", "MIN_SEGMENT",
+__all__ = ["fit_quality", "quality_sentence", "segment_r2", "SIMULATION_R2", "SEPARATION", "MIN_SEGMENT",
            "MAX_CONDITION", "EXACT_DATA_SHIFT"]
 
 #: a simulation check passes at this R^2 or above (the share of success a user judges a fit by)
@@ -83,14 +84,7 @@ def _horizon(rhs, plan, x: np.ndarray, t: np.ndarray, shift: np.ndarray, spread:
     if lost.any():
         first = int(np.argmax(lost))
         blow = float(t[first])
-        sim = np.full(x.shape, np.nan)
-        with np.errstate(all="ignore"):  # confirmed by an adaptive stiff solver before it counts
-            try:
-                sol = solve_ivp(lambda _t, y: rhs(y[None])[0], (t[0], t[-1]), x[0], method="LSODA", t_eval=t,
-                                rtol=1e-6, atol=1e-9 * max(float(np.max(np.abs(x))), 1e-300))
-                sim[: sol.y.shape[1]] = sol.y.T
-            except (ValueError, ArithmeticError):  # a library undefined where the path went: it left
-                pass
+        sim = _confirm(rhs, x, t, limit)
         bad = ~np.all(np.isfinite(sim), axis=1) | (np.max(np.abs(np.nan_to_num(sim, nan=np.inf)), axis=1) > limit)
         if not bad.any():
             blow = None
@@ -98,12 +92,49 @@ def _horizon(rhs, plan, x: np.ndarray, t: np.ndarray, shift: np.ndarray, spread:
         else:
             blow = float(t[int(np.argmax(bad))])
     sep = np.sqrt(np.mean(((sims[0] - sims[1]) / spread) ** 2, axis=1))
-    parted = ~(sep <= SEPARATION)  # NaN (a path lost) counts as parted
+    parted = ~(sep <= max(SEPARATION, 2.0 * sep[0]))  # NaN (a path lost) counts as parted
     n = int(np.argmax(parted)) if parted.any() else len(t)
     return max(n, 1), blow
 
 
-def _segments(rhs, plan, runs, times, length: int, limit: float) -> tuple[float, int, int]:
+#: most evaluations of the right-hand side per sample the confirming solver may spend
+CONFIRM_EVALUATIONS = 200
+
+
+class _Spent(Exception):
+    pass
+
+
+def _confirm(rhs, x: np.ndarray, t: np.ndarray, limit: float) -> np.ndarray:
+    """The path from x[0] by LSODA (stiff-capable, adaptive), ended at the
+    limit (a terminal event) or after :data:`CONFIRM_EVALUATIONS` evaluations
+    per sample; NaN where it did not reach."""
+    sim = np.full(x.shape, np.nan)
+    calls = [0]
+    budget = CONFIRM_EVALUATIONS * len(t)
+
+    def f(_t, y):
+        calls[0] += 1
+        if calls[0] > budget:
+            raise _Spent
+        return rhs(y[None])[0]
+
+    def leaves(_t, y):
+        return limit - np.max(np.abs(y))
+    leaves.terminal = True
+    with np.errstate(all="ignore"):
+        try:
+            sol = solve_ivp(f, (t[0], t[-1]), x[0], method="LSODA", t_eval=t, rtol=1e-6, events=leaves,
+                            atol=1e-9 * max(float(np.max(np.abs(x))), 1e-300))
+            sim[: sol.y.shape[1]] = sol.y.T
+            if sol.status == -1 and sol.y.shape[1] == len(t):  # failed at the end
+                sim[-1] = np.nan
+        except (_Spent, ValueError, ArithmeticError):  # out of budget, or a library undefined where it went
+            pass
+    return sim
+
+
+def segment_r2(rhs, plan, runs, times, length: int, limit: float) -> tuple[float, int, int]:
     """Pooled R^2 of simulations over segments of ``length`` samples started
     from the data; the number of segments and of samples judged."""
     starts, seg_times, observed, means = [], [], [], []
@@ -134,6 +165,32 @@ def _segments(rhs, plan, runs, times, length: int, limit: float) -> tuple[float,
     return (r2 if np.isfinite(r2) else -np.inf), len(starts), int(keep.sum())
 
 
+def _determination(Theta: np.ndarray, Y: np.ndarray, coef: np.ndarray) -> float:
+    """The smallest |t| = |c| / standard error over the kept terms of every
+    equation: least squares of Y on the kept columns, the standard errors
+    from its residual (inf on exact data, where nothing is uncertain)."""
+    worst = float("inf")
+    n = Theta.shape[0]
+    for i, row in enumerate(coef):
+        support = np.flatnonzero(row != 0)
+        k = len(support)
+        if k == 0 or n <= k:
+            continue
+        A = Theta[:, support]
+        c, *_ = np.linalg.lstsq(A, Y[:, i], rcond=None)
+        resid = Y[:, i] - A @ c
+        s2 = float(resid @ resid) / (n - k)
+        try:
+            cov = s2 * np.linalg.inv(A.T @ A)
+        except np.linalg.LinAlgError:
+            return 0.0
+        se = np.sqrt(np.maximum(np.diag(cov), 0.0))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.where(se > 0, np.abs(c) / se, np.inf)
+        worst = min(worst, float(np.min(t)))
+    return worst
+
+
 def _condition(Theta: np.ndarray, coef: np.ndarray) -> float:
     """The largest condition number of the selected columns of Theta (unit-norm columns), over equations."""
     worst = 1.0
@@ -153,7 +210,7 @@ def _condition(Theta: np.ndarray, coef: np.ndarray) -> float:
 
 
 def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: list, sigma: np.ndarray, Theta: np.ndarray,
-                coef: np.ndarray, limit: float) -> dict[str, Any]:
+                coef: np.ndarray, limit: float, Y: np.ndarray | None = None, relation: bool = False) -> dict[str, Any]:
     """The verdict on a fitted model (the checks of this module).
 
     Parameters
@@ -174,6 +231,12 @@ def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: lis
     limit : float
         The bound on a simulated state's magnitude (``blowup_factor`` times
         the data's largest).
+    Y : ndarray, shape (n, K), optional
+        The regression's targets, for ``min_t``.
+    relation : bool
+        A linear relation among the states makes the library's columns
+        dependent and was warned of (:mod:`.relations`): the conditioning is
+        reported, not failed a second time.
 
     Returns
     -------
@@ -182,7 +245,9 @@ def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: lis
         ``simulation_r2``, ``threshold``, ``segments``, ``segment_samples``,
         ``samples_judged``, ``horizon`` (in time units) and
         ``horizon_share`` (of the fitted span), ``bounded`` and
-        ``blowup_time`` (None when bounded), ``condition``,
+        ``blowup_time`` (None when bounded), ``condition``, ``min_t`` (the
+        smallest |coefficient| / standard error of a kept term, reported
+        only: it flagged as many good fits as bad ones on our benchmark),
         ``noise_level`` (per column), ``span`` (first, last fitted time).
     """
     runs = [np.asarray(x, dtype=float) for x, _ in samples]
@@ -196,21 +261,22 @@ def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: lis
     n_horizon, blow = _horizon(rhs, plan, runs[longest], times[longest], shift, spread, limit)
     t0 = times[longest]
     length = max(MIN_SEGMENT, n_horizon)
-    r2, segments, judged = _segments(rhs, plan, runs, times, length, limit)
+    r2, segments, judged = segment_r2(rhs, plan, runs, times, length, limit)
     condition = _condition(Theta, coef)
+    determination = _determination(Theta, Y, coef) if Y is not None else float("inf")
     failed = []
     if not r2 >= SIMULATION_R2:
         failed.append("simulation")
     if blow is not None:
         failed.append("bounded")
-    if not condition <= MAX_CONDITION:
+    if not condition <= MAX_CONDITION and not relation:  # a linear relation among the states was warned of
         failed.append("condition")
     span = (float(min(t[0] for t in times)), float(max(t[-1] for t in times)))
     horizon = float(t0[min(n_horizon, len(t0)) - 1] - t0[0])
     return {"trusted": not failed, "failed": failed, "simulation_r2": float(r2), "threshold": SIMULATION_R2,
             "segments": segments, "segment_samples": length, "samples_judged": judged, "horizon": horizon,
             "horizon_share": horizon / max(float(t0[-1] - t0[0]), 1e-300), "bounded": blow is None,
-            "blowup_time": blow, "condition": condition, "noise_level": sigma.tolist(), "span": span}
+            "blowup_time": blow, "condition": condition, "min_t": determination, "noise_level": sigma.tolist(), "span": span}
 
 
 def quality_sentence(quality: dict[str, Any], chi2_per_dof: float | None = None) -> str | None:
