@@ -39,7 +39,7 @@ from .relations import LinearRelationWarning, degenerates, linear_relation, warn
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .noise import noise_level
 from .degree import AutoDegree, choose_degree
-from .verdict import fit_quality, quality_sentence, segment_r2
+from .verdict import fit_quality, halves_r2, quality_sentence, segment_r2
 from .weighted import covariance_refit
 
 __all__ = ["ODEModel"]
@@ -422,9 +422,17 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         self.variables_ = variables
         self.t_fit_end_ = float(max(s[1][-1] for s in samples))
         products = library.product_plan(K)  # the compiled integrator's view of the right-hand side, if it has one
-        plan = None if products is None else (*products, self.coef_)
-        self.fit_quality_ = fit_quality(self._rhs, plan, samples, sigma, Theta, self.coef_,
-                                        self.blowup_factor * self.scale_, Y, relation=relation is not None)
+
+        def model_of(coef):
+            return (lambda X: library.features(X) @ coef.T), (None if products is None else (*products, coef))
+
+        def halves(length):  # each half's regression (the regressor alone, no weighted refit) on the other half
+            return halves_r2(lambda T, Yh: self.solve_rows(T, Yh, library, regressor, formulation)[0], model_of,
+                             Theta, Y, rows.owner, samples, length, self.blowup_factor * self.scale_)
+
+        self.fit_quality_ = fit_quality(self._rhs, model_of(self.coef_)[1], samples, sigma, Theta, self.coef_,
+                                        self.blowup_factor * self.scale_, Y, relation=relation is not None,
+                                        halves=halves)
         return rows
 
     def _warn_quality(self, info: dict) -> None:

@@ -80,3 +80,28 @@ def test_a_library_undefined_where_a_simulation_goes_is_no_crash():
         warnings.simplefilter("ignore")
         model = ODEModel(library=lib).fit(x, t)
     assert isinstance(model.fit_quality_["trusted"], bool)
+
+
+def test_halves_that_predict_neither_other_fail_and_one_way_does_not():
+    """The halves check on its own: a model fitted on a transient and its
+    rest, each half judged on the other (the whole run's scale)."""
+    from fitting import PolynomialLibrary
+    from fitting.ode.verdict import halves_r2
+
+    t = np.linspace(0.0, 20.0, 400)
+    x = (1.0 / (1.0 + 99.0 * np.exp(-t)))[:, None]  # logistic: growth, then rest at 1
+    lib = PolynomialLibrary(2)
+    Theta = lib.features(x)
+    Y = x * (1.0 - x)
+    true = np.array([[0.0, 1.0, -1.0]])
+
+    def model_of(coef):
+        return (lambda X: lib.features(X) @ coef.T), (*lib.product_plan(1), coef)
+
+    exact = halves_r2(lambda T, Yh: true, model_of, Theta, Y, np.zeros(400, dtype=int), [(x, t)], 50, 1e3)
+    assert min(exact) > 0.99  # the true model predicts either half
+    wrong = halves_r2(lambda T, Yh: np.array([[0.0, -0.5, 0.0]]), model_of, Theta, Y, np.zeros(400, dtype=int),
+                      [(x, t)], 50, 1e3)
+    assert max(wrong) < SIMULATION_R2  # a decay predicts neither half of a growth
+    assert halves_r2(lambda T, Yh: true, model_of, Theta[:4], Y[:4], np.zeros(4, dtype=int), [(x[:4], t[:4])], 8,
+                     1e3) is None  # halves with fewer rows than terms: no check
