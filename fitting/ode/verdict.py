@@ -151,30 +151,30 @@ def segment_r2(rhs, plan, runs, times, length: int, limit: float, centres=None) 
     (K,) per run); the number of segments and of samples judged."""
     starts, seg_times, observed, means = [], [], [], []
     for j, (x, t) in enumerate(zip(runs, times)):
-        mean = x.mean(axis=0) if centres is None else centres[j]
-        for a in range(0, len(t) - 1, length - 1):
-            b = min(a + length, len(t))
-            if b - a < 2:
-                continue
-            tt = np.concatenate([t[a:b], np.full(length - (b - a), t[b - 1])])  # padded with steps of 0
-            obs = np.full((length, x.shape[1]), np.nan)
-            obs[: b - a] = x[a:b]
-            starts.append(x[a])
-            seg_times.append(tt)
-            observed.append(obs)
-            means.append(mean)
+        n = len(t)
+        a = np.arange(0, n - 1, length - 1)
+        if len(a) == 0:
+            continue
+        index = np.minimum(a[:, None] + np.arange(length), n - 1)  # (segments, length): the last padded with
+        inside = (a[:, None] + np.arange(length)) < n  # steps of 0 (its last time repeated), not judged there
+        obs = x[index]
+        obs[~inside] = np.nan
+        starts.append(x[a])
+        seg_times.append(t[index])
+        observed.append(obs)
+        means.append(np.broadcast_to(x.mean(axis=0) if centres is None else centres[j], (len(a), x.shape[1])))
     if not starts:
         return float("nan"), 0, 0
-    sims = paths(rhs, plan, np.array(starts), np.array(seg_times), limit)
-    obs = np.array(observed)[:, 1:]
+    sims = paths(rhs, plan, np.vstack(starts), np.vstack(seg_times), limit)
+    obs = np.vstack(observed)[:, 1:]
     sim = sims[:, 1:]
     keep = np.all(np.isfinite(obs), axis=2)
-    ss = float(np.sum(((obs - np.array(means)[:, None, :]) ** 2)[keep]))
+    ss = float(np.sum(((obs - np.vstack(means)[:, None, :]) ** 2)[keep]))
     diff = np.where(np.isfinite(sim), sim - obs, np.inf)  # a segment that left the range counts as missed
     with np.errstate(over="ignore", invalid="ignore"):
         sse = float(np.sum((diff ** 2)[keep]))
     r2 = 1.0 - sse / ss if ss > 0 else float("nan")
-    return (r2 if np.isfinite(r2) else -np.inf), len(starts), int(keep.sum())
+    return (r2 if np.isfinite(r2) else -np.inf), int(sum(len(s) for s in starts)), int(keep.sum())
 
 
 def halves_r2(solve: Callable, model_of: Callable, Theta: np.ndarray, Y: np.ndarray, owner: np.ndarray,
