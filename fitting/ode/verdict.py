@@ -109,7 +109,7 @@ def _horizon(rhs, plan, x: np.ndarray, t: np.ndarray, shift: np.ndarray, spread:
 
 
 #: most evaluations of the right-hand side per sample the confirming solver may spend
-CONFIRM_EVALUATIONS = 200
+CONFIRM_EVALUATIONS = 50
 
 
 class _Spent(Exception):

@@ -20,6 +20,9 @@ def test_a_fit_runs_its_blas_on_one_thread(monkeypatch):
             seen.append(max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"))
             return super()._transform(X)
 
+        def product_plan(self, K):  # the same columns as products: the fit's verdict simulates without _transform
+            return Lib(self.degree).product_plan(K)  # (threadpool_info at each of its thousands of steps: 99 s)
+
     coef, degree, x0s, t = CASES["driven"]
     runs = data(coef, degree, x0s, t, 0.01, 1)
     outside = max(i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas")
