@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import threading
 import time
-from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from particles.core.locks import FirstLock
 from particles.core.controls import Control, ControlError, check_changes, controls_spec
 from particles.core.throttle import Throttled
 
@@ -75,9 +75,7 @@ class LiveSimulation:
     controls = CONTROLS
 
     def __init__(self, **values: Any):
-        self._lock = threading.Lock()
-        self._waiting = 0  # calls waiting for the lock that go before a frame's next chunk
-        self._waiting_lock = threading.Lock()
+        self._lock = FirstLock()  # calls from the page go before a frame's next chunk (_lock.first())
         self._chunk = 1  # Euler steps a chunk: grows to about CHUNK_SECONDS from the first frame on
         self.cut: dict[str, int] | None = None
         self.values: dict[str, Any] = {}
@@ -92,20 +90,6 @@ class LiveSimulation:
         self._origin: tuple[np.ndarray, Any, str] | None = None  # a handed-over state that a reset comes back to
         self.metrics = Throttled()  # the frames' structure metrics, a few times a second
         self.update(values)
-
-    @contextmanager
-    def _first(self):
-        """The run's lock for a call that goes before the next chunk of a frame being computed (a control
-        change, a reset, the page's meta): a lock released and taken again at once by the stepping thread
-        would otherwise keep it waiting for the whole frame."""
-        with self._waiting_lock:
-            self._waiting += 1
-        try:
-            with self._lock:
-                yield
-        finally:
-            with self._waiting_lock:
-                self._waiting -= 1
 
     # -- controls -------------------------------------------------------------------------------------
     @staticmethod
@@ -183,7 +167,7 @@ class LiveSimulation:
 
     def reset(self) -> None:
         """Back to the seed's initial state (controls unchanged)."""
-        with self._first():
+        with self._lock.first():
             self._apply_pending()
             self._restart()
 
@@ -211,7 +195,7 @@ class LiveSimulation:
         # the law's values must be ones the controls accept (a later change of one is checked against its range)
         changes = self.check({"p": x.shape[0], "d": x.shape[1], **({} if preset is None else {"preset": preset}),
                               **{k: params[k] for k in FORCE_FIELDS}})
-        with self._first(), self._stage_lock:
+        with self._lock.first(), self._stage_lock:
             # built on the staged values and put in force at once, under the staging lock: a control change made
             # meanwhile waits and then builds on the handed-over law (it never brings the old one back)
             pending = self._pending
@@ -288,8 +272,7 @@ class LiveSimulation:
                 self.time += chunk * self.values["dt"]
                 took = time.perf_counter() - t0
             done += chunk
-            while self._waiting:  # a control change waits: it goes first
-                time.sleep(0.0005)
+            self._lock.let_waiting_through()  # a control change waits: it goes first
             # the next chunk sized to about CHUNK_SECONDS (at most doubling, so a slow first call of a fresh
             # compilation does not shrink it for good)
             self._chunk = int(min(2 * chunk, max(1, chunk * CHUNK_SECONDS / max(took, 1e-9))))
@@ -301,7 +284,7 @@ class LiveSimulation:
 
     def meta(self) -> dict[str, Any]:
         """What the page needs once per run: tokens, training pairs and their classes, controls."""
-        with self._first():
+        with self._lock.first():
             self._apply_pending()
             return {"p": int(self.x.shape[0]), "d": int(self.x.shape[1]), "pairs": self.train.pairs.tolist(),
                     "labels": self.train.labels.tolist(), "values": dict(self.values), "restarts": self.restarts}

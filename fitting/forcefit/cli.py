@@ -4,11 +4,10 @@ embedding gradient (docs/force_fit.md)."""
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 
-from particles.core.cli import add_quiet, word_or_ints
+from particles.core.cli import ProgressBar, add_quiet, word_or_ints
 from particles.core.figures import save_figure
 from particles.core.io import json_safe, write_json
 from particles.core.validation import check_output_folder
@@ -107,38 +106,18 @@ def _cmd_force_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-class FitBar:
-    """The fit's progress bar on stderr (tqdm), a ``callback(done, total)``
-    counting snapshot evaluations (each snapshot is evaluated once for every
-    law the search, the null and the bootstrap try). Until the first
-    evaluation its label says the fit is starting and that a first run
-    compiles its kernels (on a fresh install the longest wait). On a
-    terminal it redraws in place; elsewhere it writes a line at the start
-    and at most every 10 s."""
+class FitBar(ProgressBar):
+    """The fit's progress bar on stderr (:class:`particles.core.cli.ProgressBar`),
+    a ``callback(done, total)`` counting snapshot evaluations (each snapshot
+    is evaluated once for every law the search, the null and the bootstrap
+    try). Until the first evaluation its label says the fit is starting and
+    that a first run compiles its kernels (on a fresh install the longest
+    wait)."""
 
     STARTING = "starting (a first run compiles its kernels)"
 
     def __init__(self, label: str, stream=None):
-        self.label = label
-        self.stream = stream if stream is not None else sys.stderr
-        self._bar = None
-
-    def __call__(self, done: int, total: int) -> None:
-        if self._bar is None:
-            from tqdm import tqdm
-
-            tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-            self._bar = tqdm(total=total, initial=done, desc=f"{self.label}: {self.STARTING}", file=self.stream,
-                             unit=" snapshot evaluations", mininterval=0.1 if tty else 10.0, ascii=not tty,
-                             dynamic_ncols=tty, leave=True)
-            self._bar.refresh()
-        elif done > 0 and self._bar.n == 0:
-            self._bar.set_description(self.label, refresh=False)
-        if total != self._bar.total:
-            self._bar.total = total
-        self._bar.update(max(0, done - self._bar.n))
-        if done >= total:
-            self._bar.close()
+        super().__init__(label, stream, unit=" snapshot evaluations", starting=self.STARTING)
 
 
 def _windows(text: str):

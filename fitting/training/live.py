@@ -21,14 +21,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from typing import Any, Callable, Mapping
 
 import numpy as np
 
+from particles.core.locks import FirstLock
 from particles.core.controls import Control, ControlError, check_changes, controls_spec
 from particles.core.throttle import Throttled
 
@@ -167,29 +166,13 @@ class LiveNetwork:
     def __init__(self, **values: Any):
         self.values: dict[str, Any] = self.defaults()
         self.values.update(self.check(values))
-        self._lock = threading.Lock()
-        self._waiting = 0  # calls waiting for the lock that go before a frame's next step
-        self._waiting_lock = threading.Lock()
+        self._lock = FirstLock()  # calls from the page go before a frame's next step (_lock.first())
         self.metrics = Throttled()  # the frames' structure metrics, a few times a second
         self.version = 0
         self.restarts = -1
         self.cut: dict[str, int] | None = None
         self.error: str | None = None
         self._start(*self._build(self.values))
-
-    @contextmanager
-    def _first(self):
-        """The run's lock for a call that goes before the next step of a frame being computed (a control
-        change, a reset, the recorded steps, the embedding): a lock released and taken again at once by the
-        stepping thread would otherwise keep it waiting for the whole frame."""
-        with self._waiting_lock:
-            self._waiting += 1
-        try:
-            with self._lock:
-                yield
-        finally:
-            with self._waiting_lock:
-                self._waiting -= 1
 
     # -- controls -------------------------------------------------------------------------------------
     def check(self, changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -245,7 +228,7 @@ class LiveNetwork:
         returns the control values now in force. A change waits for the step
         being taken at most (it goes before a frame's next step)."""
         changes = check_changes(NETWORK_CONTROLS, changes)
-        with self._first():
+        with self._lock.first():
             values = {**self.values, **changes}
             self._check_cost(values, changes)  # against the values in force now (another change may have come)
             restart = any(NETWORK_CONTROLS[name].restart for name in changes)
@@ -284,7 +267,7 @@ class LiveNetwork:
 
     def reset(self) -> None:
         """Back to the seed's initial network (controls unchanged)."""
-        with self._first():
+        with self._lock.first():
             self._start(*self._build(self.values))
 
     def _build(self, values: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -365,8 +348,7 @@ class LiveNetwork:
                     return done + 1
                 took = time.perf_counter() - t0
             done += 1
-            while self._waiting:  # a control change or reset waits: it goes first
-                time.sleep(0.0005)
+            self._lock.let_waiting_through()  # a control change or reset waits: it goes first
             if done < n and ((budget is not None and time.perf_counter() - began + took > budget)
                              or (stop is not None and stop())):
                 self.cut = {"done": done, "asked": n}
@@ -375,7 +357,7 @@ class LiveNetwork:
 
     def embedding(self) -> np.ndarray:
         """The token embedding now, (p, 2)."""
-        with self._first():
+        with self._lock.first():
             return self.task.embedding()
 
     def recorded(self) -> dict[str, Any]:
@@ -383,7 +365,7 @@ class LiveNetwork:
         (T,), the embedding before each step ``X`` (T, p, 2), minus the loss gradient there ``G`` (T, p, 2),
         the training set ``train``, the embedding ``now`` (p, 2) and its ``step``. The gradient is the loss's only: the
         optimiser's decoupled weight decay is not in it."""
-        with self._first():
+        with self._lock.first():
             steps = np.array([s for s, _, _ in self._recorded], dtype=np.int64)
             shape = (0, int(self.values["p"]), 2)
             X = np.array([x for _, x, _ in self._recorded]) if len(steps) else np.zeros(shape)

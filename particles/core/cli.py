@@ -40,11 +40,15 @@ class ProgressBar:
     total)``: created at the first call (starting from that call's ``done``,
     so a resumed sweep's rate counts new work only), closed when ``done``
     reaches ``total``. On a terminal it redraws in place; elsewhere it
-    updates at most every 10 s."""
+    updates at most every 10 s. ``unit`` names what is counted;
+    ``starting``, when given, is shown after the label (and drawn at once)
+    until the first unit is done (a first run's compilation, say)."""
 
-    def __init__(self, label: str, stream=None):
+    def __init__(self, label: str, stream=None, *, unit: str = "it", starting: str | None = None):
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
+        self.unit = unit
+        self.starting = starting
         self._bar = None
 
     def __call__(self, done: int, total: int) -> None:
@@ -52,8 +56,13 @@ class ProgressBar:
             from tqdm import tqdm
 
             tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-            self._bar = tqdm(total=total, initial=done, desc=self.label, file=self.stream,
+            desc = self.label if self.starting is None else f"{self.label}: {self.starting}"
+            self._bar = tqdm(total=total, initial=done, desc=desc, file=self.stream, unit=self.unit,
                              mininterval=0.1 if tty else 10.0, ascii=not tty, dynamic_ncols=tty, leave=True)
+            if self.starting is not None:
+                self._bar.refresh()
+        elif self.starting is not None and done > 0 and self._bar.n == 0:
+            self._bar.set_description(self.label, refresh=False)
         if total != self._bar.total:
             self._bar.total = total
         self._bar.update(max(0, done - self._bar.n))
