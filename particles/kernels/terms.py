@@ -19,7 +19,7 @@ from typing import NamedTuple
 import numpy as np
 from numba import njit, prange
 
-from .alignment import cosine_forces_reference, cosine_params, cosine_reference_parts
+from .alignment import alignment_forces, cosine_forces_reference, cosine_params, cosine_reference_parts
 from .clustering import distance_params
 from .law import alignment_other, alignment_same, attraction, repulsion
 from .fastmath import FAST
@@ -28,7 +28,7 @@ from .pair_sums import pair_sums, scatter_to_particles
 from .records import CosineSums, PairSums, Row
 
 __all__ = ["TermSums", "pair_term_forces", "term_forces_serial", "same_class_terms",
-           "other_distance_term", "other_cosine_term", "cosine_forces", "snapshot_term_forces", "term_forces_many",
+           "other_distance_term", "other_cosine_term", "snapshot_term_forces", "term_forces_many",
            "pair_term_reference"]
 
 
@@ -173,46 +173,6 @@ def other_cosine_term(U, system, law_c, cos, scratch):
 
 
 @njit(cache=True)
-def cosine_forces(sums, cos, prm, F):
-    """A cosine half's sums as forces on the pair sums into F:
-    -lam (A - B U) / rho, or its polar transform f = |s|^2 g - (s . g) s
-    (linear in g, so the halves add up to the whole).
-
-    Parameters
-    ----------
-    sums : PairSums
-        S, U (d, n) and rho (n,).
-    cos : CosineSums
-        The half's A (d, n) and B (n,).
-    prm : KernelParams
-        ``lam`` and ``polar``.
-    F : ndarray, shape (d, n)
-        Output, overwritten.
-    """
-    S = sums.S
-    U = sums.U
-    rho = sums.rho
-    A = cos.A
-    B = cos.B
-    d = S.shape[0]
-    for u in range(rho.shape[0]):
-        scale = -prm.lam / rho[u]
-        if prm.polar:
-            s2 = 0.0
-            sg = 0.0
-            for k in range(d):
-                gk = scale * (A[k, u] - B[u] * U[k, u])
-                s2 += S[k, u] * S[k, u]
-                sg += S[k, u] * gk
-            for k in range(d):
-                gk = scale * (A[k, u] - B[u] * U[k, u])
-                F[k, u] = s2 * gk - sg * S[k, u]
-        else:
-            for k in range(d):
-                F[k, u] = scale * (A[k, u] - B[u] * U[k, u])
-
-
-@njit(cache=True)
 def pair_term_forces(sums, system, prm, which, acc):
     """Forces of each pair term on the pair sums.
 
@@ -256,9 +216,9 @@ def pair_term_forces(sums, system, prm, which, acc):
         other_distance_term(sums.S, system, law_d, out[1], scratch)
     if which[3]:
         other_cosine_term(sums.U, system, law_c, CosineSums(acc.A[1], acc.B[1]), scratch)
-    for t in range(2):
+    for t in range(2):  # each cosine half's sums as its forces (out was zeroed: the forces added are the forces)
         if which[2 + t]:
-            cosine_forces(sums, CosineSums(acc.A[t], acc.B[t]), prm, out[2 + t])
+            alignment_forces(sums, CosineSums(acc.A[t], acc.B[t]), prm, out[2 + t])
 
 
 @njit(cache=True)
