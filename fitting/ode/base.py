@@ -426,9 +426,16 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         def model_of(coef):
             return (lambda X: library.features(X) @ coef.T), (None if products is None else (*products, coef))
 
-        def halves(length):  # each half's regression (the regressor alone, no weighted refit) on the other half
-            return halves_r2(lambda T, Yh: self.solve_rows(T, Yh, library, regressor, formulation)[0], model_of,
-                             Theta, Y, rows.owner, samples, length, self.blowup_factor * self.scale_)
+        support = self._mask(K, library) & (self.coef_ != 0)
+
+        def solve_half(T, Yh):  # the kept terms' coefficients from half the rows (least squares on them); a
+            if formulation.maps_states:  # formulation whose rows map states solves its own regression
+                return self.solve_rows(T, Yh, library, regressor, formulation)[0]
+            return OLS().fit(T, Yh, support, library.bias_column(K))[0]
+
+        def halves(length):  # each half's fit on the other half (.verdict.halves_r2)
+            return halves_r2(solve_half, model_of, Theta, Y, rows.owner, samples, length,
+                             self.blowup_factor * self.scale_)
 
         self.fit_quality_ = fit_quality(self._rhs, model_of(self.coef_)[1], samples, sigma, Theta, self.coef_,
                                         self.blowup_factor * self.scale_, Y, relation=relation is not None,

@@ -35,9 +35,10 @@ The checks, in the data's own terms:
     counts, so a stiff but sound model is not failed by the cheap
     integrator.
 ``halves``
-    Each half of the data predicting the other: the regression (the
-    regressor alone, without the weighted refit) solved on the first half
-    of every run's rows and simulated over the second half of its samples,
+    Each half of the data predicting the other: the kept terms'
+    coefficients fitted (least squares on those terms; a formulation whose
+    rows map states, the flow map, solves its own regression) on the first
+    half of every run's rows and simulated over the second half of its samples,
     and the other way round, on segments as above (SS about the whole run's
     means, so a half at rest is judged on the run's scale). It fails when
     neither half predicts the other to :data:`SIMULATION_R2`: the terms are
