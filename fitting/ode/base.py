@@ -332,9 +332,10 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         :func:`.degree.choose_degree` keeps (its state, its warnings);
         the evidence in ``fit_info_["degree"]``."""
         K = runs[0].shape[1]
-        choice.check_rows(K, sum(len(r) for r in runs))  # the largest library against the data, before any work
+        samples_in = sum(len(r) for r in runs)
+        candidates = choice.candidates(K, samples_in)  # a max_degree the data cannot support: refused before work
         fits = []
-        for lib in choice.candidates(K):
+        for lib in candidates:
             for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
                 delattr(self, attr)  # each candidate from a clean estimator (fit_info_ is set only when there is some)
             with warnings.catch_warnings(record=True) as caught:
@@ -364,7 +365,7 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
                                   [s[0] for s in rows.samples], [s[1] for s in rows.samples], length,
                                   self.blowup_factor * state["scale_"])
             errors.append(1.0 - r2)
-        degrees = [lib.degree for lib in choice.candidates(K)]
+        degrees = [lib.degree for lib in candidates]
         index, evidence = choose_degree(errors, degrees, usable)
         lib, rows, state, said = fits[index]
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:

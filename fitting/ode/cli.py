@@ -14,7 +14,7 @@ __all__ = ["register_fit"]
 
 
 def _build_model(args: argparse.Namespace, window):
-    from . import Lasso, LinearODE, LotkaVolterra
+    from . import Lasso, LinearODE, LotkaVolterra, ODEModel
 
     if args.reference:  # the survival paper's setting: Lasso(0.01) on the raw arrays, forward differences
         common = dict(regressor=Lasso(0.01, standardize=False), derivative="forward", window=window,
@@ -22,11 +22,30 @@ def _build_model(args: argparse.Namespace, window):
     else:
         common = dict(regressor=args.regressor, alpha=args.alpha, derivative=args.derivative, window=window,
                       debias=args.debias)
+    if args.library is not None and args.model != "poly":
+        raise ValueError(f"--library exists for --model poly only (got --model {args.model})")
     if args.model == "linear":
         return LinearODE(stable=args.stable, **common)
     if args.stable:
         raise ValueError("--stable exists for --model linear only")
+    if args.model == "poly":
+        return ODEModel(library=_library(args.library), **common)
     return LotkaVolterra(form=args.model.removeprefix("lv-"), **common)
+
+
+def _library(text: str | None):
+    """--library: 'auto' (the degree chosen by the fit, fitting.ode.degree) or a polynomial degree 1..5."""
+    from .degree import MAX_AUTO_DEGREE
+
+    if text is None or text == "auto":
+        return "auto"
+    try:
+        degree = int(text)
+    except ValueError:
+        degree = 0
+    if not 1 <= degree <= MAX_AUTO_DEGREE or str(degree) != text.strip():
+        raise ValueError(f"--library must be 'auto' or a polynomial degree 1..{MAX_AUTO_DEGREE}, got {text!r}")
+    return degree
 
 
 def _fit_windows(args: argparse.Namespace, traj) -> int:
@@ -87,7 +106,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     matplotlib.use("Agg")
     import joblib
 
-    from particles.core.io import atomic_write, write_json
+    from particles.core.io import atomic_write, json_safe, write_json
     from particles.trajectory import Trajectory
 
     from particles.core.figures import save_figure
@@ -141,7 +160,10 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         **{name: score["value"] for name, score in scores["scores"].items()},
         "scores": scores["scores"], "notes": scores["notes"],
         "nonzero_coefficients": int(np.count_nonzero(model.coef_)), "sparsity": model.sparsity_,
+        "fit_quality": json_safe(model.fit_quality_),
     }
+    if "degree" in getattr(model, "fit_info_", {}):
+        report["degree"] = json_safe(model.fit_info_["degree"])
     if args.model == "linear":
         report["max_real_eigenvalue"] = float(model.eigenvalues_.real.max())
         report["stable"] = model.is_stable_
@@ -169,6 +191,12 @@ def _cmd_fit(args: argparse.Namespace) -> int:
         verdict = "stable" if report["stable"] else "unstable"
         print(f"largest real part of an eigenvalue: {report['max_real_eigenvalue']:.3g} ({verdict})")
     print(f"nonzero coefficients: {report['nonzero_coefficients']} (sparsity {report['sparsity']:.3g})")
+    if "degree" in report:
+        print(f"degree: {report['degree']['chosen']} ({report['degree']['rule']})")
+    quality = model.fit_quality_  # the verdict on standard output too (--quiet hides the warning)
+    print("verdict: " + ("trusted (simulation, boundedness, halves and conditioning pass; fit.json's fit_quality)"
+                         if quality["trusted"] else
+                         f"not to be trusted: {', '.join(quality['failed'])} failed (fit.json's fit_quality)"))
     print("scores:")  # results: --quiet hides only progress, notes and warnings
     for name, score in scores["scores"].items():
         print(f"  {name}: {format_value(score['value'])}  ({score['what']})")
@@ -185,7 +213,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
 def register_fit(subparsers: argparse._SubParsersAction) -> None:
     from .names import DERIVATIVE_METHODS, LV_FORMS, REGRESSORS
 
-    models = ("linear",) + tuple(f"lv-{form}" for form in LV_FORMS)
+    models = ("linear",) + tuple(f"lv-{form}" for form in LV_FORMS) + ("poly",)
 
     p = subparsers.add_parser("fit", help="fit an ODE to the Fourier signals of a trajectory",
                               description="Fit a linear or Lotka-Volterra ODE to the Fourier signals of a "
@@ -193,7 +221,11 @@ def register_fit(subparsers: argparse._SubParsersAction) -> None:
                                           "print scores and write fit.json and figures.")
     p.add_argument("trajectory", help="trajectory .npz (particles.Trajectory format)")
     p.add_argument("--model", choices=models, default="linear",
-                   help="linear ODE, or Lotka-Volterra in its general, classic or logistic form (default linear)")
+                   help="linear ODE, Lotka-Volterra in its general, classic or logistic form, or a polynomial ODE "
+                        "(poly, see --library) (default linear)")
+    p.add_argument("--library", default=None, metavar="auto|DEGREE",
+                   help="--model poly: the polynomial degree 1..5, or auto (default: the lowest degree that simulates "
+                        "the data as well as the best, fitting.ode.AutoDegree)")
     p.add_argument("--regressor", choices=REGRESSORS, default="stlsq",
                    help="sparse regression on standardised terms (default stlsq)")
     p.add_argument("--alpha", type=float, default=None,

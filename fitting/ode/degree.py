@@ -2,7 +2,7 @@
 
 :class:`AutoDegree` stands for the polynomial libraries of degree 1 to
 ``max_degree``; an estimator given it (``ODEModel(library="auto")`` or
-``library=AutoDegree(4)``) fits each and keeps one (:func:`choose_degree`),
+``library=AutoDegree(4)``) fits each the data support and keeps one (:func:`choose_degree`),
 with the evidence in ``fit_info_["degree"]``.
 
 The criterion works on one trajectory and has no units. Each candidate's
@@ -46,33 +46,48 @@ class AutoDegree:
 
     Parameters
     ----------
-    max_degree : int >= 1
-        The highest degree tried (default :data:`MAX_AUTO_DEGREE`). ``fit``
-        refuses one whose library has more terms than the data have
-        regression rows.
+    max_degree : int >= 1, optional
+        The highest degree tried. ``fit`` refuses one whose library has
+        more terms than the data have samples. None (the default, and
+        ``library="auto"``): :data:`MAX_AUTO_DEGREE`, or the highest degree
+        below it whose library the data support.
     include_bias : bool
         Libraries with the constant column.
     """
 
-    def __init__(self, max_degree: int = MAX_AUTO_DEGREE, include_bias: bool = True):
-        self.max_degree = check_int(max_degree, "max_degree", 1, 50)
+    def __init__(self, max_degree: int | None = None, include_bias: bool = True):
+        self.max_degree = check_int(max_degree, "max_degree", 1, 50, allow_none=True)
         self.include_bias = check_bool(include_bias, "include_bias")
 
-    def candidates(self, K: int) -> list[PolynomialLibrary]:
-        """The libraries tried, lowest degree first."""
-        return [PolynomialLibrary(d, self.include_bias) for d in range(1, self.max_degree + 1)]
+    def top_degree(self, K: int, rows: int) -> int:
+        """The highest degree tried on K variables and ``rows`` samples:
+        ``max_degree`` (refused when its library has more terms than
+        ``rows``), or by default the highest up to :data:`MAX_AUTO_DEGREE`
+        that ``rows`` support."""
+        if self.max_degree is not None:
+            need = PolynomialLibrary(self.max_degree, self.include_bias).n_features(K)
+            if need > rows:
+                raise ValueError(f"max_degree = {self.max_degree} of library='auto' needs {need} terms per equation "
+                                 f"on {K} variables, more than the {rows} samples the data give; give a max_degree "
+                                 "whose library the data can support, or more samples")
+            return self.max_degree
+        top = 0
+        for d in range(1, MAX_AUTO_DEGREE + 1):
+            if PolynomialLibrary(d, self.include_bias).n_features(K) > rows:
+                break
+            top = d
+        if top == 0:
+            raise ValueError(f"library='auto': even the linear library has more terms than the {rows} samples the data "
+                             f"give on {K} variables; give more samples")
+        return top
+
+    def candidates(self, K: int, rows: int) -> list[PolynomialLibrary]:
+        """The libraries tried, lowest degree first (:meth:`top_degree`)."""
+        return [PolynomialLibrary(d, self.include_bias) for d in range(1, self.top_degree(K, rows) + 1)]
 
     def n_features(self, K: int) -> int:
-        """The columns of the largest candidate (what the data must support)."""
-        return PolynomialLibrary(self.max_degree, self.include_bias).n_features(K)
-
-    def check_rows(self, K: int, rows: int) -> None:
-        """Refuse a ``max_degree`` whose library has more terms than ``rows``."""
-        need = self.n_features(K)
-        if need > rows:
-            raise ValueError(f"max_degree = {self.max_degree} of library='auto' needs {need} terms per equation on "
-                             f"{K} variables, more than the {rows} regression rows the data give; give a max_degree "
-                             f"whose library the data can support, or more samples")
+        """The columns of the largest library it may try (what sizes a fit's work)."""
+        return PolynomialLibrary(self.max_degree or MAX_AUTO_DEGREE, self.include_bias).n_features(K)
 
     def __repr__(self) -> str:
         return f"AutoDegree(max_degree={self.max_degree}, include_bias={self.include_bias})"

@@ -66,3 +66,32 @@ def test_a_max_degree_the_data_cannot_support_is_refused_before_work(monkeypatch
 def test_a_bad_library_string_lists_auto():
     with pytest.raises(ValueError, match="'auto'"):
         ODEModel(library="quartic").check_params()
+
+
+def test_the_default_top_degree_is_what_the_data_support():
+    """library="auto" without a max_degree tries degrees up to 5 or the highest
+    the samples support (3 variables, 30 samples: degree 2's 10 terms, not 3's 20 + ...)."""
+    choice = AutoDegree()
+    assert [lib.degree for lib in choice.candidates(3, 30)] == [1, 2, 3]  # 1 + 3 + 6 + 10 = 20 terms <= 30
+    assert [lib.degree for lib in choice.candidates(3, 10_000)] == [1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match="even the linear library"):
+        choice.candidates(5, 4)
+
+
+def test_the_command_line_fits_a_polynomial_model_of_the_chosen_degree(tmp_path):
+    import json
+
+    from particles.core.cli import main
+    from fitting import example_trajectory
+
+    path = tmp_path / "run.npz"
+    example_trajectory().save(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert main(["fit", str(path), "--model", "poly", "--library", "auto", "--frequencies", "1,2",
+                     "--out", str(tmp_path / "out"), "--quiet"]) == 0
+    report = json.loads((tmp_path / "out" / "fit.json").read_text())
+    assert report["degree"]["chosen"] in report["degree"]["degrees"] and "trusted" in report["fit_quality"]
+    for bad in (["--library", "7"], ["--library", "cubic"], ["--model", "linear", "--library", "2"]):
+        assert main(["fit", str(path), "--model", "poly", *bad, "--out", str(tmp_path / "bad")]) == 2 \
+            if "--model" not in bad else main(["fit", str(path), *bad, "--out", str(tmp_path / "bad")]) == 2
