@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from particles.core.io import json_safe
 from particles.core.validation import check_int
 from particles.trajectory import Trajectory, TrajectoryFormatError
 
@@ -440,7 +441,9 @@ class Run:
                 "frequency_rule": selection.rule, "start": start, "stop": stop, "in_window_error": in_window,
                 "steps": t_sim[keep].tolist(), "simulated": simulated.T.tolist(), "forecast": forecast,
                 "equations": model.equations() if hasattr(model, "equations") else None, "notes": notes,
-                "model": "LinearODE(stable=True)"}
+                "model": "LinearODE(stable=True)",
+                # the verdict, as embdyn fit's fit.json keeps it (its sentence, when it failed, is in the notes)
+                "fit_quality": json_safe(model.fit_quality_)}
 
 
 def check_meta_size(path: str, max_chars: int) -> None:

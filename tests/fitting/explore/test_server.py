@@ -281,6 +281,11 @@ def test_fit_says_how_it_fits_inside_and_after_the_window(tmp_path):
     assert fit["in_window_error"] == pytest.approx(expected, rel=1e-6)
     # the run has settled after the window: persistence is exact, so the skill is undefined, not a huge number
     assert fit["forecast"]["persistence_error"] < 1e-9 and fit["forecast"]["skill"] is None
+    # the verdict the command line keeps in fit.json; a fit that is not trusted says why in a note
+    verdict = fit["fit_quality"]
+    assert isinstance(verdict["trusted"], bool) and set(verdict["failed"]) <= {"simulation", "bounded", "halves",
+                                                                                "condition"}
+    assert verdict["trusted"] or any("not to be trusted" in note for note in fit["notes"])
     store.close()
 
 
