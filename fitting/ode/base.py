@@ -104,10 +104,14 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         The verdict on the fit from the data it was given
         (:func:`fitting.ode.verdict.fit_quality`): ``trusted``, ``failed``
         (the checks that failed: ``"simulation"``, ``"bounded"``,
-        ``"condition"``), ``simulation_r2`` of simulations over the fitted
-        model's predictability ``horizon`` started from the data's own
-        states, ``bounded``, ``condition`` and the figures behind them. A
-        fit that is not trusted warned (FitQualityWarning) naming the checks.
+        ``"halves"``, ``"condition"``), ``simulation_r2`` of simulations over
+        the fitted model's predictability ``horizon`` started from the data's
+        own states (the R^2 of the signal beneath the data's noise),
+        ``bounded``, ``halves_r2`` (the first half's fit judged on the
+        second half, then the reverse; NaN for a half that is mostly noise),
+        ``condition``, ``min_t`` (the smallest |coefficient| / standard error
+        of a kept term, reported only) and the figures behind them. A fit
+        that is not trusted warned (FitQualityWarning) naming the checks.
     fit_info_ : dict
         Present when a step reported on itself: ``"degree"`` (``library="auto"``:
         the chosen degree, each candidate's simulation error and the rule); ``"weighting"`` (the weak
@@ -292,10 +296,13 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         Warns
         -----
         FitQualityWarning
-            When the fit may be wrong: a misfit (the fitted terms do not
-            explain the data to within the noise), an optimiser stopped at
-            its iteration limit, an unstable linear fit; one sentence each,
-            the numbers in ``fit_info_``.
+            When the fit may be wrong: its verdict (``fit_quality_``: its
+            simulations against the data, boundedness, the halves, the
+            conditioning), an optimiser stopped at its iteration limit, an
+            unstable linear fit; one sentence each, the numbers in
+            ``fit_quality_`` and ``fit_info_``. (Another, about low-noise
+            data on runs too short for the exact weak form, says how the
+            rows were built, not that the fit failed.)
         LinearRelationWarning
             When the states satisfy a linear relation that makes the
             library's columns dependent.
@@ -347,7 +354,10 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
                     continue
             state = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
             fits.append((lib, rows, state, [(str(w.message), w.category) for w in caught]))
-        usable = [f is not None and f[2]["fit_quality_"]["bounded"] for f in fits]
+        # a candidate its own verdict rejects is not chosen while another passes (the bounded ones, if none does)
+        usable = [f is not None and f[2]["fit_quality_"]["trusted"] for f in fits]
+        if not any(usable):
+            usable = [f is not None and f[2]["fit_quality_"]["bounded"] for f in fits]
         if not any(f is not None for f in fits):
             raise ValueError("library='auto': no candidate degree could be fitted (fewer regression rows than "
                              "terms for each); give more samples or a smaller max_degree")
@@ -363,8 +373,9 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
             plan = None if products is None else (*products, coef)
             r2, _, _ = segment_r2(lambda X, lib=lib, coef=coef: lib.features(X) @ coef.T, plan,
                                   [s[0] for s in rows.samples], [s[1] for s in rows.samples], length,
-                                  self.blowup_factor * state["scale_"])
-            errors.append(1.0 - r2)
+                                  self.blowup_factor * state["scale_"],
+                                  sigma=np.asarray(state["fit_quality_"]["noise_level"]))
+            errors.append(1.0 - r2 if np.isfinite(r2) else (float("inf") if r2 < 0 else 0.0))
         degrees = [lib.degree for lib in candidates]
         index, evidence = choose_degree(errors, degrees, usable)
         lib, rows, state, said = fits[index]
@@ -434,9 +445,9 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
                 return self.solve_rows(T, Yh, library, regressor, formulation)[0]
             return OLS().fit(T, Yh, support, library.bias_column(K))[0]
 
-        def halves(length):  # each half's fit on the other half (.verdict.halves_r2)
+        def halves(length, noise):  # each half's fit on the other half (.verdict.halves_r2)
             return halves_r2(solve_half, model_of, Theta, Y, rows.owner, samples, length,
-                             self.blowup_factor * self.scale_)
+                             self.blowup_factor * self.scale_, sigma=noise)
 
         self.fit_quality_ = fit_quality(self._rhs, model_of(self.coef_)[1], samples, sigma, Theta, self.coef_,
                                         self.blowup_factor * self.scale_, Y, relation=relation is not None,
@@ -446,10 +457,9 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
     def _warn_quality(self, info: dict) -> None:
         """One :class:`FitQualityWarning` per sign that the fit may be wrong."""
         weighting = info.get("weighting", {})
-        # the verdict: simulations against the data (.verdict); a large whitened residual alone is none, as it
-        # is also what an exact model of data with an error floor (a solver's tolerance) gives
-        chi2 = weighting.get("chi2_per_dof") if weighting.get("status") == "misfit" else None
-        sentence = quality_sentence(self.fit_quality_, chi2)
+        # the verdict: simulations against the data (.verdict); a large whitened residual is none (it is also
+        # what an exact model of data with an error floor, a solver's tolerance, gives): fit_info_ keeps it
+        sentence = quality_sentence(self.fit_quality_)
         if sentence is not None:
             warn_quality(sentence)
         if weighting.get("status") == "not converged" and weighting.get("iterations", 0) >= MAX_GLS_ITERATIONS:

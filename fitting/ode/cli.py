@@ -119,7 +119,7 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     from ..signals.figures import plot_signals
     from .data import check_run_horizon, check_run_window, in_window
     from .figures import plot_coefficients, plot_fit
-    from .report import fit_report, format_value, model_summary
+    from .report import fit_report, model_summary
 
     if args.windows is not None and args.window is not None:
         raise ValueError("give --window (one fit) or --windows (one fit per window), not both")
@@ -184,6 +184,17 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     print(f"trajectory: {args.trajectory} ({traj.meta.get('source')}; {len(t)} samples, steps "
           f"{int(steps[0])}..{int(steps[-1])}, {signals.shape[1]} frequencies)")
     print(selection.message)
+    _print_fit(report, scores)
+    print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
+          f"{out / 'coefficients.png'}")
+    return 0
+
+
+def _print_fit(report: dict, scores: dict) -> None:
+    """What ``embdyn fit`` prints of a fit: the model, the degree chosen, the verdict, scores, notes and equations
+    (results on stdout: --quiet hides only progress, notes on stderr and warnings)."""
+    from .report import format_value
+
     print("fitted:")
     for line in report["fitted"]:
         print("  " + line)
@@ -193,11 +204,11 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     print(f"nonzero coefficients: {report['nonzero_coefficients']} (sparsity {report['sparsity']:.3g})")
     if "degree" in report:
         print(f"degree: {report['degree']['chosen']} ({report['degree']['rule']})")
-    quality = model.fit_quality_  # the verdict on standard output too (--quiet hides the warning)
+    quality = report["fit_quality"]  # the verdict on standard output too (--quiet hides the warning)
     print("verdict: " + ("trusted (simulation, boundedness, halves and conditioning pass; fit.json's fit_quality)"
                          if quality["trusted"] else
                          f"not to be trusted: {', '.join(quality['failed'])} failed (fit.json's fit_quality)"))
-    print("scores:")  # results: --quiet hides only progress, notes and warnings
+    print("scores:")
     for name, score in scores["scores"].items():
         print(f"  {name}: {format_value(score['value'])}  ({score['what']})")
     for note in scores["notes"]:
@@ -205,9 +216,6 @@ def _cmd_fit(args: argparse.Namespace) -> int:
     print("equations:")
     for line in report["equations"]:
         print("  " + line)
-    print(f"wrote {out / 'fit.json'}, {out / 'model.joblib'}, {out / 'signals.png'}, {out / 'fit.png'}, "
-          f"{out / 'coefficients.png'}")
-    return 0
 
 
 def register_fit(subparsers: argparse._SubParsersAction) -> None:

@@ -20,9 +20,12 @@ The checks, in the data's own terms:
 ``simulation``
     R^2 of simulations over horizon-long segments, each started from the
     data's own state at its start, against the data (pooled over segments
-    and columns: 1 - SSE / SS about each run's column means; the segment's
-    first sample, which is the data, excluded). It fails below
-    :data:`SIMULATION_R2`. Judging by simulation rather than by the residual
+    and columns; the segment's first sample, which is the data, excluded),
+    as the R^2 of the signal beneath the data's noise: 1 - (SSE - N) /
+    (SS - N), SS about each run's column means and N the noise's share of
+    both (:func:`segment_r2`), so an exact model of noisy data scores about
+    1 at any noise level (data that are mostly noise, SS < 2 N, judge
+    nothing: NaN, not failed). It fails below :data:`SIMULATION_R2`. Judging by simulation rather than by the residual
     of the regression is what lets an exact model of slightly inexact data
     pass (a solver's tolerance, a sensor's rounding: the simulation stays
     within that error of the data), while a model with wrong or missing
@@ -146,10 +149,17 @@ def _confirm(rhs, x: np.ndarray, t: np.ndarray, limit: float) -> np.ndarray:
     return sim
 
 
-def segment_r2(rhs, plan, runs, times, length: int, limit: float, centres=None) -> tuple[float, int, int]:
+def segment_r2(rhs, plan, runs, times, length: int, limit: float, centres=None,
+               sigma=None) -> tuple[float, int, int]:
     """Pooled R^2 of simulations over segments of ``length`` samples started
     from the data (SS about each run's column means, or ``centres``, one
-    (K,) per run); the number of segments and of samples judged."""
+    (K,) per run); the number of segments and of samples judged.
+
+    With ``sigma`` (the data's noise level per column, (K,)), the R^2 of the
+    signal beneath the noise: 1 - (SSE - N) / (SS - N), N = the noise's
+    share of both (samples judged times sum sigma^2), so that an exact model
+    of noisy data scores 1, not 1 - N / SS; NaN when the samples are
+    mostly noise (SS < 2 N: nothing to judge a model by)."""
     starts, seg_times, observed, means = [], [], [], []
     for j, (x, t) in enumerate(zip(runs, times)):
         n = len(t)
@@ -174,12 +184,16 @@ def segment_r2(rhs, plan, runs, times, length: int, limit: float, centres=None) 
     diff = np.where(np.isfinite(sim), sim - obs, np.inf)  # a segment that left the range counts as missed
     with np.errstate(over="ignore", invalid="ignore"):
         sse = float(np.sum((diff ** 2)[keep]))
-    r2 = 1.0 - sse / ss if ss > 0 else float("nan")
-    return (r2 if np.isfinite(r2) else -np.inf), int(sum(len(s) for s in starts)), int(keep.sum())
+    count, judged = int(sum(len(s) for s in starts)), int(keep.sum())
+    noise = 0.0 if sigma is None else judged * float(np.sum(np.asarray(sigma, dtype=float) ** 2))
+    if not ss > 2.0 * noise:  # no variation, or mostly noise: no model can be judged on it
+        return float("nan"), count, judged
+    r2 = 1.0 - (sse - noise) / (ss - noise)
+    return (min(r2, 1.0) if np.isfinite(r2) else -np.inf), count, judged
 
 
 def halves_r2(solve: Callable, model_of: Callable, Theta: np.ndarray, Y: np.ndarray, owner: np.ndarray,
-              samples: list, length: int, limit: float) -> tuple[float, float] | None:
+              samples: list, length: int, limit: float, sigma=None) -> tuple[float, float] | None:
     """Each half of the data predicting the other: the regression solved on
     the first half of every run's rows, simulated over the second half of
     its samples, and the other way round (segments of ``length`` samples,
@@ -205,7 +219,7 @@ def halves_r2(solve: Callable, model_of: Callable, Theta: np.ndarray, Y: np.ndar
         rhs, plan = model_of(coef)
         parts = [h[judged] for h in halves if len(h[judged][1]) >= 2]
         r2, _, _ = segment_r2(rhs, plan, [p[0] for p in parts], [p[1] for p in parts], length, limit,
-                              centres=[h[2] for h in halves if len(h[judged][1]) >= 2])
+                              centres=[h[2] for h in halves if len(h[judged][1]) >= 2], sigma=sigma)
         out.append(float(r2))
     return out[0], out[1]
 
@@ -310,16 +324,17 @@ def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: lis
     n_horizon, blow = _horizon(rhs, plan, runs[longest], times[longest], shift, spread, limit)
     t0 = times[longest]
     length = max(MIN_SEGMENT, n_horizon)
-    r2, segments, judged = segment_r2(rhs, plan, runs, times, length, limit)
+    r2, segments, judged = segment_r2(rhs, plan, runs, times, length, limit, sigma=sigma)
     condition = _condition(Theta, coef)
-    halves_pair = None if halves is None else halves(length)
+    halves_pair = None if halves is None else halves(length, sigma)
     determination = _determination(Theta, Y, coef) if Y is not None else float("inf")
     failed = []
-    if not r2 >= SIMULATION_R2:
+    if r2 < SIMULATION_R2:  # NaN: the data are mostly noise, nothing to judge the simulation by
         failed.append("simulation")
     if blow is not None:
         failed.append("bounded")
-    if halves_pair is not None and not max(halves_pair) >= SIMULATION_R2:  # neither half predicts the other
+    if halves_pair is not None and all(r < SIMULATION_R2 for r in halves_pair):  # neither half predicts the
+        # other (a half that is mostly noise, NaN, judges nothing and so does not fail)
         failed.append("halves")
     if not condition <= MAX_CONDITION and not relation:  # a linear relation among the states was warned of
         failed.append("condition")
@@ -332,31 +347,26 @@ def fit_quality(rhs: Callable[[np.ndarray], np.ndarray], plan: Any, samples: lis
             "halves_r2": None if halves_pair is None else list(halves_pair), "noise_level": sigma.tolist(), "span": span}
 
 
-def quality_sentence(quality: dict[str, Any], chi2_per_dof: float | None = None) -> str | None:
-    """One sentence naming what failed (with the whitened residual of the
-    covariance-weighted refit when given), or None when the fit is trusted."""
+def quality_sentence(quality: dict[str, Any]) -> str | None:
+    """One sentence naming what failed, or None when the fit is trusted."""
     if quality["trusted"]:
         return None
     parts = []
     if "bounded" in quality["failed"]:
         parts.append(f"its simulation from the first fitted state leaves the data's range at t = "
-                     f"{quality['blowup_time']:.4g} (the fitted span is {quality['span'][0]:.4g}.."
-                     f"{quality['span'][1]:.4g})")
+                     f"{quality['blowup_time']:.4g} (fitted span {quality['span'][0]:.4g}..{quality['span'][1]:.4g})")
     if "simulation" in quality["failed"]:
         r2 = quality["simulation_r2"]
-        shown = "below -1e6" if r2 < -1e6 else f"{r2:.3g}"
-        parts.append(f"simulated from the data's own states over {quality['segments']} segment(s) of "
-                     f"{quality['segment_samples']} samples it reproduces them with R^2 {shown}, where at least "
-                     f"{quality['threshold']:g} is expected")
+        parts.append(f"simulated from the data's own states ({quality['segments']} segment(s) of "
+                     f"{quality['segment_samples']} samples) it reproduces them with R^2 "
+                     f"{'below -1e6' if r2 < -1e6 else f'{r2:.3g}'} (at least {quality['threshold']:g} expected)")
     if "halves" in quality["failed"]:
         a, b = quality["halves_r2"]
-        parts.append(f"fitted on either half of the data it predicts neither other half (R^2 {max(a, -1e6):.3g} "
-                     f"and {max(b, -1e6):.3g}), so the data do not determine the terms")
+        parts.append(f"fitted on either half of the data it predicts neither other half (R^2 {max(a, -1e6):.3g}, "
+                     f"{max(b, -1e6):.3g})")
     if "condition" in quality["failed"]:
-        parts.append(f"the kept terms' columns are numerically dependent on the data (condition number "
-                     f"{quality['condition']:.3g}), so their coefficients are not determined")
-    residual = "" if chi2_per_dof is None else (f", with a whitened residual of {chi2_per_dof:.3g} per degree "
-                                                "of freedom where about 1 is expected")
-    return ("the fitted model is not to be trusted: " + ", and ".join(parts) + residual
-            + " (a term missing from the library, wrong terms kept, or too little of the dynamics in the data); "
-              "fit_quality_ and fit_info_ have the numbers")
+        parts.append(f"its terms' columns are numerically dependent on the data (condition number "
+                     f"{quality['condition']:.3g})")
+    return ("the fitted model is not to be trusted: " + ", and ".join(parts)
+            + " (a term missing or wrong, a constraint the data do not obey, or too little of the dynamics in "
+              "the data); fit_quality_ has the numbers")
