@@ -114,7 +114,9 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         that is not trusted warned (FitQualityWarning) naming the checks.
     fit_info_ : dict
         Present when a step reported on itself: ``"degree"`` (``library="auto"``:
-        the chosen degree, each candidate's simulation error and the rule); ``"weighting"`` (the weak
+        the chosen degree, each candidate's simulation error, the rule, and
+        ``not_fitted``: the degrees whose library had more terms than the
+        formulation's regression rows, with the reason); ``"weighting"`` (the weak
         form's covariance-weighted refit: ``status``, ``iterations``,
         ``noise_sd``, ``chi2_per_dof``; see :mod:`fitting.ode.weighted`);
         ``"linear_relation"`` (the states vary along a direction no more than
@@ -341,7 +343,7 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         K = runs[0].shape[1]
         samples_in = sum(len(r) for r in runs)
         candidates = choice.candidates(K, samples_in)  # a max_degree the data cannot support: refused before work
-        fits = []
+        fits, not_fitted = [], {}
         for lib in candidates:
             for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
                 delattr(self, attr)  # each candidate from a clean estimator (fit_info_ is set only when there is some)
@@ -349,8 +351,9 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
                 warnings.simplefilter("always")
                 try:
                     rows = self._fit(x, t, variables, lib, regressor, formulation)
-                except ValueError:  # fewer regression rows than this library's terms
+                except ValueError as exc:  # fewer regression rows than this library's terms
                     fits.append(None)
+                    not_fitted[lib.degree] = str(exc)
                     continue
             state = {k: v for k, v in vars(self).items() if k.endswith("_") and not k.startswith("_")}
             fits.append((lib, rows, state, [(str(w.message), w.category) for w in caught]))
@@ -383,7 +386,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
             delattr(self, attr)
         for attr, value in state.items():
             setattr(self, attr, value)
-        self.fit_info_ = {**getattr(self, "fit_info_", {}), "degree": {**evidence, "segment_samples": length}}
+        self.fit_info_ = {**getattr(self, "fit_info_", {}),
+                          "degree": {**evidence, "segment_samples": length, "not_fitted": not_fitted}}
         for message, category in said:
             warn_at_caller(message, category)
         return rows

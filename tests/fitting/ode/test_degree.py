@@ -95,3 +95,16 @@ def test_the_command_line_fits_a_polynomial_model_of_the_chosen_degree(tmp_path)
     for bad in (["--library", "7"], ["--library", "cubic"], ["--model", "linear", "--library", "2"]):
         assert main(["fit", str(path), "--model", "poly", *bad, "--out", str(tmp_path / "bad")]) == 2 \
             if "--model" not in bad else main(["fit", str(path), *bad, "--out", str(tmp_path / "bad")]) == 2
+
+
+def test_degrees_the_rows_cannot_fit_are_named_in_the_evidence():
+    """The weak form gives fewer rows than samples: a degree the samples allow
+    but the rows do not is reported, not silently skipped."""
+    t, x = data("van_der_pol", n=60)  # 2 variables: degree 6's library has 28 terms, more than the weak rows
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ODEModel(library=AutoDegree(8)).fit(x, t)
+    evidence = model.fit_info_["degree"]
+    skipped = evidence["not_fitted"]
+    assert skipped and all("rows" in why for why in skipped.values())
+    assert all(evidence["errors"][d - 1] == float("inf") for d in skipped) and evidence["chosen"] not in skipped
