@@ -49,7 +49,7 @@ def main(argv=None):
         for level in (0.05, 0.1, 0.2):
             row["lead"][str(level)] = fitting.stages(traj, levels=(level, 0.9)).lead_time
         leads_null = []
-        m = len(st.circuit_frequencies)
+        m = len(st.share_frequencies)  # the null draws sets of the size the share is read over
         for _ in range(args.null if m < K else 0):
             ks = sorted(rng.choice(np.arange(1, K + 1), size=m, replace=False).tolist())
             lt = fitting.stages(traj, frequencies=ks).lead_time

@@ -21,7 +21,7 @@
 ``ensemble``               BootstrapEnsemble
 ``relations``              linear relations among the states (conserved totals)
 ``quality``                FitQualityWarning: results that may be wrong
-``verdict``, ``paths``     the verdict on a fit (fit_quality_) and its RK4 paths
+``verdict``, ``paths``     the verdict on a fit (``fit_quality_``), its RK4 paths
 ``degree``                 AutoDegree: library="auto", the degree chosen
 ``forecast``               Forecast: a simulation from the fitted window's end vs persistence
 ``data``                   runs, sample times and windows
