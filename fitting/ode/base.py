@@ -39,7 +39,7 @@ from .relations import LinearRelationWarning, degenerates, linear_relation, warn
 from .weighted import MAX_ITERATIONS as MAX_GLS_ITERATIONS
 from .noise import noise_level
 from .degree import AutoDegree, choose_degree
-from .verdict import fit_quality, halves_r2, quality_sentence, segment_r2
+from .verdict import fit_quality, halves_r2, library_model, quality_sentence, segment_r2
 from .weighted import covariance_refit
 
 __all__ = ["ODEModel"]
@@ -372,11 +372,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
                 continue
             lib, rows, state, _ = f
             coef = state["coef_"]
-            products = lib.product_plan(K)
-            plan = None if products is None else (*products, coef)
-            r2, _, _ = segment_r2(lambda X, lib=lib, coef=coef: lib.features(X) @ coef.T, plan,
-                                  [s[0] for s in rows.samples], [s[1] for s in rows.samples], length,
-                                  self.blowup_factor * state["scale_"],
+            r2, _, _ = segment_r2(*library_model(lib, coef, K), [s[0] for s in rows.samples],
+                                  [s[1] for s in rows.samples], length, self.blowup_factor * state["scale_"],
                                   sigma=np.asarray(state["fit_quality_"]["noise_level"]))
             errors.append(1.0 - r2 if np.isfinite(r2) else (float("inf") if r2 < 0 else 0.0))
         degrees = [lib.degree for lib in candidates]
@@ -437,10 +434,8 @@ class ODEModel(SimulationScoresMixin, EquationsMixin, BaseEstimator):
         self.scale_ = float(max(max(np.max(np.abs(r)) for r in runs), 1e-300))
         self.variables_ = variables
         self.t_fit_end_ = float(max(s[1][-1] for s in samples))
-        products = library.product_plan(K)  # the compiled integrator's view of the right-hand side, if it has one
-
-        def model_of(coef):
-            return (lambda X: library.features(X) @ coef.T), (None if products is None else (*products, coef))
+        def model_of(coef):  # (rhs, plan): the plan is the compiled integrator's view of it, if the library has one
+            return library_model(library, coef, K)
 
         support = self._mask(K, library) & (self.coef_ != 0)
 

@@ -76,7 +76,7 @@ from scipy.integrate import solve_ivp
 
 from .paths import paths
 
-__all__ = ["fit_quality", "quality_sentence", "segment_r2", "SIMULATION_R2", "SEPARATION", "MIN_SEGMENT",
+__all__ = ["fit_quality", "quality_sentence", "segment_r2", "library_model", "SIMULATION_R2", "SEPARATION", "MIN_SEGMENT",
            "MAX_CONDITION", "EXACT_DATA_SHIFT"]
 
 #: a simulation check passes at this R^2 or above (the share of success a user judges a fit by)
@@ -89,6 +89,14 @@ MIN_SEGMENT = 8
 MAX_CONDITION = 1e12
 #: the shift of the second horizon simulation on data without measurable noise, a share of each column's spread
 EXACT_DATA_SHIFT = 1e-8
+
+
+def library_model(library: Any, coef: np.ndarray, K: int) -> tuple[Callable, Any]:
+    """(rhs, plan) of dx/dt = coef @ library(x): the right-hand side on (S, K)
+    states, and its product plan for the compiled integrator (None when the
+    library declares none, :meth:`~fitting.ode.library.Library.product_plan`)."""
+    products = library.product_plan(K)
+    return (lambda X: library.features(X) @ coef.T), (None if products is None else (*products, coef))
 
 
 def _horizon(rhs, plan, x: np.ndarray, t: np.ndarray, shift: np.ndarray, spread: np.ndarray, limit: float):
