@@ -98,14 +98,17 @@ def stages_figure(run_stages) -> Figure:
     label = (f"circuit share ({listed})" if run_stages.circuit_frequencies else
              f"share of the {listed} (no circuit formed)")
     ax.plot(steps, s["circuit_share"], color="tab:blue", lw=1.5, label=label)
-    ax.set_ylabel("circuit frequencies' share\nof Fourier power")
+    ax.set_ylabel("circuit frequencies' share\nof Fourier power" if run_stages.circuit_frequencies else
+                  "candidate frequencies' share\nof Fourier power")
     ax.set_ylim(0, 1.02)
     twin = ax.twinx()
     twin.plot(steps, s["concentration"], color="tab:red", lw=1.0, alpha=0.8, label="concentration (K x IPR)")
     twin.set_ylabel("concentration K x IPR", color="tab:red")
     h1, l1 = ax.get_legend_handles_labels()
     h2, l2 = twin.get_legend_handles_labels()
-    ax.legend(h1 + h2, l1 + l2, fontsize="small", loc="center right")
+    ax.set_zorder(twin.get_zorder() + 1)  # the share's axes (and its legend) over the concentration's line
+    ax.patch.set_visible(False)
+    ax.legend(h1 + h2, l1 + l2, fontsize="small", loc="center right", framealpha=0.9)
     ax = axes[1]
     ax.plot(steps, s["outside_power"], color="tab:purple", lw=1.5)
     ax.set_ylabel("power outside the circuit\n(1: its peak from the\ncircuit's start)", fontsize="small")
@@ -126,7 +129,9 @@ def stages_figure(run_stages) -> Figure:
         loss.set_ylabel("loss (dotted, log)")
         h1, l1 = ax.get_legend_handles_labels()
         h2, l2 = loss.get_legend_handles_labels()
-        ax.legend(h1 + h2, l1 + l2, fontsize="small", loc="center right")
+        ax.set_zorder(twin.get_zorder() + 1)  # the share's axes (and its legend) over the concentration's line
+    ax.patch.set_visible(False)
+    ax.legend(h1 + h2, l1 + l2, fontsize="small", loc="center right", framealpha=0.9)
     for i, ax in enumerate(axes):
         draw_stages(ax, run_stages, labels=False)
     axes[-1].set_xlabel("training step")
