@@ -109,6 +109,9 @@ SKIP: dict[str, str] = {
                                    "and test_hostile_checkpoints.py (cells bounded by memory, resume)",
     "fitting.training.train_network_sweep": "trains torch models for minutes; its checks are in tests/fitting/training/test_trainer.py",
     "fitting.training.compare_network": "trains torch models for minutes; its checks are in tests/fitting/training/test_compare.py",
+    "fitting.training.check_device": "imports torch (the battery runs without it); its refusals are in "
+                                     "tests/fitting/training/test_devices.py",
+    "fitting.training.available_devices": "takes no argument; imports torch; tests/fitting/training/test_devices.py",
     "fitting.training.load_checkpoints": "reads torch checkpoints; its checks are in tests/fitting/training/test_recorder.py "
                                          "and, for damaged or hostile files, test_hostile_checkpoints.py",
     "fitting.training.SparseModularConfig": "same __post_init__ checks as ToyConfig, which is in the battery",

@@ -17,6 +17,8 @@ Public API::
     compare_network, NetworkComparison              that network beside a particle preset over weight decay
     EmbeddingRecorder, load_checkpoints             bring your own run: record any torch model's embedding
                                                     while it trains, or load it from saved checkpoints
+    check_device, available_devices                 the device= of every trainer ("cpu", "cuda:1", "mps";
+                                                    default: $EMBDYN_DEVICE, else the CPU)
     TrainingDivergedError, TorchMissingError, CheckpointError (a checkpoint that cannot be used)
 """
 
@@ -32,7 +34,7 @@ __all__ = ["MODEL_CONFIGS", "ConstantAttentionConfig", "SparseModularConfig", "S
            "TorchMissingError", "TrainingDivergedError", "config_for", "torch_available", "train", "train_batched",
            "train_grid", "GridResult", "TOY_PHASE_SETTINGS", "toy_phase_setting", "train_network_sweep",
            "NetworkSweep", "compare_network", "NetworkComparison", "EmbeddingRecorder", "load_checkpoints",
-           "CheckpointError"]
+           "CheckpointError", "check_device", "available_devices"]
 
 INSTALL_HINT = ("the torch backend needs PyTorch: pip install '.[torch]' in the repository root "
                 "(pins torch==2.13.0, the CPU build)")
@@ -78,6 +80,8 @@ compare_network = _needs_torch("compare", "compare_network",
                                "The network and a particle preset side by side over weight decay")
 load_checkpoints = _needs_torch("recorder", "load_checkpoints",
                                 "A Trajectory from a series of saved torch checkpoints")
+check_device = _needs_torch("devices", "check_device", "A device name checked against this machine's devices")
+available_devices = _needs_torch("devices", "available_devices", "The devices this machine can train on")
 
 #: classes that need torch, imported on first access
 _LAZY_CLASSES = {"GridResult": "grid_result", "TrainingDivergedError": "trainer", "NetworkSweep": "network_sweep",

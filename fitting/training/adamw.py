@@ -23,9 +23,9 @@ def adamw_scalars(lr: torch.Tensor, weight_decay: torch.Tensor, t: int, dtype: t
     ``lr`` and ``weight_decay`` are float64 tensors with one entry per member;
     decay = 1 - lr * weight_decay and step_size = lr / (1 - beta1^t) are
     computed in float64 and rounded once to ``dtype``, as torch rounds its
-    Python-float scalars."""
+    Python-float scalars. All three live on ``lr``'s device (the stack's)."""
     bias_correction1 = 1 - BETAS[0] ** t
-    bc2s = torch.tensor((1 - BETAS[1] ** t) ** 0.5, dtype=torch.float64)
+    bc2s = torch.tensor((1 - BETAS[1] ** t) ** 0.5, dtype=torch.float64, device=lr.device)
     return (1 - lr * weight_decay).to(dtype), (lr / bias_correction1).to(dtype), bc2s
 
 

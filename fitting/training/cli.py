@@ -61,15 +61,52 @@ def _checkpointed_seeds(out, model: str, seeds: range) -> list[int]:
     return sorted(found)
 
 
+def add_cluster_arguments(p: argparse.ArgumentParser, jobs_help: str | None) -> None:
+    """``--jobs`` (unless ``jobs_help`` is None), ``--scheduler``/``--cluster`` and ``--device`` of a multi-run
+    training command."""
+    if jobs_help is not None:
+        p.add_argument("--jobs", type=int, default=None, help=jobs_help)
+    where = p.add_mutually_exclusive_group()
+    where.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                       help="run on the Dask cluster whose scheduler is at ADDRESS (e.g. tcp://host:8786; needs "
+                            "the [cluster] extra); --jobs is then the number of units (default one per worker "
+                            "thread); finished units are journaled beside the output")
+    where.add_argument("--cluster", default=None, metavar="local:N",
+                       help="run on a Dask LocalCluster of N one-thread worker processes started for this command")
+    p.add_argument("--device", default=None, help="torch device to train on: cpu (default), cuda, cuda:1, mps; on a "
+                                                  "cluster without it, each worker's EMBDYN_DEVICE")
+
+
+def cluster_choice(args: argparse.Namespace) -> str | None:
+    """The ``scheduler=`` of a command's ``--scheduler``/``--cluster`` (checked)."""
+    from .cluster import check_scheduler
+
+    if args.cluster is not None:
+        if not args.cluster.startswith("local:"):
+            raise ValueError(f"--cluster must be local:N with N >= 1 worker processes, got {args.cluster!r}")
+        return check_scheduler(args.cluster, "--cluster")
+    return None if args.scheduler is None else check_scheduler(args.scheduler, "--scheduler")
+
+
+def _check_jobs_flag(args: argparse.Namespace, top: int, what: str) -> int | None:
+    """``--jobs`` checked: at most ``top`` locally (``what`` says why), at most the runs on a cluster."""
+    scheduler = cluster_choice(args)
+    if args.jobs is None:
+        return None if scheduler is not None else 1
+    if not 1 <= args.jobs <= top:
+        raise ValueError(f"--jobs must be in [1, {top}] ({what}), got {args.jobs}")
+    return args.jobs
+
+
 def _cmd_train(args: argparse.Namespace) -> int:
     from particles.core.cli import key_values
-    from particles.core.cli import ProgressBar
 
     from . import INSTALL_HINT, config_for, torch_available
 
     if not torch_available():
         print(f"embdyn train: {INSTALL_HINT}", file=sys.stderr)
         return 2
+    from .devices import device_arg
     changes = key_values(args.set or [], "--set")
     if args.steps is not None:
         changes["steps"] = args.steps
@@ -79,16 +116,29 @@ def _cmd_train(args: argparse.Namespace) -> int:
     seeds = _check_seed_flags(args)
     if args.batched and args.model != "survival-mlp":
         raise ValueError("--batched exists for survival-mlp only")
-    if (args.compile or args.jobs != 1) and not args.batched:
-        raise ValueError("--compile and --jobs exist with --batched only")
-    if not 1 <= args.jobs <= args.seeds:
-        raise ValueError(f"--jobs must be in [1, --seeds={args.seeds}], got {args.jobs}")
-    from .trainer import check_checkpoint, check_training_disk, check_training_memory, finished_run
+    if (args.compile or args.jobs is not None or args.scheduler or args.cluster) and not args.batched:
+        raise ValueError("--compile, --jobs, --scheduler and --cluster exist with --batched only")
+    scheduler = cluster_choice(args)
+    jobs = _check_jobs_flag(args, args.seeds, f"at most --seeds={args.seeds}")
+    device = device_arg(args.device, "--device", here=scheduler is None)
+    from .trainer import check_training_disk, check_training_memory
 
     # one run in memory at a time (all seeds with --batched), measured before the folder is made; the seeds'
     # files on the disk that will hold them
     check_training_memory(config, args.seeds if args.batched else 1, gradients=args.gradients, seed=seeds[0])
     check_training_disk(config, args.seeds, args.out, gradients=args.gradients, seed=seeds[0])
+    from .cluster import cluster_client
+
+    with cluster_client(scheduler, _scheduler_flag(args)) as client:  # an address that does not answer: before the folder
+        return _train_in(args, config, seeds, jobs, client, device)
+
+
+def _train_in(args: argparse.Namespace, config, seeds: range, jobs: int | None, client, device) -> int:
+    """``embdyn train`` once its arguments are checked (``client``: the cluster of --batched, or None)."""
+    from particles.core.cli import ProgressBar
+
+    from .trainer import check_checkpoint, finished_run
+
     out = check_output_folder(args.out, "--out")
     from .batched import finished_seeds, train_batched
     from .trainer import train
@@ -97,15 +147,15 @@ def _cmd_train(args: argparse.Namespace) -> int:
         return out / f"{config.model}_seed{seed}.npz"
 
     if args.batched:
-        done = finished_seeds(config, seeds, out, args.jobs, args.gradients) if args.resume else {}
+        done = finished_seeds(config, seeds, out, jobs or 1, args.gradients) if args.resume and jobs else {}
         for seed in done:
             _skipped("train", seed, path_of(seed), args.quiet)
         bar = None if args.quiet or len(done) == len(seeds) else ProgressBar(
             f"{args.model} x {len(seeds)} seeds (batched)")
         trajectories = train_batched(config, list(seeds), out, callback=bar,
                                      compile="auto" if args.compile else "never",
-                                     checkpoint_every=args.checkpoint_every, resume=args.resume, n_jobs=args.jobs,
-                                     gradients=args.gradients)
+                                     checkpoint_every=args.checkpoint_every, resume=args.resume, n_jobs=jobs,
+                                     gradients=args.gradients, device=device, scheduler=client)
         for seed, traj in zip(seeds, trajectories):
             print(_summary(seed, traj, path_of(seed)))
         return 0
@@ -121,7 +171,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         else:
             bar = None if args.quiet else ProgressBar(f"{args.model} seed {seed}")
             traj = train(config, seed, path, checkpoint_every=args.checkpoint_every, resume=args.resume,
-                         callback=bar, gradients=args.gradients)
+                         callback=bar, gradients=args.gradients, device=device)
         print(_summary(seed, traj, path), flush=True)
     return 0
 
@@ -146,20 +196,18 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
                                                           "(survival-mlp)")
     p.add_argument("--compile", action="store_true", help="with --batched: fuse the stacked forward with "
                                                           "torch.compile")
-    p.add_argument("--jobs", type=int, default=1, help="with --batched: split the seeds over this many processes "
-                                                       "(default 1)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from checkpoints in --out")
     p.add_argument("--gradients", action="store_true",
                    help="also record the loss gradient on the embedding and the optimiser's update at every "
                         "snapshot (for embdyn force-fit)")
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
+    add_cluster_arguments(p, "with --batched: split the seeds over this many processes (default 1)")
     add_quiet(p)
     p.set_defaults(func=_cmd_train)
 
 
 def _cmd_toy_phases(args: argparse.Namespace) -> int:
-    from particles.core.cli import ProgressBar
 
     from . import INSTALL_HINT, torch_available
     from .configs import toy_phase_setting
@@ -167,6 +215,7 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     if not torch_available():
         print(f"embdyn toy-phases: {INSTALL_HINT}", file=sys.stderr)
         return 2
+    from .devices import device_arg
     changes = {} if args.steps is None else {"steps": args.steps}
     if args.dtype is not None:
         changes["dtype"] = args.dtype
@@ -176,13 +225,30 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
     seeds = _check_seed_flags(args)
     cells = len(seeds) * math.prod(len(v) for v in grid.values())
     from .grid_parts import max_jobs
-    if not 1 <= args.jobs <= max_jobs(cells):
-        raise ValueError(f"--jobs must be in [1, {max_jobs(cells)}] (at most one process per cell and per CPU), "
-                         f"got {args.jobs}")
-    from .grid import check_grid_memory, finished_grid, train_grid
+    scheduler = cluster_choice(args)
+    jobs = _check_jobs_flag(args, cells if scheduler else max_jobs(cells),
+                            "at most one unit per cell" if scheduler else "at most one process per cell and per CPU")
+    device = device_arg(args.device, "--device", here=scheduler is None)
+    from .cluster import cluster_client
+    from .grid import check_grid_memory
 
     check_grid_memory(config, cells, "--seeds")  # before the seeds are listed or the folder is made
     seeds = list(seeds)
+    with cluster_client(scheduler, _scheduler_flag(args)) as client:  # an address that does not answer: before the folder
+        return _toy_phases_in(args, config, grid, seeds, cells, jobs, client, device)
+
+
+def _scheduler_flag(args: argparse.Namespace) -> str:
+    return "--cluster" if args.cluster is not None else "--scheduler"
+
+
+def _toy_phases_in(args: argparse.Namespace, config, grid: dict, seeds: list[int], cells: int, jobs: int | None,
+                   client, device) -> int:
+    """``embdyn toy-phases`` once its arguments are checked (``client``: the cluster, or None)."""
+    from particles.core.cli import ProgressBar
+
+    from .grid import finished_grid, train_grid
+
     out = check_output_folder(args.out, "--out")
     from particles.core.figures import save_figure
 
@@ -195,7 +261,8 @@ def _cmd_toy_phases(args: argparse.Namespace) -> int:
               "not trained again (--resume)", file=sys.stderr)
     bar = None if args.quiet else ProgressBar(f"toy-phases {args.variant}: {cells} cells")
     result = train_grid(config, grid, seeds, out=out / f"{stem}.json", checkpoint_every=args.checkpoint_every,
-                        resume=args.resume, callback=bar, tanh=args.tanh, n_jobs=args.jobs)
+                        resume=args.resume, callback=bar, tanh=args.tanh, n_jobs=jobs, scheduler=client,
+                        device=device)
     counts = result.phase_counts()
     title = (f"toy {args.variant}: {config.steps} steps, {len(seeds)} seed(s), majority phase, {args.tanh} tanh; "
              f"{result.meta['seconds'] / 60:.1f} min")
@@ -223,13 +290,12 @@ def register_toy_phases(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="every 4th learning rate and every 2nd weight decay (4 x 6)")
     p.add_argument("--tanh", choices=["fast", "exact"], default="fast",
                    help="decoder activation: fast (default, within 2 machine epsilons of tanh) or exact (torch.tanh)")
-    p.add_argument("--jobs", type=int, default=1,
-                   help="processes, each training its share of the cells with threads // jobs torch threads "
-                        "(default 1; 2 on 2 cores ran ~1.1x faster, more with other work on the machine; "
-                        "--resume needs the same --jobs)")
     p.add_argument("--checkpoint-every", type=int, default=None, help="checkpoint every N steps")
     p.add_argument("--resume", action="store_true", help="continue from the checkpoint in --out")
     p.add_argument("--out", default="embdyn-toy-phases", help="output folder (default ./embdyn-toy-phases)")
+    add_cluster_arguments(p, "processes, each training its share of the cells with threads // jobs torch threads "
+                             "(default 1; 2 on 2 cores ran ~1.1x faster, more with other work on the machine; "
+                             "--resume needs the same --jobs)")
     add_quiet(p)
     p.set_defaults(func=_cmd_toy_phases)
 
@@ -263,6 +329,10 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
         raise ValueError(f"--max-steps and --jobs must be >= 1, got {args.max_steps} and {args.jobs}")
     if args.window < 250:
         raise ValueError(f"--window must be >= 250 (the check interval), got {args.window}")
+    from .devices import STACK_FLOAT64, device_arg
+
+    scheduler = cluster_choice(args)
+    device = device_arg(args.device, "--device", here=scheduler is None, dtype="float64", why=STACK_FLOAT64)
     from particles.sweep import check_sweep_size
 
     # the particle sweep's rows and the stacked network runs, before the seeds are listed
@@ -285,17 +355,24 @@ def _cmd_compare_network(args: argparse.Namespace) -> int:
 
         check_network_memory(config, len(wds) * len(seeds), args.max_steps, 250, "--seeds")
     seeds = list(seeds)
-    out = check_output_folder(args.out, "--out")
+    from contextlib import ExitStack
 
-    if network is None:
-        from .network_sweep import train_network_sweep
+    from .cluster import cluster_client
 
-        network = train_network_sweep(config, wds, seeds, max_steps=args.max_steps, window=args.window,
-                                      callback=None if args.quiet else ProgressBar("compare-network: network steps"))
-        try:
-            network.save(out / "network_sweep.json")
-        except OSError as exc:  # keep going: the comparison is still printed
-            print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
+    with ExitStack() as stack:  # an address that does not answer: refused before the folder is made
+        client = stack.enter_context(cluster_client(scheduler, _scheduler_flag(args))) if network is None else None
+        out = check_output_folder(args.out, "--out")
+        if network is None:
+            from .network_sweep import train_network_sweep
+
+            network = train_network_sweep(config, wds, seeds, max_steps=args.max_steps, window=args.window,
+                                          callback=None if args.quiet else ProgressBar("compare-network: network "
+                                                                                       "steps"),
+                                          device=device, scheduler=client)
+            try:
+                network.save(out / "network_sweep.json")
+            except OSError as exc:  # keep going: the comparison is still printed
+                print(f"embdyn compare-network: cannot write the network sweep: {exc}", file=sys.stderr)
     result = compare_network(wds, seeds, preset_name=args.preset, network=network, n_jobs=args.jobs,
                              callback=None if args.quiet else ProgressBar("compare-network: particle runs"))
     result.save(out / "compare_network.json")
@@ -329,5 +406,6 @@ def register_compare_network(subparsers: argparse._SubParsersAction) -> None:
                         "classifier only, --set lr=0.003")
     p.add_argument("--jobs", type=int, default=1, help="processes for the particle runs (default 1)")
     p.add_argument("--out", default="embdyn-compare-network", help="output folder (default ./embdyn-compare-network)")
+    add_cluster_arguments(p, None)
     add_quiet(p)
     p.set_defaults(func=_cmd_compare_network)

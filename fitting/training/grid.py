@@ -38,8 +38,10 @@ from particles.core.validation import check_seeds
 
 from .activations import tanh_of
 from .configs import ToyConfig
+from .devices import STACK_FLOAT64, device_arg
 from .grid_cells import grid_checkpoint, train_cells
-from .grid_parts import checkpoints_found, max_jobs, part_checkpoints, train_parts
+from .cluster import cluster_client, on_cluster
+from .grid_parts import checkpoints_found, max_jobs, part_checkpoints, train_parts, units_journal
 from .grid_result import GRID_FIELDS, TANH_BEFORE_OPTION, GridFormatError, GridResult, check_grid, finite_or_none
 
 __all__ = ["train_grid", "GridResult", "GRID_FIELDS", "GridFormatError", "finished_grid", "check_grid_memory"]
@@ -107,14 +109,31 @@ def check_grid_memory(config: ToyConfig, cells: int, name: str = "seeds") -> Non
                  f"use fewer {name} or grid points")
 
 
-def _check_jobs(n_jobs, n_cells: int, config: ToyConfig) -> int:
-    """``n_jobs`` checked against the grid's cells and CPUs, and the grid's memory (before any cell is built)."""
-    top = max_jobs(n_cells)
+def _check_jobs(n_jobs, n_cells: int, config: ToyConfig, cluster: bool = False) -> int | None:
+    """``n_jobs`` checked against the grid's cells and CPUs (on a cluster:
+    its cells only; None stays None there), and the grid's memory (before any cell is built)."""
+    if n_jobs is None and cluster:
+        check_grid_memory(config, n_cells)
+        return None
+    n_jobs = 1 if n_jobs is None else n_jobs
+    top = n_cells if cluster else max_jobs(n_cells)
     if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or not 1 <= n_jobs <= top:
-        raise ValueError(f"n_jobs must be an int in [1, {top}] (at most one process per cell and per CPU), "
-                         f"got {n_jobs!r}")
+        where = "at most one unit per cell" if cluster else "at most one process per cell and per CPU"
+        raise ValueError(f"n_jobs must be None or an int in [1, {top}] ({where}), got {n_jobs!r}")
     check_grid_memory(config, n_cells)
     return int(n_jobs)
+
+
+def _cluster_units(client, n_jobs: int | None, n_cells: int, out, resume: bool, identity: dict) -> int:
+    """The units of a grid on a cluster: ``n_jobs``, else the split of this
+    run's journal being resumed, else one per worker thread (at most one per cell)."""
+    if n_jobs is not None:
+        return n_jobs
+    from .cluster import UnitJournal, cluster_slots
+
+    if resume and out is not None and (units := UnitJournal.units_of(units_journal(out), identity)) is not None:
+        return units
+    return max(1, min(n_cells, sum(cluster_slots(client).values())))
 
 
 def _identity(config: ToyConfig, grid: dict, seeds: list[int], steps: int, threshold: float, stop_when: str,
@@ -184,7 +203,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
                steps: int | None = None, threshold: float = 0.9, gap: float = 1000.0, stop_when: str = "decided",
                out: str | os.PathLike | None = None, checkpoint_every: int | None = None, resume: bool = False,
                callback: Callable[[int, int], None] | None = None, compile: str = "auto",
-               tanh: str = "fast", n_jobs: int = 1) -> GridResult:
+               tanh: str = "fast", n_jobs: int | None = None, scheduler=None,
+               device: str | torch.device | None = None) -> GridResult:
     """Train every cell of ``grid`` (and every seed) of the toy model at once.
 
     Parameters
@@ -227,8 +247,8 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         epsilons of tanh, ~10 % less time per compiled step (slower in plain
         torch: use ``"exact"``, ``torch.tanh``, with ``compile="never"``).
         Either way cells agree with single runs to float rounding.
-    n_jobs : int >= 1
-        Processes (joblib's reusable loky workers, through
+    n_jobs : int >= 1, optional
+        Processes (1 by default; joblib's reusable loky workers, through
         ``joblib.Parallel``). With ``n_jobs > 1`` the cells are dealt
         round-robin into ``n_jobs`` parts, each trained as
         its own stack in its own process with ``torch threads // n_jobs``
@@ -238,7 +258,17 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
         float32; timings in docs/training.md, "Speed"). Checkpoints are then
         one file per part (``<out stem>.part<k>of<n>.ckpt.pt``),
         ``resume=True`` needs the same ``n_jobs``, and ``callback`` reports
-        the slowest part's step (at most twice a second).
+        the slowest part's step (at most twice a second). On a cluster:
+        units (default: one per worker thread, or the resumed journal's split).
+    scheduler : None, dask.distributed.Client, "local:N" or address, optional
+        The parts as tasks on a Dask cluster (:mod:`fitting.training.cluster`;
+        None: an active ``joblib.parallel_config(backend="dask")``'s client,
+        else local processes), journaled in ``<out stem>.units/``; with
+        ``resume=True`` only unfinished units train. Same records, bit for bit.
+    device : str or torch.device, optional
+        Where the cells train: ``"cpu"``, ``"cuda"``, ``"cuda:1"`` (not ``"mps"``: float64 rates), checked
+        before any work (:func:`fitting.training.devices.check_device`; on a cluster only the name, each
+        worker checks it has the device). None: each process's ``EMBDYN_DEVICE``, else the CPU.
 
     Returns
     -------
@@ -249,16 +279,20 @@ def train_grid(config: ToyConfig, grid: Mapping[str, Sequence[float]], seeds: Se
     grid, seeds, steps = _check_grid_args(config, grid, seeds, steps, threshold, gap, stop_when, compile, tanh,
                                           checkpoint_every, out, resume)
     n_cells = len(seeds) * math.prod(len(v) for v in grid.values())
-    n_jobs = _check_jobs(n_jobs, n_cells, config)
+    device = device_arg(device, here=not on_cluster(scheduler), dtype="float64", why=STACK_FLOAT64)
+    n_jobs = _check_jobs(n_jobs, n_cells, config, cluster=on_cluster(scheduler))
     identity = _identity(config, grid, seeds, steps, threshold, stop_when, compile, tanh)
-    if resume and out is not None and (done := _resume_check(out, identity, n_cells, n_jobs)) is not None:
-        return done  # finished before: nothing to redo
-    cells, cell_seeds = _cells(grid, seeds)
-    if out is not None:
-        _drop_checkpoints_of_other_splits(out, n_jobs, resume)
-    run = _run_cells(config, cells, cell_seeds, identity, out, n_jobs, callback,
-                     dict(steps=steps, threshold=threshold, stop_when=stop_when, checkpoint_every=checkpoint_every,
-                          resume=resume, compile=compile, tanh=tanh))
+    with cluster_client(scheduler) as client:
+        if client is not None:
+            n_jobs = _cluster_units(client, n_jobs, n_cells, out, resume, identity)
+        if resume and out is not None and (done := _resume_check(out, identity, n_cells, n_jobs)) is not None:
+            return done  # finished before: nothing to redo
+        cells, cell_seeds = _cells(grid, seeds)
+        if out is not None:
+            _drop_checkpoints_of_other_splits(out, n_jobs, resume)
+        run = _run_cells(config, cells, cell_seeds, identity, out, n_jobs, callback,
+                         dict(steps=steps, threshold=threshold, stop_when=stop_when, checkpoint_every=checkpoint_every,
+                              resume=resume, compile=compile, tanh=tanh, device=device), client)
     records = _records(cells, cell_seeds, run, steps, gap)
     result = GridResult(records, _grid_meta(identity, gap, run, n_jobs))
     if out is not None:
@@ -276,9 +310,12 @@ def _cells(grid: dict[str, list[float]], seeds: list[int]) -> tuple[list[dict], 
 
 def _run_cells(config: ToyConfig, cells: list[dict], cell_seeds: list[int], identity: dict,
                out: str | os.PathLike | None, n_jobs: int, callback: Callable[[int, int], None] | None,
-               run_args: dict) -> dict:
+               run_args: dict, client=None) -> dict:
     """Train the cells as one stack in this process, or as ``n_jobs`` parts
-    in worker processes; the run's per-cell arrays and figures."""
+    in worker processes or on ``client``'s cluster; the run's per-cell arrays and figures."""
+    if client is not None:
+        return train_parts(config, cells, cell_seeds, identity, n_jobs=n_jobs, out=out, callback=callback,
+                           client=client, **run_args)
     if n_jobs == 1:
         ckpt = part_checkpoints(out, 1)[0] if out is not None else None
         return train_cells(config, cells, cell_seeds, identity, ckpt=ckpt, callback=callback, **run_args)
@@ -300,3 +337,5 @@ def _write_result(result: GridResult, out: str | os.PathLike, n_jobs: int) -> No
     for ckpt in part_checkpoints(out, n_jobs):
         if ckpt.exists():
             ckpt.unlink()
+    for unit in units_journal(out).glob("unit*.npz"):  # a cluster run's journal keeps its header and events as a log
+        unit.unlink()

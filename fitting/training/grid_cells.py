@@ -14,6 +14,7 @@ import torch
 from .adamw import adamw_scalars, adamw_update
 from .compiling import compiled_or_plain
 from .configs import ToyConfig
+from .devices import STACK_FLOAT64, check_device, check_device_dtype
 from .grid_result import TANH_BEFORE_OPTION
 from .grid_stack import CellStack
 from .loop import Checkpoint, Progress, run_steps
@@ -49,7 +50,7 @@ def grid_checkpoint(ckpt: Path | None, identity: dict) -> Checkpoint:
                       same=lambda saved: {"tanh": TANH_BEFORE_OPTION, **saved} == identity)
 
 
-def _restore(stack: CellStack, state: dict, config: ToyConfig, n: int) -> tuple:
+def _restore(stack: CellStack, state: dict, config: ToyConfig, n: int, device: torch.device) -> tuple:
     """The stack's tensors and the per-cell arrays from a checkpoint's state, checked against a fresh stack:
     (step, elapsed, steps_train, steps_val, steps_run, last, diverged)."""
     tensors = state["tensors"]
@@ -59,7 +60,8 @@ def _restore(stack: CellStack, state: dict, config: ToyConfig, n: int) -> tuple:
     arrays = [state[k].numpy().copy() for k in ("steps_train", "steps_val", "steps_run", "last", "diverged")]
     if any(a.shape[0] != n for a in arrays):
         raise ValueError(f"per-cell arrays of {[a.shape[0] for a in arrays]} cells for {n}")
-    stack.tensors = tensors
+    stack.tensors = tensors  # read on the CPU: moved to the run's device below
+    stack.to(device)
     if "incidence" not in stack.tensors:
         # a checkpoint written before the stack kept it (and before the embedding gradient and the
         # distance search moved into the step): resumes, but equals the old code's run only to rounding
@@ -70,13 +72,17 @@ def _restore(stack: CellStack, state: dict, config: ToyConfig, n: int) -> tuple:
 
 def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: list[int], identity: dict, *,
                  steps: int, threshold: float, stop_when: str, ckpt: Path | None, checkpoint_every: int | None,
-                 resume: bool, callback: Callable[[int, int], None] | None, compile: str, tanh: str
-                 ) -> dict[str, Any]:
-    """Train ``cells`` (one seed each) as one stack in this process; the
-    per-cell arrays of :func:`train_grid`'s records, and the run's time,
-    cell-steps, whether the step was compiled and the thread count."""
+                 resume: bool, callback: Callable[[int, int], None] | None, compile: str, tanh: str,
+                 device: str | torch.device | None = None) -> dict[str, Any]:
+    """Train ``cells`` (one seed each) as one stack in this process, on
+    ``device`` (None: this process's ``EMBDYN_DEVICE``, else the CPU;
+    :func:`~fitting.training.devices.check_device`); the per-cell arrays of
+    :func:`train_grid`'s records, and the run's time, cell-steps, whether the
+    step was compiled and the thread count."""
     n = len(cells)
-    stack = CellStack(config, cells, cell_seeds)
+    device = check_device(device)
+    check_device_dtype(device, "float64", why=STACK_FLOAT64)
+    stack = CellStack(config, cells, cell_seeds, device)
     steps_train = np.full(n, -1, dtype=np.int64)
     steps_val = np.full(n, -1, dtype=np.int64)
     steps_run = np.zeros(n, dtype=np.int64)
@@ -88,7 +94,7 @@ def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: li
     state = checkpoint.load() if resume else None
     if state is not None:
         start, elapsed, steps_train, steps_val, steps_run, last, diverged = checkpoint.restore(
-            lambda st: _restore(stack, st, config, n), state)
+            lambda st: _restore(stack, st, config, n, device), state)
         cell_steps[0] = int(state["cell_steps"])
     step_fn, update = compiled_or_plain(decoder_step, compile), compiled_or_plain(adamw_update, compile)
     classification = config.task == "classification"
@@ -118,8 +124,9 @@ def train_cells(config: ToyConfig, cells: list[dict[str, float]], cell_seeds: li
             (g_embedding,) = torch.autograd.grad(x_train, embedding, g_x)
         grads = [g_embedding, *decoder_grads]
         progress.consistent = False  # from here until the next step starts, the state is mid-update
-        idx = tensors["index"].numpy()
-        loss_np, tr_np, va_np = loss.detach().to(torch.float64).numpy(), train_acc.numpy(), val_acc.numpy()
+        idx = tensors["index"].cpu().numpy()  # the per-cell values copied off the device
+        loss_np = loss.detach().to(torch.float64).cpu().numpy()
+        tr_np, va_np = train_acc.cpu().numpy(), val_acc.cpu().numpy()
         last[idx] = np.stack([tr_np, va_np, loss_np], axis=1)
         steps_run[idx] = step
         bad = ~np.isfinite(loss_np)

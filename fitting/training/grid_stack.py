@@ -1,6 +1,8 @@
 """The toy-model cells of a grid as one stacked model: parameters, data and
 AdamW state with a leading cell axis (:class:`CellStack`); the hand-written
-step of every cell at once is :func:`fitting.training.stacked.decoder_step`."""
+step of every cell at once is :func:`fitting.training.stacked.decoder_step`.
+The cells are built on the CPU (each from its single run's task) and the stack
+is then moved to the run's device."""
 
 from __future__ import annotations
 
@@ -21,7 +23,8 @@ class CellStack:
 
     NAMES = ("embedding", "w1", "b1", "w2", "b2", "w3", "b3")
 
-    def __init__(self, config: ToyConfig, cells: list[dict[str, float]], seeds: list[int]):
+    def __init__(self, config: ToyConfig, cells: list[dict[str, float]], seeds: list[int],
+                 device: torch.device | str | None = None):
         self.config = config
         tasks = [ToyTask(config.replace(**cell), seed) for cell, seed in zip(cells, seeds)]
         self.tensors: dict[str, torch.Tensor] = {}
@@ -43,8 +46,19 @@ class CellStack:
         for key in GRID_FIELDS:  # float64: per-cell scalars are rounded once, as torch rounds Python floats
             self.tensors[key] = torch.tensor([getattr(t.config, key) for t in tasks], dtype=torch.float64)
         self.tensors["index"] = torch.arange(len(tasks))
+        self.to(device)
+
+    @property
+    def device(self) -> torch.device:
+        return self.tensors["index"].device
+
+    def to(self, device: torch.device | str | None) -> None:
+        """Every tensor of the stack moved to ``device`` (None, or the device they are on: untouched)."""
+        if device is not None and torch.device(device) != self.device:
+            self.tensors = {k: v.to(device) for k, v in self.tensors.items()}
 
     def select(self, keep: torch.Tensor) -> None:
+        keep = keep.to(self.device)
         self.tensors = {k: v[keep].contiguous() for k, v in self.tensors.items()}
 
     def __len__(self) -> int:

@@ -32,6 +32,7 @@ from particles.core.controls import Control, ControlError, check_changes, contro
 from particles.core.throttle import Throttled
 
 from .configs import ConstantAttentionConfig, SurvivalMLPConfig
+from .devices import check_device, check_device_dtype
 from .models import make_task
 from .threads import threads_for_work, torch_threads
 
@@ -106,6 +107,13 @@ class LiveNetwork:
 
     Parameters
     ----------
+    device : str or torch.device, optional
+        Where the network trains (keyword only; not a control a page can
+        send): ``"cpu"``, ``"cuda"``, ``"cuda:1"``
+        (:func:`fitting.training.devices.check_device`; ``"mps"`` is refused:
+        the live models are float64). None: ``EMBDYN_DEVICE``, else the CPU.
+        Every restart builds its network there; the embedding and its
+        gradient are copied to the CPU for the frames.
     **values
         Initial control values (:data:`NETWORK_CONTROLS`); the others are the
         trainer's defaults (p = 17, hidden 64, lr 0.01, weight decay 0.3 on
@@ -163,7 +171,9 @@ class LiveNetwork:
                                          train_fraction=values["train_fraction"])
         return config.replace(**_decays(values["weight_decay"], values["decay_on"]))
 
-    def __init__(self, **values: Any):
+    def __init__(self, *, device: Any = None, **values: Any):
+        self.device = check_device(device)
+        check_device_dtype(self.device, getattr(self.base_config(), "dtype", None))  # the live models are float64
         self.values: dict[str, Any] = self.defaults()
         self.values.update(self.check(values))
         self._lock = FirstLock()  # calls from the page go before a frame's next step (_lock.first())
@@ -275,7 +285,7 @@ class LiveNetwork:
         no network (a split with no training pair), before anything changes."""
         try:
             config = self.configure(values)
-            return config, make_task(config, values["seed"])
+            return config, make_task(config, values["seed"], device=self.device)
         except (ValueError, TypeError) as exc:
             raise ControlError(None, f"these controls make no network: {exc}") from None
 

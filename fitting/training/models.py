@@ -8,6 +8,12 @@ embedding, per-layer gradient norms and, for the transformer, the sequence
 embeddings of a fixed probe set. All randomness comes from the run seed
 through ``numpy.random.SeedSequence`` (data) and ``torch.Generator``
 (initialisation, minibatches).
+
+A task is built on the CPU (the initial parameters drawn there, so that a
+run starts from the same numbers on every device) and moved whole to its
+run's device by :meth:`_Task.to` (``make_task(..., device=...)``); what it
+records (the token embedding, its gradient, the probe arrays, losses and
+accuracies) is copied back to the CPU.
 """
 
 from __future__ import annotations
@@ -116,7 +122,7 @@ def toy_decoder_input(embedding: torch.Tensor, pairs: torch.Tensor, group: str, 
     if embedding.dim() == 2:
         ea, eb = embedding[pairs[..., 0]], embedding[pairs[..., 1]]
     else:
-        rows = torch.arange(embedding.shape[0])[:, None]
+        rows = torch.arange(embedding.shape[0], device=embedding.device)[:, None]
         ea, eb = embedding[rows, pairs[..., 0]], embedding[rows, pairs[..., 1]]
     if group == "permutation":
         shape = ea.shape[:-1] + (d, d)
@@ -193,6 +199,31 @@ class _Task:
     optimizers: list[torch.optim.Optimizer]
     layer_groups: dict[str, list[str]]
     extra_series: tuple[str, ...] = ()  # per-step values step() returns beyond loss and accuracy
+    device: torch.device = torch.device("cpu")  # where the model, its data and its optimiser state live
+
+    def to(self, device: torch.device | str | None) -> "_Task":
+        """Move the model and the data tensors to ``device`` (None: stay) before
+        the first step (the optimisers keep their parameters: the same objects,
+        moved); returns the task. On the device it is on already nothing is
+        touched, so a CPU task stays bit for bit as built."""
+        if device is None:
+            return self
+        device = torch.device(device)
+        if device == self.device or device.type == self.device.type == "cpu":
+            return self
+        if any(opt.state for opt in self.optimizers):
+            raise RuntimeError("a task is moved to its device before its first step")
+        names = {id(p): n for n, p in self.model.named_parameters()}
+        self.model.to(device)
+        moved = dict(self.model.named_parameters())
+        for opt in self.optimizers:  # the same Parameter objects in torch 2.x; re-pointed should that change
+            for group in opt.param_groups:
+                group["params"] = [moved[names[id(p)]] if id(p) in names else p for p in group["params"]]
+        for key, value in list(vars(self).items()):
+            if isinstance(value, torch.Tensor):
+                setattr(self, key, value.to(device))
+        self.device = device
+        return self
 
     def embedding(self) -> np.ndarray:
         return self.model.embedding.detach().cpu().numpy().copy()
@@ -396,6 +427,7 @@ class SparseModularTask(_Task):
 
     def step(self) -> dict[str, float]:
         idx = torch.randint(0, self.config.n_train, (self.config.batch_size,), generator=self.batch_gen)
+        idx = idx.to(self.device)  # drawn on the CPU, by the run's generator, on every device
         logits = self.model(self.train_tokens[idx])
         loss = F.cross_entropy(logits, self.train_labels[idx])
         self._backward(loss)
@@ -434,10 +466,12 @@ _TASKS = {
 }
 
 
-def make_task(config: TrainingConfig, seed: int) -> _Task:
-    """The task (model, data, optimizers) of ``config`` for run ``seed``."""
+def make_task(config: TrainingConfig, seed: int, *, device: torch.device | str | None = None) -> _Task:
+    """The task (model, data, optimizers) of ``config`` for run ``seed``,
+    built on the CPU and moved to ``device`` (None: the CPU; the name is
+    not checked here, see :func:`fitting.training.devices.check_device`)."""
     if type(config) not in _TASKS:
         raise TypeError(f"config must be one of {[c.__name__ for c in _TASKS]}, got {type(config).__name__}")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"seed must be an int >= 0, got {seed!r}")
-    return _TASKS[type(config)](config, int(seed))
+    return _TASKS[type(config)](config, int(seed)).to(device)

@@ -33,6 +33,8 @@ from .adamw import adamw_scalars, adamw_update
 from particles.core.validation import check_float_list, check_int, check_seeds
 
 from .configs import ConstantAttentionConfig
+from .cluster import on_cluster
+from .devices import STACK_FLOAT64, check_device, check_device_dtype, device_arg
 from .models import ConstantAttentionTask
 from .stacked import constant_attention_forward, loss_and_accuracy
 
@@ -130,10 +132,12 @@ class NetworkSweep:
 NAMES = ("embedding", "w1", "b1", "w2", "b2")
 
 
-def _stacked_state(config: ConstantAttentionConfig, runs: list[tuple[float, int]]
-                   ) -> tuple[dict[str, torch.Tensor], torch.dtype]:
+def _stacked_state(config: ConstantAttentionConfig, runs: list[tuple[float, int]],
+                   device: torch.device | None = None) -> tuple[dict[str, torch.Tensor], torch.dtype]:
     """Every run's parameters, AdamW moments, data and rates as stacked
-    tensors (leading axis: the run), and the parameters' dtype."""
+    tensors (leading axis: the run), built on the CPU (each run's task draws
+    its parameters there) and moved to ``device`` (None: the CPU), and the
+    parameters' dtype."""
     tasks = [ConstantAttentionTask(config.replace(weight_decay=w), s) for w, s in runs]
     dtype = tasks[0].model.embedding.dtype
     t: dict[str, torch.Tensor] = {
@@ -154,6 +158,8 @@ def _stacked_state(config: ConstantAttentionConfig, runs: list[tuple[float, int]
     t["wd"] = torch.tensor([w for w, _ in runs], dtype=torch.float64)
     t["emb_wd"] = torch.tensor([k.config.embedding_decay for k in tasks], dtype=torch.float64)
     t["index"] = torch.arange(len(runs))
+    if device is not None and device.type != "cpu":
+        t = {k: v.to(device) for k, v in t.items()}
     return t, dtype
 
 
@@ -213,7 +219,9 @@ def _adamw_step(t: dict[str, torch.Tensor], grads, step: int, dtype: torch.dtype
 def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_decays: Sequence[float] = (0.0, 0.3, 0.6, 1.0),
                         seeds: Sequence[int] = tuple(range(100)), *, max_steps: int = 50_000,
                         check_every: int = 250, window: int = 5000, tolerance: int = 1,
-                        callback: Callable[[int, int], None] | None = None) -> NetworkSweep:
+                        callback: Callable[[int, int], None] | None = None,
+                        device: str | torch.device | None = None, n_jobs: int | None = None,
+                        scheduler=None) -> NetworkSweep:
     """Train the constant-attention network for every weight decay and seed.
 
     Parameters
@@ -241,6 +249,22 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
         constant).
     callback : callable(done, total), optional
         Progress after every check: the steps done of ``max_steps`` (runs that converged stop early).
+    device : str or torch.device, optional
+        Where the stack trains: ``"cpu"``, ``"cuda"``, ``"cuda:1"``
+        (:func:`fitting.training.devices.check_device`; ``"mps"`` is refused:
+        the stack keeps float64 rates). None: ``EMBDYN_DEVICE``, else the
+        CPU. Checked before any work; the runs start from the parameters
+        drawn on the CPU, and a check copies the per-run values (and a
+        stopped run's embedding) to the CPU. ``meta["device"]`` says where.
+    n_jobs : int >= 1, optional
+        Split the seeds into this many contiguous groups (every weight decay
+        each), each a stack of its own in a local process (1 by default) or a
+        unit on a cluster (default there: one per worker thread); one split
+        gives the same bits locally and on a cluster, and agrees with one
+        stack to float rounding (1e-15 measured: the stacked AdamW rounds a
+        run's slice by where it lies). ``callback`` reports the slowest group's step.
+    scheduler : None, dask.distributed.Client, "local:N" or address, optional
+        The groups as tasks on a Dask cluster, as :func:`fitting.training.train_grid`.
 
     Returns
     -------
@@ -248,18 +272,54 @@ def train_network_sweep(config: ConstantAttentionConfig | None = None, weight_de
     """
     config, wds, seeds = _check_sweep_args(config, weight_decays, seeds, callback)
     max_steps, check_every, window, tolerance = _check_stopping(max_steps, check_every, window, tolerance)
+    cluster = on_cluster(scheduler)
+    if n_jobs is not None or cluster:
+        n_jobs = None if n_jobs is None else check_int(n_jobs, "n_jobs", 1, len(seeds))
+        device = device_arg(device, here=not cluster, dtype="float64", why=STACK_FLOAT64)
+        check_network_memory(config, len(wds) * len(seeds), max_steps, check_every)
+        stopping = {"max_steps": max_steps, "check_every": check_every, "window": window, "tolerance": tolerance,
+                    "device": device}
+        return _sweep_in_groups(config, wds, seeds, stopping, n_jobs, scheduler, callback)
+    device = check_device(device)
+    check_device_dtype(device, "float64", why=STACK_FLOAT64)
     check_network_memory(config, len(wds) * len(seeds), max_steps, check_every)  # before any run is built
 
     runs = [(w, s) for w in wds for s in seeds]
-    t, dtype = _stacked_state(config, runs)
+    t, dtype = _stacked_state(config, runs, device)
     t0 = time.perf_counter()
     final = _train_until_settled(t, dtype, runs, max_steps, check_every, window, tolerance, callback)
     meta = {"config": config.to_dict(), "weight_decays": wds, "seeds": seeds, "max_steps": max_steps,
             "check_every": check_every, "window": window, "tolerance": tolerance, "seconds": time.perf_counter() - t0,
-            "torch_version": str(torch.__version__), "threads": torch.get_num_threads(),
+            "torch_version": str(torch.__version__), "threads": torch.get_num_threads(), "device": str(device),
             "rule": "converged: validation accuracy within `tolerance` validation pairs over the checks of the "
                     "last `window` steps"}
     return NetworkSweep([r for r in final if r is not None], meta)
+
+
+def _sweep_in_groups(config: ConstantAttentionConfig, wds: list[float], seeds: list[int], stopping: dict,
+                     n_jobs: int | None, scheduler, callback) -> NetworkSweep:
+    """The sweep's seeds in ``n_jobs`` contiguous groups, each trained by
+    :func:`train_network_sweep` in a local process or on a cluster; one
+    sweep back, its records in the order of one stack's."""
+    from .cluster import cluster_client, cluster_slots, run_units
+    from .processes import run_parts
+
+    with cluster_client(scheduler) as client:
+        if n_jobs is None:
+            n_jobs = 1 if client is None else max(1, min(len(seeds), sum(cluster_slots(client).values())))
+        groups = [[int(s) for s in g] for g in np.array_split(np.array(seeds), n_jobs)]
+        jobs = [((config, wds, group), dict(stopping)) for group in groups]
+        if client is None and n_jobs == 1:
+            parts = [train_network_sweep(*jobs[0][0], callback=callback, **jobs[0][1])]
+        elif client is None:
+            parts = run_parts(train_network_sweep, jobs, stopping["max_steps"], callback=callback)
+        else:
+            parts = run_units(client, train_network_sweep, jobs, stopping["max_steps"], callback=callback)
+    by_run = {(r["weight_decay"], r["seed"]): r for part in parts for r in part.records}
+    records = [by_run[(w, s)] for w in wds for s in seeds if (w, s) in by_run]
+    meta = {**parts[0].meta, "seeds": seeds, "seconds": max(part.meta["seconds"] for part in parts),
+            "threads": min(part.meta["threads"] for part in parts), "n_jobs": n_jobs}
+    return NetworkSweep(records, meta)
 
 
 def _check_stopping(max_steps: Any, check_every: Any, window: Any, tolerance: Any) -> tuple[int, int, int, int]:
@@ -292,7 +352,7 @@ def _train_until_settled(t: dict[str, torch.Tensor], dtype: torch.dtype, runs: l
             if done.all():
                 break
             if done.any():
-                keep = torch.as_tensor(~done)
+                keep = torch.as_tensor(~done, device=t["index"].device)
                 t = {k: v.detach()[keep].contiguous() for k, v in t.items()}
                 params = [t[k].requires_grad_() for k in NAMES]
                 loss, _ = loss_and_accuracy(constant_attention_forward(*params, t["train_pairs"]), t["train_labels"])
@@ -311,7 +371,7 @@ def _check_runs(t: dict[str, torch.Tensor], params: list[torch.Tensor], loss: to
     into ``final``. True for each run of the stack that stops."""
     with torch.no_grad():
         _, val_acc = loss_and_accuracy(constant_attention_forward(*params, t["val_pairs"]), t["val_labels"])
-    va, tr, lo = val_acc.numpy(), train_acc.numpy(), loss.detach().to(torch.float64).numpy()
+    va, tr, lo = val_acc.cpu().numpy(), train_acc.cpu().numpy(), loss.detach().to(torch.float64).cpu().numpy()
     done = np.zeros(len(va), dtype=bool)
     conv = np.zeros(len(va), dtype=bool)
     bad = ~np.isfinite(lo)
@@ -337,7 +397,7 @@ def _finish(final: list[dict[str, Any] | None], runs: list[tuple[float, int]], t
     for j in rows:
         i = int(t["index"][j])
         w, s = runs[i]
-        emb = t["embedding"][j].detach().to(torch.float64)
+        emb = t["embedding"][j].detach().cpu().to(torch.float64)  # this run's token rows, off the device
         diverged = bool(bad[j]) or not bool(torch.isfinite(emb).all())
         final[i] = {"weight_decay": w, "seed": s, "steps_run": step, "converged": converged and not diverged,
                     "diverged": diverged, "train_acc": float(tr_acc[j]), "val_acc": float(va_acc[j]),

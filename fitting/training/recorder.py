@@ -44,8 +44,8 @@ def _token_rows(tokens: Any, n_rows: int) -> np.ndarray:
 
 
 def _as_matrix(value: Any, name: str) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        value = value.detach().to("cpu", torch.float64).numpy()
+    if isinstance(value, torch.Tensor):  # on any device: copied to the CPU first, then widened there
+        value = value.detach().to("cpu").to(torch.float64).numpy()  # (MPS has no float64)
     arr = np.asarray(value)
     if arr.ndim != 2 or not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise ValueError(f"{name} must be a real matrix (p, d), got shape {arr.shape} and dtype {arr.dtype}")
@@ -110,6 +110,11 @@ class EmbeddingRecorder:
 
     Notes
     -----
+    The model may live on any device (``"cuda"``, ``"mps"``, ...): the
+    recorder has no ``device`` argument, it reads the embedding (and its
+    gradient) where the tensor is, selects the token rows there and copies
+    only those rows to the CPU (as float64) at each recorded step.
+
     The network's own curves (training and validation loss and accuracy)
     go into the file through :meth:`log`; :func:`fitting.stages` and the
     explorer read them. An embedding of p + 1 rows, p prime, recorded
@@ -255,7 +260,9 @@ class EmbeddingRecorder:
             return value
         if isinstance(rows, slice):
             return value[rows]
-        return value[torch.as_tensor(rows)] if isinstance(value, torch.Tensor) else np.asarray(value)[rows]
+        if isinstance(value, torch.Tensor):
+            return value[torch.as_tensor(rows, device=value.device)]
+        return np.asarray(value)[rows]
 
     def record(self, step: int | None = None) -> None:
         """Record the current state (call it after each optimiser step);

@@ -2,7 +2,8 @@
 the stacked trainers: B networks of the same shape with a leading run axis,
 each layer one batched matrix product. They compute, run by run, what the
 ``nn.Module`` classes of :mod:`fitting.training.models` compute (tested to
-float rounding against them)."""
+float rounding against them), on the device their inputs are on (the index
+tensors they make are made there)."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def survival_mlp_forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2
     B, p = E.shape[0], E.shape[1]
     n = pairs.shape[1]
     hidden = w1.shape[1]
-    offset = (torch.arange(B) * p)[:, None]
+    offset = (torch.arange(B, device=pairs.device) * p)[:, None]
     proj_a = torch.bmm(E, w1[:, :, :d].transpose(1, 2)).reshape(B * p, hidden)
     proj_b = torch.bmm(E, w1[:, :, d:].transpose(1, 2)).reshape(B * p, hidden)
     rows_a = (pairs[..., 0] + offset).reshape(-1)
@@ -44,7 +45,7 @@ def survival_mlp_forward(E: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2
 def constant_attention_forward(embedding: torch.Tensor, w1: torch.Tensor, b1: torch.Tensor, w2: torch.Tensor, b2: torch.Tensor,
              pairs: torch.Tensor) -> torch.Tensor:
     """Logits (runs, n, p) of the stacked network on ``pairs`` (runs, n, 2)."""
-    rows = torch.arange(embedding.shape[0])[:, None]
+    rows = torch.arange(embedding.shape[0], device=embedding.device)[:, None]
     s = embedding[rows, pairs[..., 0]] + embedding[rows, pairs[..., 1]]
     h = F.relu(torch.baddbmm(b1[:, None, :], s, w1))
     return torch.baddbmm(b2[:, None, :], h, w2)
@@ -59,7 +60,7 @@ def loss_and_accuracy(logits: torch.Tensor, labels: torch.Tensor) -> tuple[torch
 def pair_incidence(pairs: torch.Tensor, p: int, dtype: torch.dtype) -> torch.Tensor:
     """(C, p, n): how often symbol i occurs in training pair r of each cell
     (pairs (C, n, 2))."""
-    symbols = torch.arange(p)[None, :, None]
+    symbols = torch.arange(p, device=pairs.device)[None, :, None]
     return (pairs[:, None, :, 0] == symbols).to(dtype) + (pairs[:, None, :, 1] == symbols).to(dtype)
 
 
@@ -104,7 +105,7 @@ def decoder_step(x_train: torch.Tensor, x_val: torch.Tensor, w1: torch.Tensor, b
         g_out = torch.exp(logp)
         g_out = (g_out - F.one_hot(train_labels, out.shape[2]).to(out.dtype)) / n
     else:
-        rows = torch.arange(out.shape[0])[:, None]
+        rows = torch.arange(out.shape[0], device=out.device)[:, None]
         diff = out_train - targets[rows, train_labels]
         loss = diff.pow(2).mean(dim=(1, 2))
         g_out = diff * (2.0 / (n * out.shape[2]))

@@ -32,6 +32,7 @@ from particles.trajectory import Trajectory
 
 from ..signals import DC_SCALAR, fourier_signals, n_frequencies
 from .configs import TrainingConfig
+from .devices import check_device, check_device_dtype
 from .loop import Checkpoint, Progress, check_checkpointing, run_steps
 from .models import make_task
 from .schedule import resolve_schedule, snapshot_count, snapshot_due
@@ -266,7 +267,8 @@ def probe_step(task) -> tuple[np.ndarray, np.ndarray]:
 
 def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None = None, *,
           checkpoint_every: int | None = None, resume: bool = False,
-          callback: Callable[[int, int], None] | None = None, gradients: bool = False) -> Trajectory:
+          callback: Callable[[int, int], None] | None = None, gradients: bool = False,
+          device: str | torch.device | None = None) -> Trajectory:
     """Train one run of ``config`` from ``seed`` and return its trajectory.
 
     Parameters
@@ -292,17 +294,31 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         (``Trajectory.gradients`` / ``updates``; docs/force_fit.md). For
         the last snapshot (after the last update) the step that would
         follow is taken and undone.
+    device : str or torch.device, optional
+        Where the model, its data and its optimiser state live: ``"cpu"``,
+        ``"cuda"``, ``"cuda:1"``, ``"mps"``
+        (:func:`fitting.training.devices.check_device`; None: the
+        environment variable ``EMBDYN_DEVICE``, else the CPU). The initial
+        parameters are drawn on the CPU as always, then moved; the recorded
+        embedding rows and values are copied to the CPU. A checkpoint
+        written on one device resumes on another. ``meta["device"]`` says
+        where the run trained.
 
     Raises
     ------
     TrainingDivergedError
         if a loss becomes non-finite (the steps before it are saved).
+    ValueError
+        naming ``device`` when it is not one of this machine's devices
+        (before anything is built or written).
     """
     out, gradients = _check_train_args(checkpoint_every, resume, out, gradients)
+    device = check_device(device)
+    check_device_dtype(device, getattr(config, "dtype", None))
     done = finished_run(out, config, seed, gradients) if resume and out is not None else None
     if done is not None:  # finished before: nothing to redo
         return done
-    task = make_task(config, seed)
+    task = make_task(config, seed).to(device)
     p, d = task.embedding().shape
     rec, every, checkpoint, start = _prepare_run(task, config, seed, out, resume, gradients)
     meta = _train_meta(task, config, seed, every, p, d)
@@ -349,7 +365,7 @@ def _train_meta(task, config: TrainingConfig, seed: int, every: int | str, p: in
     """A run's trajectory metadata: its source, model, sizes, seed, config, schedule, versions and split."""
     return {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "snapshot_schedule": every, "signal_power": 1, "version": package_version(),
-            "torch_version": torch.__version__, **task.split_meta()}
+            "torch_version": torch.__version__, "device": str(task.device), **task.split_meta()}
 
 
 def _trajectory(rec: SeriesRecorder, task, meta: dict[str, Any], done: int, **status: Any) -> Trajectory:
