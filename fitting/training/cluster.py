@@ -81,8 +81,10 @@ CONNECT_TIMEOUT = 10.0
 JOURNAL_FORMAT = "embdyn-training-units/1"
 #: the scheduler's event topic the units' starts are logged under
 EVENTS_TOPIC = "embdyn-training-units"
-#: seconds between two progress reports of a unit, and between two looks at the stop event
-REPORT_EVERY, STOP_CHECK = 0.5, 0.2
+#: seconds between two progress reports of a unit (and two looks of the client at its units), and
+#: between two looks of a unit at the stop event; each is a message through the scheduler, which in a
+#: ``"local:N"`` cluster shares the client's process and the workers' cores
+REPORT_EVERY, STOP_CHECK = 1.0, 1.0
 #: seconds the units get to write their checkpoints once asked to stop
 GRACE = 60
 
