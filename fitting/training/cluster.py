@@ -47,9 +47,7 @@ from __future__ import annotations
 import json
 import math
 import os
-import pickle
 import time
-import traceback
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,6 +58,7 @@ import numpy as np
 from particles.core.io import atomic_write
 from particles.core.validation import check_output_folder, describe
 
+from .processes import travelling_error
 from .threads import torch_threads
 
 __all__ = ["cluster_client", "check_scheduler", "on_cluster", "LOCAL_WORKER_CONFIG", "UnitJournal", "save_arrays",
@@ -327,12 +326,7 @@ def unit_entry(run: str, unit: int, total: int, slots: dict[str, int], ckpt: str
         with torch_threads(threads):
             result = work(*args, callback=report, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - returned, so that the client decides (and gives a grace)
-        text = traceback.format_exc()
-        try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:  # noqa: BLE001 - an error that cannot travel: its text does
-            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-        return unit, False, (exc, text)
+        return unit, False, travelling_error(exc)
     return unit, True, result
 
 

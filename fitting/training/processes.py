@@ -37,7 +37,7 @@ from particles.core.workers import exit_with_parent, finishing
 
 from .threads import threads_per_job, torch_threads, worker_sigint
 
-__all__ = ["run_parts", "part_entry"]
+__all__ = ["run_parts", "part_entry", "travelling_error"]
 
 #: seconds a part's progress reports are apart at least; the stop file is checked every STOP_CHECK seconds
 REPORT_EVERY, STOP_CHECK = 0.5, 0.2
@@ -57,6 +57,19 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return self.text
+
+
+def travelling_error(exc: BaseException) -> tuple[BaseException, str]:
+    """``(error, its traceback's text)`` of the error being handled, for a
+    worker to return to its caller: an error that cannot be pickled becomes a
+    RuntimeError naming it (its text travels); the traceback goes apart, as
+    pickle leaves an exception's ``__cause__`` out."""
+    text = traceback.format_exc()
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - an error that cannot travel: its text does
+        exc = RuntimeError(f"{type(exc).__name__}: {exc}")
+    return exc, text
 
 
 def _write_progress(folder: str, part: int, done: int) -> None:
@@ -122,12 +135,7 @@ def part_entry(threads: int, folder: str, caller: int, part: int, total: int, wo
         with finishing(), torch_threads(threads):
             result = work(*args, callback=report, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - returned, so that joblib leaves the other parts their grace
-        text = traceback.format_exc()
-        try:
-            pickle.loads(pickle.dumps(exc))
-        except Exception:  # noqa: BLE001 - an error that cannot travel: its text does
-            exc = RuntimeError(f"{type(exc).__name__}: {exc}")
-        return part, False, (exc, text)  # the traceback apart: pickle leaves an exception's __cause__ out
+        return part, False, travelling_error(exc)
     _write_progress(folder, part, total)  # also when the part had finished before a resume
     return part, True, result
 
