@@ -5,7 +5,7 @@
 "use strict";
 
 const part = { session: null, connecting: null, view: null, values: {}, lastRestarts: -1, structure: null,
-               autoDone: false, busy: false };
+               autoDone: false, busy: false, queued: false };
 //: colours of the force terms, in particles.law_terms' order
 const TERM_COLORS = { attraction: "#2b6cb0", repulsion: "#c53030", alignment_same: "#2f855a", alignment_other: "#b7791f",
                       decay: "#6b46c1", distance: "#2b6cb0", cosine: "#2f855a" };
@@ -52,12 +52,17 @@ function describeLaw(body) {
          `against ${fixed(f.null_r2, 3)}${interval} with the tokens relabelled: ${f.verdict || "no verdict"}`;
 }
 
-// returns whether a hand-over was started (not while another one is in flight or before the network is connected)
+// returns whether a hand-over was started or queued (false before the network is connected); one asked for while
+// another is in flight runs when that one ends, with the law and preset chosen then: a click is never dropped
 function handOver() {
   const from = net.session;
-  if (!from || part.busy) return false;
+  if (!from) return false;
+  if (part.busy) { part.queued = true; $("hand-status").textContent += " (another hand-over queued)"; return true; }
   part.busy = true;
-  runHandOver(from).finally(() => { part.busy = false; });
+  runHandOver(from).finally(() => {
+    part.busy = false;
+    if (part.queued) { part.queued = false; handOver(); }
+  });
   return true;
 }
 
