@@ -115,8 +115,13 @@ def search_ranges(basis: Basis, runs: list[ForceRun], ranges, log0, log_lo, log_
     for lt in candidates:
         r = profile_residual(basis, runs, coarse_rows, np.exp(lt), nonnegative)
         values.append(float(r @ r))
-    # polish the best few briefly on the search snapshots, then the best of those to convergence
-    fun = lambda lt: profile_residual(basis, runs, rows, np.exp(lt), nonnegative)  # noqa: E731
+    # polish the best few briefly on the search snapshots, then the best of those to convergence; the
+    # residual in units of the target's RMS, so that every stopping rule (gtol is absolute in SciPy) is
+    # the same for a rescaled target and the ranges do not depend on the forces' unit
+    target = np.concatenate([run.G[r].ravel() for run, r in zip(runs, rows) if r.size])
+    unit = float(np.sqrt(np.mean(target ** 2))) if target.size else 1.0
+    unit = unit if np.isfinite(unit) and unit > 0 else 1.0
+    fun = lambda lt: profile_residual(basis, runs, rows, np.exp(lt), nonnegative) / unit  # noqa: E731
     options = dict(bounds=(log_lo, log_hi), method="trf", x_scale=1.0, diff_step=LOG_STEP, xtol=SEARCH_TOL,
                    ftol=SEARCH_TOL, gtol=SEARCH_TOL)
     result = None
