@@ -158,7 +158,8 @@ FITTING_LAYERS = {
     "training": {"signals"},
     "forcefit": {"signals", "ode"},
     "demo": {"signals", "ode", "survival"},
-    "explore": {"signals", "ode", "forcefit"},
+    "explore": {"signals", "ode", "forcefit", "sandbox"},
+    "sandbox": {"signals"},
 }
 #: the modules renamed in 0.1 (docs/changelog.md, Removed): gone, with no module or forwarding name left behind
 OLD_MODULES = ["fitting.analysis", "fitting.backend", "fitting.cli", "fitting.derivatives", "fitting.examples",

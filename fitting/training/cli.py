@@ -118,6 +118,8 @@ def _cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("--batched exists for survival-mlp only")
     if (args.compile or args.jobs is not None or args.scheduler or args.cluster) and not args.batched:
         raise ValueError("--compile, --jobs, --scheduler and --cluster exist with --batched only")
+    if args.layers and args.batched:
+        raise ValueError("--layers records one run at a time: drop --batched")
     scheduler = cluster_choice(args)
     jobs = _check_jobs_flag(args, args.seeds, f"at most --seeds={args.seeds}")
     device = device_arg(args.device, "--device", here=scheduler is None)
@@ -127,6 +129,9 @@ def _cmd_train(args: argparse.Namespace) -> int:
     # files on the disk that will hold them
     check_training_memory(config, args.seeds if args.batched else 1, gradients=args.gradients, seed=seeds[0])
     check_training_disk(config, args.seeds, args.out, gradients=args.gradients, seed=seeds[0])
+    if args.layers:  # another model or d, or layer states over their budget: before the folder is made
+        from .trainer import check_layers
+        check_layers(config, seeds[0])
     from .cluster import cluster_client
 
     with cluster_client(scheduler, _scheduler_flag(args)) as client:  # an address that does not answer: before the folder
@@ -161,17 +166,17 @@ def _train_in(args: argparse.Namespace, config, seeds: range, jobs: int | None, 
         return 0
     if args.resume:  # every checkpoint that cannot be used is refused before any seed trains
         for seed in _checkpointed_seeds(out, config.model, seeds):
-            if finished_run(path_of(seed), config, seed, args.gradients) is None:
-                check_checkpoint(config, seed, path_of(seed), args.gradients)
+            if finished_run(path_of(seed), config, seed, args.gradients, args.layers) is None:
+                check_checkpoint(config, seed, path_of(seed), args.gradients, args.layers)
     for seed in seeds:  # one seed at a time: its summary, and nothing else, is kept
         path = path_of(seed)
-        traj = finished_run(path, config, seed, args.gradients) if args.resume else None
+        traj = finished_run(path, config, seed, args.gradients, args.layers) if args.resume else None
         if traj is not None:
             _skipped("train", seed, path, args.quiet)
         else:
             bar = None if args.quiet else ProgressBar(f"{args.model} seed {seed}")
             traj = train(config, seed, path, checkpoint_every=args.checkpoint_every, resume=args.resume,
-                         callback=bar, gradients=args.gradients, device=device)
+                         callback=bar, gradients=args.gradients, layers=args.layers, device=device)
         print(_summary(seed, traj, path), flush=True)
     return 0
 
@@ -201,6 +206,9 @@ def register_train(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--gradients", action="store_true",
                    help="also record the loss gradient on the embedding and the optimiser's update at every "
                         "snapshot (for embdyn force-fit)")
+    p.add_argument("--layers", action="store_true",
+                   help="also record every layer's state on a probe set at every snapshot, for embdyn sandbox "
+                        "(sparse-modular and constant-attention at d = 2)")
     p.add_argument("--out", default="embdyn-train", help="output folder (default ./embdyn-train)")
     add_cluster_arguments(p, "with --batched: split the seeds over this many processes (default 1)")
     add_quiet(p)

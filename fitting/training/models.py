@@ -141,6 +141,22 @@ def predict_labels(out: torch.Tensor, targets: torch.Tensor, classification: boo
     return (out[:, :, None, :] - targets[:, None, :, :]).pow(2).sum(dim=3).argmin(dim=2)
 
 
+class Tap(nn.Module):
+    """The identity, a named point of a model's forward pass where a forward
+    hook (:meth:`torch.nn.Module.register_forward_hook`) reads a layer's state
+    (:mod:`fitting.training.layers`)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+class RMSNorm(nn.Module):
+    """RMS normalisation without gain over the last axis: x / sqrt(mean(x^2) + eps)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return _rms_norm(x)
+
+
 class ConstantAttentionNet(nn.Module):
     """s = E_a + E_b (constant attention), ReLU hidden layer, linear output."""
 
@@ -149,10 +165,14 @@ class ConstantAttentionNet(nn.Module):
         self.embedding = nn.Parameter(torch.randn(cfg.p, cfg.d, generator=gen, dtype=dtype))
         self.hidden = _linear(gen, cfg.d, cfg.hidden, dtype)
         self.output = _linear(gen, cfg.hidden, cfg.p, dtype)
+        self.sequence, self.logits = Tap(), Tap()  # read by forward hooks (fitting.training.layers)
+
+    def head(self, s: torch.Tensor) -> torch.Tensor:
+        """Logits (n, p) of pair sums ``s`` (n, d)."""
+        return self.logits(self.output(F.relu(self.hidden(s))))
 
     def forward(self, pairs: torch.Tensor) -> torch.Tensor:
-        s = self.embedding[pairs[:, 0]] + self.embedding[pairs[:, 1]]
-        return self.output(F.relu(self.hidden(s)))
+        return self.head(self.sequence(self.embedding[pairs[:, 0]] + self.embedding[pairs[:, 1]]))
 
 
 def _rms_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
@@ -162,7 +182,15 @@ def _rms_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
 class SparseModularTransformer(nn.Module):
     """One block: token + position embeddings, RMSNorm without gain, attention
     from one learned query over the normed inputs with a value map, residual
-    GELU MLP after RMSNorm, logits tied to the token embedding."""
+    GELU MLP after RMSNorm, logits tied to the token embedding.
+
+    Each intermediate state passes through a parameterless module (a
+    :class:`Tap`, :class:`RMSNorm`, ``nn.Softmax``) that a forward hook can
+    read: ``inputs`` (E + P, (batch, T, d)), ``norm_in``, ``attend`` (the
+    attention weights, (batch, T)), ``value`` (the value map's output),
+    ``sequence`` (the attention output, (batch, d)), ``norm_mlp``, ``mlp``
+    (the MLP's output), ``residual`` (the final residual stream) and
+    ``logits`` ((batch, p)). They add no parameters and no arithmetic."""
 
     def __init__(self, cfg: SparseModularConfig, gen: torch.Generator, dtype):
         super().__init__()
@@ -173,21 +201,31 @@ class SparseModularTransformer(nn.Module):
         self.value = _linear(gen, d, d, dtype)
         self.mlp_in = _linear(gen, d, cfg.mlp_hidden, dtype)
         self.mlp_out = _linear(gen, cfg.mlp_hidden, d, dtype)
+        self.inputs, self.sequence, self.mlp, self.residual, self.logits = Tap(), Tap(), Tap(), Tap(), Tap()
+        self.norm_in, self.norm_mlp = RMSNorm(), RMSNorm()
+        self.attend = nn.Softmax(dim=-1)
 
     def attention_output(self, tokens: torch.Tensor) -> torch.Tensor:
         """Output of the single-query attention head, shape (batch, d)."""
-        h = _rms_norm(self.embedding[tokens] + self.position)  # (batch, T, d)
-        weights = torch.softmax(h @ self.query / math.sqrt(h.shape[-1]), dim=-1)  # (batch, T)
-        return torch.einsum("bt,btd->bd", weights, self.value(h))
+        h = self.norm_in(self.inputs(self.embedding[tokens] + self.position))  # (batch, T, d)
+        weights = self.attend(h @ self.query / math.sqrt(h.shape[-1]))  # (batch, T)
+        return self.sequence(torch.einsum("bt,btd->bd", weights, self.value(h)))
+
+    def head(self, s: torch.Tensor) -> torch.Tensor:
+        """The residual stream (n, d) the block gives the attention outputs ``s`` (n, d): s + MLP(RMSNorm(s))."""
+        return self.residual(s + self.mlp(self.mlp_out(F.gelu(self.mlp_in(self.norm_mlp(s))))))
+
+    def unembed(self, r: torch.Tensor) -> torch.Tensor:
+        """Logits (n, p) of residual streams ``r`` (n, d), tied to the token embedding."""
+        return self.logits(r @ self.embedding.T)
 
     def sequence_embedding(self, tokens: torch.Tensor) -> torch.Tensor:
         """The final residual stream (batch, d) that the tied output reads:
         logits = sequence_embedding @ E^T."""
-        s = self.attention_output(tokens)
-        return s + self.mlp_out(F.gelu(self.mlp_in(_rms_norm(s))))
+        return self.head(self.attention_output(tokens))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        return self.sequence_embedding(tokens) @ self.embedding.T
+        return self.unembed(self.sequence_embedding(tokens))
 
 
 # ------------------------------------------------------------------ tasks
@@ -230,6 +268,24 @@ class _Task:
 
     def probe_arrays(self) -> dict[str, np.ndarray]:
         return {}
+
+    #: the recorder of every layer's state (:meth:`record_layers`), or None
+    layers: Any = None
+
+    def record_layers(self, n_probe: int | None = None) -> Any:
+        """Record every layer's state at each snapshot from now on (a
+        :class:`fitting.training.layers.LayerRecorder` on the task's probe
+        set, kept as ``self.layers``); only the d = 2 networks whose layers
+        the sandbox draws have them."""
+        raise ValueError(f"layer states (layers=True, --layers) exist for sparse-modular and constant-attention at "
+                         f"d = 2, not for {self.config.model}")
+
+    def snapshot_arrays(self) -> dict[str, np.ndarray]:
+        """What a snapshot keeps besides the embedding: the probe arrays and, when recorded, the layer states."""
+        out = self.probe_arrays()
+        if self.layers is not None:
+            out.update(self.layers.read())
+        return out
 
     def step_work(self) -> int:
         """Multiply-adds of one training step, roughly: parameters x batch rows."""
@@ -404,6 +460,23 @@ class ConstantAttentionTask(_PairTask):
                                                   {"params": classifier, "weight_decay": cfg.weight_decay}], lr=cfg.lr)]
         self.layer_groups = _layer_groups(self.model)
 
+    def record_layers(self, n_probe: int | None = None) -> Any:
+        from .layers import LAYER_PROBE, LayerRecorder
+
+        if self.config.d != 2:
+            raise ValueError(f"layer states (layers=True, --layers) need d = 2 (the sandbox draws the plane), got "
+                             f"d={self.config.d}")
+        half = (LAYER_PROBE if n_probe is None else n_probe) // 2
+        pairs = torch.cat([self.train_pairs[:half], self.val_pairs[:half]]).cpu().numpy()
+        labels = torch.cat([self.train_labels[:half], self.val_labels[:half]]).cpu().numpy()
+        split = ["train"] * min(half, len(self.train_pairs)) + ["val"] * min(half, len(self.val_pairs))
+        m = self.model
+        self.layers = LayerRecorder(m, pairs, labels, p=self.config.p, split=split,
+                                    taps={"sequence": m.sequence, "logits": m.logits},
+                                    parameters={"token_embedding": lambda: m.embedding},
+                                    regions={"sequence": m.head})
+        return self.layers
+
 
 class SparseModularTask(_Task):
     extra_series = ("batch_loss",)
@@ -446,6 +519,28 @@ class SparseModularTask(_Task):
     def probe_arrays(self) -> dict[str, np.ndarray]:
         return {"sequence_embedding": self.model.sequence_embedding(self.probe_tokens).cpu().numpy().copy(),
                 "attention_output": self.model.attention_output(self.probe_tokens).cpu().numpy().copy()}
+
+    def record_layers(self, n_probe: int | None = None) -> Any:
+        from .layers import LAYER_PROBE, LayerRecorder
+
+        if self.config.d != 2:
+            raise ValueError(f"layer states (layers=True, --layers) need d = 2 (the sandbox draws the plane), got "
+                             f"d={self.config.d}")
+        half = (LAYER_PROBE if n_probe is None else n_probe) // 2
+        tokens = torch.cat([self.train_tokens[:half], self.val_tokens[:half]]).cpu().numpy()
+        labels = torch.cat([self.train_labels[:half], self.val_labels[:half]]).cpu().numpy()
+        split = ["train"] * min(half, self.config.n_train) + ["val"] * min(half, self.config.n_val)
+        m = self.model
+        self.layers = LayerRecorder(
+            m, tokens, labels, p=self.config.p, split=split,
+            taps={"inputs": m.inputs, "normed_inputs": m.norm_in, "values": m.value, "attention": m.attend,
+                  "sequence": m.sequence, "normed_sequence": m.norm_mlp, "mlp": m.mlp, "residual": m.residual,
+                  "logits": m.logits},
+            parameters={"token_embedding": lambda: m.embedding, "position": lambda: m.position,
+                        "query": lambda: m.query,
+                        "value_map": lambda: torch.cat([m.value.weight, m.value.bias[:, None]], dim=1)},
+            regions={"sequence": lambda x: m.unembed(m.head(x)), "residual": m.unembed})
+        return self.layers
 
     def _extra_state(self) -> dict[str, Any]:
         return {"batch_gen": self.batch_gen.get_state()}

@@ -39,7 +39,7 @@ from .schedule import resolve_schedule, snapshot_count, snapshot_due
 from .threads import threads_for_work, torch_threads
 
 __all__ = ["train", "TrainingDivergedError", "checkpoint_path", "run_memory", "check_run_memory",
-           "check_training_memory", "finished_run", "check_checkpoint"]
+           "check_training_memory", "check_layers", "finished_run", "check_checkpoint"]
 
 
 class TrainingDivergedError(FloatingPointError):
@@ -76,11 +76,12 @@ def check_run_memory(config: TrainingConfig, runs: int, columns: int, every: int
                  "use fewer steps or a sparser snapshot_every" + (" or fewer seeds" if runs > 1 else ""))
 
 
-def finished_run(path: str | os.PathLike, config: TrainingConfig, seed: int, gradients: bool = False
-                 ) -> Trajectory | None:
+def finished_run(path: str | os.PathLike, config: TrainingConfig, seed: int, gradients: bool = False,
+                 layers: bool = False) -> Trajectory | None:
     """The trajectory at ``path`` when it is the finished run of ``config``
     and ``seed`` (written by :func:`train` or :func:`train_batched`:
-    complete, of this config and seed, with gradients when asked for) and
+    complete, of this config and seed, with gradients and layer states when
+    asked for) and
     reads as a valid trajectory file; None otherwise (missing, interrupted,
     damaged or of another run), and the run is trained again."""
     import json
@@ -96,7 +97,7 @@ def finished_run(path: str | os.PathLike, config: TrainingConfig, seed: int, gra
     same_config = json.dumps(meta.get("config"), sort_keys=True) == json.dumps(config.to_dict(), sort_keys=True)
     if (meta.get("source") != "fitting.training" or meta.get("completed") is not True or not same_config
             or meta.get("seed") != int(seed) or meta.get("steps_done") != config.steps
-            or (traj.gradients is not None) != bool(gradients)):
+            or (traj.gradients is not None) != bool(gradients) or ("layers" in meta) != bool(layers)):
         return None
     return traj
 
@@ -108,7 +109,7 @@ def _recording(task, config: TrainingConfig, gradients: bool) -> tuple[int, list
     series = (["train_loss", "train_acc", "val_loss", "val_acc", DC_SCALAR]
               + [f"grad_norm_{g}" for g in task.layer_groups] + list(task.extra_series))
     every = resolve_schedule(config.snapshot_every, config.spacing, gradients)  # "auto": geometric with gradients
-    snapshot_bytes = 8 * p * d * (3 if gradients else 1) + sum(a.nbytes for a in task.probe_arrays().values())
+    snapshot_bytes = 8 * p * d * (3 if gradients else 1) + sum(a.nbytes for a in task.snapshot_arrays().values())
     return n_frequencies(p), series, every, snapshot_bytes
 
 
@@ -121,6 +122,21 @@ def check_training_memory(config: TrainingConfig, runs: int = 1, *, gradients: b
     K, series, every, snapshot_bytes = _recording(task, config, gradients)
     model = sum(t.numel() * t.element_size() for t in task.model.parameters())  # with gradient and AdamW's two
     check_run_memory(config, runs, K + len(series), every, snapshot_bytes, fixed_bytes=4 * model)
+
+
+def check_layers(config: TrainingConfig, seed: int = 0) -> None:
+    """Refuse ``layers=True`` for ``config`` before any output or training:
+    a model without layer states (another model, d != 2), or layer states
+    over :data:`fitting.training.layers.LAYER_BUDGET` (the message names
+    ``steps`` and ``snapshot_every``)."""
+    from .layers import check_layer_budget
+
+    task = make_task(config, seed)
+    recorder = task.record_layers()
+    every = resolve_schedule(config.snapshot_every, config.spacing, False)
+    check_layer_budget(snapshot_count(config.steps, every), recorder.snapshot_bytes(),
+                       f"{config.model} with steps={config.steps} and snapshot_every={config.snapshot_every!r}",
+                       "use a sparser snapshot_every or fewer steps")
 
 
 def check_training_disk(config: TrainingConfig, seeds: int, out: str | os.PathLike, *, gradients: bool = False,
@@ -228,22 +244,27 @@ def _restore(task, rec: SeriesRecorder, state: dict) -> int:
     return start
 
 
-def _run_checkpoint(out: Path | None, config: TrainingConfig, seed: int, gradients: bool) -> Checkpoint:
+def _run_checkpoint(out: Path | None, config: TrainingConfig, seed: int, gradients: bool,
+                    layers: bool = False) -> Checkpoint:
     """The checkpoint of the run of ``config`` and ``seed`` written to ``out`` (none without ``out``)."""
     return Checkpoint(checkpoint_path(out) if out is not None else None,
-                      {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {})},
+                      {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {}),
+                       **({"layers": True} if layers else {})},
                       keys=("task", "recorder"))
 
 
-def check_checkpoint(config: TrainingConfig, seed: int, out: str | os.PathLike, gradients: bool = False) -> None:
+def check_checkpoint(config: TrainingConfig, seed: int, out: str | os.PathLike, gradients: bool = False,
+                     layers: bool = False) -> None:
     """What ``train(config, seed, out, resume=True)`` does with the
     checkpoint of ``out`` before its first step, without training: read it,
     check it is this run's and put it into a fresh run. A checkpoint that
     cannot be used raises :class:`~fitting.training.loop.CheckpointError`
     naming it; none is fine."""
     task = make_task(config, seed)
+    if layers:
+        task.record_layers()
     K, series, _, _ = _recording(task, config, gradients)
-    checkpoint = _run_checkpoint(Path(out), config, seed, gradients)
+    checkpoint = _run_checkpoint(Path(out), config, seed, gradients, layers)
     state = checkpoint.load()
     if state is not None:
         rec = SeriesRecorder(config.steps, K, series)
@@ -267,7 +288,7 @@ def probe_step(task) -> tuple[np.ndarray, np.ndarray]:
 
 def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None = None, *,
           checkpoint_every: int | None = None, resume: bool = False,
-          callback: Callable[[int, int], None] | None = None, gradients: bool = False,
+          callback: Callable[[int, int], None] | None = None, gradients: bool = False, layers: bool = False,
           device: str | torch.device | None = None) -> Trajectory:
     """Train one run of ``config`` from ``seed`` and return its trajectory.
 
@@ -294,6 +315,13 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         (``Trajectory.gradients`` / ``updates``; docs/force_fit.md). For
         the last snapshot (after the last update) the step that would
         follow is taken and undone.
+    layers : bool
+        Also record, at every snapshot, every layer's state on a fixed probe
+        set (:mod:`fitting.training.layers`: half training, half validation
+        sequences, :data:`~fitting.training.layers.LAYER_PROBE` in all) for
+        :mod:`fitting.sandbox`; sparse-modular and constant-attention at
+        d = 2 only. Refused before any step when the run's layer states
+        would exceed :data:`~fitting.training.layers.LAYER_BUDGET`.
     device : str or torch.device, optional
         Where the model, its data and its optimiser state live: ``"cpu"``,
         ``"cuda"``, ``"cuda:1"``, ``"mps"``
@@ -313,14 +341,19 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
         (before anything is built or written).
     """
     out, gradients = _check_train_args(checkpoint_every, resume, out, gradients)
+    layers = check_bool(layers, "layers")
     device = check_device(device)
     check_device_dtype(device, getattr(config, "dtype", None))
-    done = finished_run(out, config, seed, gradients) if resume and out is not None else None
+    if layers:  # refused before anything is written: another model, another d, over the budget
+        check_layers(config, seed)
+    done = finished_run(out, config, seed, gradients, layers) if resume and out is not None else None
     if done is not None:  # finished before: nothing to redo
         return done
     task = make_task(config, seed).to(device)
+    if layers:
+        task.record_layers()
     p, d = task.embedding().shape
-    rec, every, checkpoint, start = _prepare_run(task, config, seed, out, resume, gradients)
+    rec, every, checkpoint, start = _prepare_run(task, config, seed, out, resume, gradients, layers)
     meta = _train_meta(task, config, seed, every, p, d)
     with torch_threads(threads_for_work(task.step_work())):
         run_steps(start, config.steps, _step_function(task, rec, config, every, gradients),
@@ -345,15 +378,15 @@ def _check_train_args(checkpoint_every: Any, resume: Any, out: Any, gradients: A
     return out, gradients
 
 
-def _prepare_run(task, config: TrainingConfig, seed: int, out: Path | None, resume: bool, gradients: bool
-                 ) -> tuple[SeriesRecorder, int | str, Checkpoint, int]:
+def _prepare_run(task, config: TrainingConfig, seed: int, out: Path | None, resume: bool, gradients: bool,
+                 layers: bool = False) -> tuple[SeriesRecorder, int | str, Checkpoint, int]:
     """A run's recorder (refused first when its records exceed the memory
     budget), snapshot schedule and checkpoint, and the step it starts from:
     0, or with ``resume`` its checkpoint's (put into ``task`` and the recorder)."""
     K, series, every, snapshot_bytes = _recording(task, config, gradients)
     check_run_memory(config, 1, K + len(series), every, snapshot_bytes)  # before the recorder is allocated
     rec = SeriesRecorder(config.steps, K, series)
-    checkpoint = _run_checkpoint(out, config, seed, gradients)
+    checkpoint = _run_checkpoint(out, config, seed, gradients, layers)
     start = 0
     state = checkpoint.load() if resume else None
     if state is not None:
@@ -365,7 +398,8 @@ def _train_meta(task, config: TrainingConfig, seed: int, every: int | str, p: in
     """A run's trajectory metadata: its source, model, sizes, seed, config, schedule, versions and split."""
     return {"source": "fitting.training", "model": config.model, "p": int(p), "d": int(d), "seed": int(seed),
             "config": config.to_dict(), "snapshot_schedule": every, "signal_power": 1, "version": package_version(),
-            "torch_version": torch.__version__, "device": str(task.device), **task.split_meta()}
+            "torch_version": torch.__version__, "device": str(task.device), **task.split_meta(),
+            **({"layers": task.layers.meta()} if task.layers is not None else {})}
 
 
 def _trajectory(rec: SeriesRecorder, task, meta: dict[str, Any], done: int, **status: Any) -> Trajectory:
@@ -394,7 +428,7 @@ def _step_function(task, rec: SeriesRecorder, config: TrainingConfig, every: int
         values[DC_SCALAR] = float(S[0])
         due = snapshot_due(t, every)
         if due:
-            rec.snapshot(t, E, task.probe_arrays())
+            rec.snapshot(t, E, task.snapshot_arrays())
         rec.record(t, values, S[1:])
         progress.consistent = False
         gradient = task.embedding_gradient() if due and gradients else None
@@ -414,7 +448,7 @@ def _run_hooks(task, rec: SeriesRecorder, checkpoint: Checkpoint, config: Traini
     ``out`` when the run is interrupted)."""
 
     def finish(done: int) -> None:
-        rec.snapshot(config.steps, task.embedding(), task.probe_arrays())
+        rec.snapshot(config.steps, task.embedding(), task.snapshot_arrays())
         if gradients:
             rec.forces(*probe_step(task))
 
