@@ -277,6 +277,22 @@ class SparseModularConfig(TrainingConfig):
     without gain, attention from one learned query over the normed inputs
     with a value map, a residual GELU MLP after RMSNorm, and logits tied to
     the token embedding. Adam, minibatches from a fixed training set.
+
+    The paper's remarks on initialisation and curriculum as options (all
+    off by default, which keeps every earlier run's bits):
+
+    - ``init_scale``: the standard deviation of the token and position
+      embeddings at initialisation (1: PyTorch's ``randn``).
+    - ``init``: ``"normal"`` (Gaussian token embeddings) or ``"apart"``
+      (the p token embeddings evenly spaced on a circle of radius
+      ``init_scale * sqrt(d)``, the Gaussian's RMS norm, in a random plane
+      at a random phase, so that no two start close; every other parameter
+      is drawn as with ``"normal"``, so a seed's two runs differ only there).
+    - ``curriculum``: steps of a curriculum over the number of summed
+      tokens: the labels sum the first 1, 2, ..., k - 1 tokens in equal
+      parts of the first ``curriculum`` steps, then the first k (the task).
+      The recorded training and validation losses and accuracies are on the
+      task's labels throughout; ``batch_loss`` is on the curriculum's.
     """
 
     model: ClassVar[str] = "sparse-modular"
@@ -293,6 +309,9 @@ class SparseModularConfig(TrainingConfig):
     steps: int = 3000
     spacing: ClassVar[int] = 50
     snapshot_every: int | str = "auto"
+    init_scale: float = 1.0
+    init: str = "normal"
+    curriculum: int = 0
 
     def _validate(self) -> None:
         _int_at_least("p", self.p, 2)
@@ -309,6 +328,13 @@ class SparseModularConfig(TrainingConfig):
             raise ValueError(f"batch_size must be <= n_train={self.n_train}, got {self.batch_size}")
         _int_at_least("n_val", self.n_val, 1)
         _int_at_least("n_probe", self.n_probe, 1)
+        check_float(self.init_scale, "init_scale", 0.0, strict=True)
+        check_choice(self.init, "init", ("normal", "apart"))
+        if self.init == "apart" and self.d < 2:
+            raise ValueError(f"init='apart' places the tokens on a circle: it needs d >= 2, got d={self.d}")
+        _int_at_least("curriculum", self.curriculum, 0)
+        if self.curriculum > self.steps:
+            raise ValueError(f"curriculum must be in [0, steps={self.steps}], got {self.curriculum}")
 
 
 MODEL_CONFIGS: dict[str, type[TrainingConfig]] = {

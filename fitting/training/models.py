@@ -179,6 +179,16 @@ def _rms_norm(x: torch.Tensor, eps: float = 1e-8) -> torch.Tensor:
     return x / torch.sqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps)
 
 
+def _circle_embedding(p: int, d: int, gen: torch.Generator, dtype) -> torch.Tensor:
+    """p points evenly spaced on a circle of radius sqrt(d) (the RMS norm of a
+    standard Gaussian in R^d) in a random plane of R^d, at a random phase."""
+    frame, _ = torch.linalg.qr(torch.randn(d, 2, generator=gen, dtype=torch.float64))
+    phase = float(torch.rand(1, generator=gen, dtype=torch.float64)) * 2 * math.pi
+    angles = phase + 2 * math.pi * torch.arange(p, dtype=torch.float64) / p
+    circle = torch.stack([torch.cos(angles), torch.sin(angles)], dim=1) * math.sqrt(d)
+    return (circle @ frame.T).to(dtype)
+
+
 class SparseModularTransformer(nn.Module):
     """One block: token + position embeddings, RMSNorm without gain, attention
     from one learned query over the normed inputs with a value map, residual
@@ -201,6 +211,12 @@ class SparseModularTransformer(nn.Module):
         self.value = _linear(gen, d, d, dtype)
         self.mlp_in = _linear(gen, d, cfg.mlp_hidden, dtype)
         self.mlp_out = _linear(gen, cfg.mlp_hidden, d, dtype)
+        with torch.no_grad():
+            if cfg.init == "apart":  # drawn after every other parameter: those are the "normal" run's own
+                self.embedding.copy_(_circle_embedding(cfg.p, d, gen, dtype))
+            if cfg.init_scale != 1.0:
+                self.embedding.mul_(cfg.init_scale)
+                self.position.mul_(cfg.init_scale)
         self.inputs, self.sequence, self.mlp, self.residual, self.logits = Tap(), Tap(), Tap(), Tap(), Tap()
         self.norm_in, self.norm_mlp = RMSNorm(), RMSNorm()
         self.attend = nn.Softmax(dim=-1)
@@ -497,13 +513,32 @@ class SparseModularTask(_Task):
         self.optimizers = [torch.optim.Adam(self.model.parameters(), lr=cfg.lr)]
         self.batch_gen = _torch_generator(batch_ss)
         self.layer_groups = _layer_groups(self.model)
+        self.steps_done = 0  # the curriculum's clock
+        if cfg.curriculum:  # the labels of the first 1, ..., k - 1 summed tokens
+            self.curriculum_labels = torch.stack([self.train_tokens[:, :j].sum(dim=1) % cfg.p
+                                                  for j in range(1, cfg.k)])
 
-    def step(self) -> dict[str, float]:
+    def batch_labels(self, step: int) -> torch.Tensor:
+        """The training labels of ``step``: the curriculum's (the first 1 + step (k - 1) // curriculum tokens
+        summed) during its steps, the task's after them."""
+        cfg = self.config
+        if step >= cfg.curriculum:
+            return self.train_labels
+        return self.curriculum_labels[step * (cfg.k - 1) // cfg.curriculum]
+
+    def minibatch_step(self) -> torch.Tensor:
+        """The loss gradient of the next minibatch (``backward``; no update) and that batch's loss: the
+        whole of a step's arithmetic, without the metrics :meth:`step` adds."""
         idx = torch.randint(0, self.config.n_train, (self.config.batch_size,), generator=self.batch_gen)
         idx = idx.to(self.device)  # drawn on the CPU, by the run's generator, on every device
         logits = self.model(self.train_tokens[idx])
-        loss = F.cross_entropy(logits, self.train_labels[idx])
+        loss = F.cross_entropy(logits, self.batch_labels(self.steps_done)[idx])
+        self.steps_done += 1
         self._backward(loss)
+        return loss
+
+    def step(self) -> dict[str, float]:
+        loss = self.minibatch_step()
         with torch.no_grad():
             full = self.model(self.train_tokens)
             return {"train_loss": float(F.cross_entropy(full, self.train_labels)),
@@ -543,10 +578,11 @@ class SparseModularTask(_Task):
         return self.layers
 
     def _extra_state(self) -> dict[str, Any]:
-        return {"batch_gen": self.batch_gen.get_state()}
+        return {"batch_gen": self.batch_gen.get_state(), "steps_done": self.steps_done}
 
     def _load_extra_state(self, state: dict[str, Any]) -> None:
         self.batch_gen.set_state(state["batch_gen"])
+        self.steps_done = int(state.get("steps_done", 0))  # checkpoints before the curriculum: no clock, none
 
     def split_meta(self) -> dict[str, Any]:
         return {"probe_labels": self.probe_labels.tolist(), "n_train": self.config.n_train,

@@ -84,7 +84,6 @@ def finished_run(path: str | os.PathLike, config: TrainingConfig, seed: int, gra
     asked for) and
     reads as a valid trajectory file; None otherwise (missing, interrupted,
     damaged or of another run), and the run is trained again."""
-    import json
 
     path = Path(path)
     if not path.is_file() or path.is_symlink():
@@ -94,12 +93,28 @@ def finished_run(path: str | os.PathLike, config: TrainingConfig, seed: int, gra
     except (ValueError, OSError):  # damaged, foreign, unreadable: not a finished run
         return None
     meta = traj.meta
-    same_config = json.dumps(meta.get("config"), sort_keys=True) == json.dumps(config.to_dict(), sort_keys=True)
+    same_config = same_config_dict(meta.get("config"), config)
     if (meta.get("source") != "fitting.training" or meta.get("completed") is not True or not same_config
             or meta.get("seed") != int(seed) or meta.get("steps_done") != config.steps
             or (traj.gradients is not None) != bool(gradients) or ("layers" in meta) != bool(layers)):
         return None
     return traj
+
+
+def same_config_dict(saved: Any, config: TrainingConfig) -> bool:
+    """Whether ``saved`` (a run file's ``meta["config"]``) is ``config``: the
+    same fields and values, where a field added since the file was written
+    (absent from it) counts as the same when ``config`` keeps its default."""
+    import json
+
+    now = config.to_dict()
+    if not isinstance(saved, dict):
+        return False
+    if json.dumps(saved, sort_keys=True) == json.dumps(now, sort_keys=True):
+        return True
+    defaults = type(config)().to_dict()
+    return (set(saved) <= set(now) and all(json.dumps(saved[k]) == json.dumps(now[k]) for k in saved)
+            and all(now[k] == defaults[k] for k in set(now) - set(saved)))
 
 
 def _recording(task, config: TrainingConfig, gradients: bool) -> tuple[int, list[str], int | str, int]:
