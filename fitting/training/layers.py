@@ -249,7 +249,13 @@ class LayerRecorder:
     def read(self) -> dict[str, np.ndarray]:
         """The arrays of the model's state now (one snapshot), without keeping them."""
         seen: dict[str, torch.Tensor] = {}
-        handles = [module.register_forward_hook(lambda _m, _i, out, name=name: seen.__setitem__(name, out))
+        calls: dict[str, int] = {}
+
+        def hook(name: str, out: Any) -> None:
+            seen[name] = out
+            calls[name] = calls.get(name, 0) + 1
+
+        handles = [module.register_forward_hook(lambda _m, _i, out, name=name: hook(name, out))
                    for name, module in self.taps.items()]
         training = self.model.training
         try:
@@ -268,6 +274,10 @@ class LayerRecorder:
             if name not in seen:
                 raise ValueError(f"taps[{name!r}] (module {_module_name(self.model, self.taps[name])}) did not run "
                                  "when the model ran on the probe set: name a module of its forward pass")
+            if calls[name] > 1:
+                raise ValueError(f"taps[{name!r}] (module {_module_name(self.model, self.taps[name])}) runs "
+                                 f"{calls[name]} times in one forward pass: tap a module that runs once (give "
+                                 "each use its own module, e.g. two normalisation layers)")
             value = seen[name]
             if not isinstance(value, torch.Tensor):
                 raise ValueError(f"taps[{name!r}] (module {_module_name(self.model, self.taps[name])}) returned "

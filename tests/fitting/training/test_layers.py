@@ -224,6 +224,12 @@ def test_hooks_whose_shapes_do_not_match_name_the_module_and_the_shape():
         LayerRecorder(model, tokens, tokens[:, 0], p=3, taps={"sequence": model.seq_out, "logits": lambda x: x})
     with pytest.raises(ValueError, match=r"tokens must be in 0..1"):
         LayerRecorder(model, tokens, tokens[:, 0] % 2, p=2, taps={"sequence": model.seq_out, "logits": model.out})
+    twice = nn.Identity()
+    model.seq_out = twice
+    model.out = twice  # one module used for two states: refused, its hook would see the last call only
+    with pytest.raises(ValueError, match=r"taps\['sequence'\] \(module seq_out\) runs 2 times in one forward pass"):
+        LayerRecorder(model, tokens, tokens[:, 0], p=3, taps={"sequence": model.seq_out, "logits": model.out}).check()
+    model = _PlainBlock()
     bad = LayerRecorder(model, tokens, tokens[:, 0], p=3, taps={"sequence": model.seq_out, "logits": model.out},
                         regions={"sequence": lambda x: x})
     with pytest.raises(ValueError, match=r"regions\['sequence'\] must map points \(n, 2\) of the plane to logits "
