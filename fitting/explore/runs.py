@@ -123,6 +123,8 @@ class Run:
                 return value.nbytes
             if isinstance(value, (tuple, list)):
                 return sum(arrays(v) for v in value)
+            if callable(getattr(value, "held_bytes", None)):  # a view of its own (the Layers tab's, .layers)
+                return int(value.held_bytes())
             return 0
 
         return self.trajectory.nbytes + sum(arrays(v) for v in list(self.cache.values()))
@@ -567,7 +569,9 @@ class RunStore:
     def listing(self) -> list[dict[str, Any]]:
         with self._lock:
             return [{"id": i, "name": r.name, "p": r.trajectory.p, "d": r.trajectory.d,
-                     "snapshots": len(r.trajectory.snapshot_steps)} for i, r in enumerate(self._runs) if r is not None]
+                     "snapshots": len(r.trajectory.snapshot_steps),
+                     "layers": isinstance(r.trajectory.meta.get("layers"), dict)}  # layer states (the Layers tab)
+                    for i, r in enumerate(self._runs) if r is not None]
 
     def close(self) -> None:
         self._uploads.cleanup()

@@ -9,7 +9,8 @@ Endpoints
                                       meta) and then binary frames (:mod:`.frames`); the page answers
                                       each frame with ``{"type": "ack"}`` (at most two frames in flight);
                                       ``?kind=network&model=NAME`` trains a registered network instead
-                                      (:mod:`.network`; ``GET /api/network/controls`` lists them)
+                                      (:mod:`.network`; ``GET /api/network/controls`` lists them; the Layers
+                                      tab's ``model=sparse-modular`` sends its controls in ``hello``)
 ``POST /api/live/{sid}/controls``     ``{control: value, ...}``: 200 with the values in force, or 422
                                       naming the control and its range (nothing changed)
 ``POST /api/live/{sid}/action``       ``{"action": "play" | "pause" | "step" | "reset"}``
@@ -25,6 +26,11 @@ Endpoints
                                       it) in the plane P: ``pca`` or a frequency k (its Fourier plane);
                                       default the summary's ``default_plane``
 ``GET /api/runs/{id}/metrics``        structure metrics over the snapshots
+``GET /api/runs/{id}/layers/meta``    the Layers tab, once per run with layer states (:mod:`.layers`): recorded
+                                      steps, probe set, p, curves (thinned); 422 saying how to record them for
+                                      a run without
+``GET /api/runs/{id}/layers?step=N``  binary: every layer's state at recorded step N; 422 naming ``step`` and
+                                      the nearest recorded steps for a step not recorded
 ``GET /api/runs/{id}/stages``         ``fitting.stages(run).to_dict()`` (the numbers of ``embdyn stages RUN``),
                                       or ``{"stages": null, "error": why}`` for a run it cannot split
 ``POST /api/runs/{id}/fit``           ``{"start": N, "stop": M}``: an ODE fit of the window, simulated
@@ -63,6 +69,7 @@ from particles.trajectory import TrajectoryFormatError
 
 from .budget import MemoryLedger, OverBudget
 from .frames import encode_frame
+from .layers import layer_work_bytes, run_layers
 from .limits import (BODY_TIMEOUT, MAX_JSON_BYTES, MAX_META_CHARS, MAX_WS_MESSAGE, BodyRefused, log, parse_json,
                      read_body)
 from .live import LiveSimulation, control_spec
@@ -233,8 +240,11 @@ class Explorer:
         """The Network tab's controls, or why there are none (torch missing: how to install it)."""
         try:
             cls = await asyncio.to_thread(live_network_class)
-            models = [{"name": name, "description": (await asyncio.to_thread(live_network_class, name)).description}
-                      for name in live_network_names()]
+            models = []
+            for name in live_network_names():
+                model = await asyncio.to_thread(live_network_class, name)
+                if getattr(model, "tab", "network") == "network":  # the Layers tab's network is offered there
+                    models.append({"name": name, "description": model.description})
         except (RuntimeError, ValueError) as exc:  # torch missing, or no network registered (not installed)
             return _json({"available": False, "error": str(exc)})
         return _json({"available": True, "controls": controls_spec(cls.controls), "models": models})
@@ -399,10 +409,13 @@ class Explorer:
                 except asyncio.TimeoutError:
                     pass
                 continue
-            wait = last + 1.0 / MAX_FPS - time.perf_counter()
+            # a network that states the frame rate it aims for (the Layers tab's) is paced to it, on a clock
+            # that does not drift (a late frame is not made up by more than one early one)
+            rate = getattr(session.sim, "frame_rate", None)
+            wait = last + 1.0 / (rate or MAX_FPS) - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
-            last = time.perf_counter()
+            last = time.perf_counter() if rate is None else max(last + 1.0 / rate, time.perf_counter() - 1.0 / rate)
             advance = session.playing or session.pending_steps > 0
             if session.pending_steps > 0:
                 session.pending_steps -= 1
@@ -503,6 +516,38 @@ class Explorer:
             return _error(exc, 422, getattr(exc, "parameter", "step"))
         return _binary(encode_frame(header, arrays))
 
+    async def run_layers_meta(self, request: Request) -> Response:
+        """The Layers tab's view of a run, once: its recorded steps, probe set, p and curves (:mod:`.layers`)."""
+        run = self._run(request)
+        try:
+            with self.ledger.reserve(layer_work_bytes(run, "meta"), "this run's layer states"):
+                meta = await asyncio.to_thread(lambda: run_layers(run).meta())
+        except ValueError as exc:  # no layer states (how to record them), or damaged ones
+            return _error(exc, 422, "run")
+        return _json(meta)
+
+    async def run_layers_frame(self, request: Request) -> Response:
+        """Every layer's state at a recorded step, binary (:mod:`.frames`)."""
+        run = self._run(request)
+        step = request.query_params.get("step")
+        if step is None or not (step.isascii() and step.removeprefix("-").isdigit()):
+            return _error(ValueError(f"step must be an int (the query ?step=N), got {step!r}"), 422, "step")
+        try:
+            view = await asyncio.to_thread(run_layers, run)
+        except ValueError as exc:  # no layer states: how to record them
+            return _error(exc, 422, "run")
+
+        def frame() -> bytes:
+            header, arrays = view.frame(int(step))
+            return encode_frame(header, arrays)
+
+        try:
+            with self.ledger.reserve(layer_work_bytes(run, "frame"), "this layer frame"):
+                payload = await asyncio.to_thread(frame)
+        except ValueError as exc:  # a step not recorded: named with the nearest recorded steps
+            return _error(exc, 422, "step")
+        return _binary(payload)
+
     async def run_metrics(self, request: Request) -> Response:
         run = self._run(request)
         # the metrics run in a thread of their own after this answer: it holds the reservation until it ends
@@ -550,6 +595,8 @@ class Explorer:
             Route("/api/runs/{rid}", self.run_summary),
             Route("/api/runs/{rid}/frame", self.run_frame),
             Route("/api/runs/{rid}/metrics", self.run_metrics),
+            Route("/api/runs/{rid}/layers/meta", self.run_layers_meta),
+            Route("/api/runs/{rid}/layers", self.run_layers_frame),
             Route("/api/runs/{rid}/stages", self.run_stages),
             Route("/api/runs/{rid}/fit", self.run_fit, methods=["POST"]),
             Route("/api/phases", self.phase_list),

@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from particles.core.validation import check_int
 
 from .data import LayerStates
-from .frame import FRAME_DPI, FRAME_SIZE, _check_layers, _Frame
+from .data import check_layer_states
+from .frame import FRAME_DPI, FRAME_SIZE, FrameDrawer
 
 __all__ = ["animate", "check_encoder", "ANIMATION_SUFFIXES", "GIF_WRITER", "MP4_WRITER"]
 
@@ -128,7 +129,7 @@ def animate(layers: LayerStates, path: str | os.PathLike, *, steps: Iterable[int
     :data:`~fitting.sandbox.frame.FRAME_DPI`), redrawn into one figure whose
     layout is fixed after the first frame.
     """
-    _check_layers(layers)
+    check_layer_states(layers)
     out = _check_path(path)
     fps = check_int(fps, "fps", 1, 60)
     chosen = _check_steps(layers, steps)
@@ -139,7 +140,7 @@ def animate(layers: LayerStates, path: str | os.PathLike, *, steps: Iterable[int
 
     fig = Figure(figsize=FRAME_SIZE, dpi=FRAME_DPI)
     FigureCanvasAgg(fig)
-    frame = _Frame(layers, fig)
+    frame = FrameDrawer(layers, fig)
     fig.get_layout_engine().set(w_pad=_PAD_W, h_pad=_PAD_H)
     total = len(chosen)
     with writer.saving(fig, str(out), FRAME_DPI):

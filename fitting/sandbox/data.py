@@ -21,7 +21,7 @@ import numpy as np
 from particles.core.validation import check_int
 from particles.trajectory import Trajectory
 
-__all__ = ["LayerStates", "load_layers", "NoLayersError", "LAYER_PREFIX", "HOW_TO_RECORD"]
+__all__ = ["LayerStates", "load_layers", "check_layer_states", "NoLayersError", "LAYER_PREFIX", "HOW_TO_RECORD"]
 
 #: prefix of the layer arrays among a trajectory's snapshot arrays (as fitting.training.layers writes them)
 LAYER_PREFIX = "layer_"
@@ -96,6 +96,14 @@ class LayerStates:
     def grad_norm_groups(self) -> list[str]:
         """The parameter groups with a gradient-norm curve."""
         return sorted(n[len("grad_norm_"):] for n in self.curves if n.startswith("grad_norm_"))
+
+
+def check_layer_states(layers: Any) -> LayerStates:
+    """``layers`` when it is a :class:`LayerStates`; a TypeError saying how to get one otherwise."""
+    if not isinstance(layers, LayerStates):
+        raise TypeError(f"layers must be a fitting.sandbox.LayerStates (load_layers(run)), got "
+                        f"{type(layers).__name__}")
+    return layers
 
 
 def load_layers(run: Trajectory | str | os.PathLike) -> LayerStates:

@@ -54,9 +54,9 @@ from matplotlib.patches import Patch, Polygon
 from matplotlib.path import Path
 from matplotlib.transforms import Bbox, IdentityTransform
 
-from .data import LayerStates
+from .data import LayerStates, check_layer_states
 
-__all__ = ["draw_frame", "class_colors", "frame_panels", "FRAME_SIZE", "FRAME_DPI", "PANEL_TITLES", "PAIR_SUM_TITLE",
+__all__ = ["draw_frame", "FrameDrawer", "class_colors", "frame_panels", "FRAME_SIZE", "FRAME_DPI", "PANEL_TITLES", "PAIR_SUM_TITLE",
            "CURVE_TITLES", "REGION_ALPHA"]
 
 #: the frame's size in inches (width, height) and its resolution
@@ -585,7 +585,7 @@ def _wipe(ax) -> None:
     ax.set_aspect("auto")
 
 
-class _Frame:
+class FrameDrawer:
     """The axes of a frame, built once and redrawn at each step (an
     animation redraws the state panels, the key, the cursors and the title
     into the same figure)."""
@@ -679,7 +679,7 @@ def draw_frame(layers: LayerStates, step: int, *, fig: Figure | None = None) -> 
     ValueError
         when ``step`` was not recorded, naming the nearest recorded steps.
     """
-    _check_layers(layers)
+    check_layer_states(layers)
     if fig is not None and not isinstance(fig, Figure):
         raise TypeError(f"fig must be a matplotlib.figure.Figure or None, got {type(fig).__name__}")
     layers.index(step)  # before any drawing
@@ -687,11 +687,7 @@ def draw_frame(layers: LayerStates, step: int, *, fig: Figure | None = None) -> 
         fig = Figure(figsize=FRAME_SIZE, dpi=FRAME_DPI)
     else:
         fig.clear()
-    _Frame(layers, fig).draw(step)
+    FrameDrawer(layers, fig).draw(step)
     return fig
 
 
-def _check_layers(layers: Any) -> None:
-    if not isinstance(layers, LayerStates):
-        raise TypeError(f"layers must be a fitting.sandbox.LayerStates (load_layers(run)), got "
-                        f"{type(layers).__name__}")

@@ -30,6 +30,7 @@ function showTab(name) {
   document.body.dataset.tab = name;
   if (name === "run" && state.run === null && $("run-select").options.length) safeOpenRun(Number($("run-select").value));
   if (name === "network" && typeof openNetworkTab === "function") openNetworkTab();  // network.js
+  if (name === "layers" && typeof openLayersTab === "function") openLayersTab().catch(() => { /* shown */ });  // layers.js
 }
 
 // ---- live -------------------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ def no_drawing(monkeypatch):
     """Fail the test when a frame is built (the checks come before any drawing)."""
     def refuse(*args, **kwargs):
         raise AssertionError("a frame was drawn before the checks")
-    monkeypatch.setattr(anim, "_Frame", refuse)
+    monkeypatch.setattr(anim, "FrameDrawer", refuse)
 
 
 def test_gif_has_one_frame_per_step(layers, tmp_path):
