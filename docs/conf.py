@@ -79,6 +79,8 @@ API = {
         "fitting.forcefit": "ForceLawFit, ForceRun, as_force_runs", "fitting.forcefit.figures": None,
         "fitting.survival.analysis": None, "fitting.signals.figures": None, "fitting.ode.figures": None, "fitting.training.figures": None, "fitting.survival.examples": None,
         "fitting.demo": "run_demo, DemoError",
+        "fitting.sandbox.data": None, "fitting.sandbox.frame": "draw_frame, class_colors",
+        "fitting.sandbox.animate": None, "fitting.sandbox.spikes": None,
     },
     "fitting.training (needs the torch extra)": {
         "fitting.training.configs": None, "fitting.training.trainer": "train, TrainingDivergedError, checkpoint_path",
@@ -86,6 +88,7 @@ API = {
         "fitting.training.grid": "train_grid, GridResult, GridFormatError, GRID_FIELDS",
         "fitting.training.network_sweep": "train_network_sweep, NetworkSweep, NetworkSweepFormatError",
         "fitting.training.compare": "compare_network, NetworkComparison, structure_summary, total_variation",
+        "fitting.training.layers": "LayerRecorder, check_layer_budget, TAP_STATES, PARAMETER_STATES, LAYER_BUDGET",
     },
 }
 INTERNALS = {

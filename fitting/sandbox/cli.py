@@ -43,6 +43,8 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
     frame_out = _writable_file(args.frame_out, "--frame-out", (".png", ".pdf", ".svg")) if args.step is not None \
         else None
     anim_out = _writable_file(args.animate, "--animate", (".gif", ".mp4")) if args.animate is not None else None
+    if args.every < 1:
+        raise ValueError(f"--every must be >= 1, got {args.every}")
     if args.fps is not None and not 1 <= args.fps <= 60:
         raise ValueError(f"--fps must be in [1, 60], got {args.fps}")
     layers = load_layers(args.run)  # no layer states: one line saying how to record them
@@ -60,8 +62,11 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         from .animate import animate
 
         bar = None if args.quiet else ProgressBar("sandbox animation", unit="frames")
-        writer = animate(layers, anim_out, fps=args.fps or 8, progress=bar)
-        print(f"wrote {anim_out} ({len(layers)} recorded steps, {writer})")
+        steps = [int(s) for s in layers.steps[::args.every]]
+        if steps[-1] != int(layers.steps[-1]):  # the run's last state always ends the animation
+            steps.append(int(layers.steps[-1]))
+        writer = animate(layers, anim_out, steps=steps, fps=args.fps or 8, progress=bar)
+        print(f"wrote {anim_out} ({len(steps)} of {len(layers)} recorded steps, {writer})")
     if args.report:
         from .spikes import find_stages, report_table, trace_spikes
 
@@ -84,6 +89,8 @@ def register_sandbox(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--animate", default=None, metavar="PATH",
                    help="write an animation over the recorded steps: PATH.gif (Pillow) or PATH.mp4 (ffmpeg)")
     p.add_argument("--fps", type=int, default=None, help="frames a second of the animation (1-60, default 8)")
+    p.add_argument("--every", type=int, default=1,
+                   help="animate every N-th recorded step and the last (default 1: all of them)")
     p.add_argument("--report", action="store_true", help="print the loss spikes and the two stages as a table")
     add_quiet(p)
     p.set_defaults(func=_cmd_sandbox)
