@@ -80,7 +80,7 @@ API = {
         "fitting.survival.analysis": None, "fitting.signals.figures": None, "fitting.ode.figures": None, "fitting.training.figures": None, "fitting.survival.examples": None,
         "fitting.demo": "run_demo, DemoError",
         "fitting.sandbox.data": None, "fitting.sandbox.frame": "draw_frame, class_colors",
-        "fitting.sandbox.animate": None, "fitting.sandbox.spikes": None,
+        "fitting.sandbox.animation": None, "fitting.sandbox.spikes": None,
     },
     "fitting.training (needs the torch extra)": {
         "fitting.training.configs": None, "fitting.training.trainer": "train, TrainingDivergedError, checkpoint_path",

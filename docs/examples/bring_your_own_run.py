@@ -10,7 +10,6 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
 import torch
 from torch import nn
 

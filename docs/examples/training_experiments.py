@@ -176,15 +176,8 @@ def weight_decay(args) -> dict:
 
 
 # ---------------------------------------------------------------- clustering heads
-def _within_class_share(frame: np.ndarray, labels: np.ndarray) -> float:
-    """Within-class variance of the normalised vectors over their total variance."""
-    z = frame / np.maximum(np.linalg.norm(frame, axis=1, keepdims=True), 1e-12)
-    total = np.sum((z - z.mean(axis=0)) ** 2)
-    within = sum(np.sum((z[labels == c] - z[labels == c].mean(axis=0)) ** 2) for c in np.unique(labels))
-    return float(within / total) if total > 0 else 1.0
-
-
 def clustering_heads(args) -> dict:
+    from fitting.sandbox import within_class_share
     from fitting.training import config_for
 
     seeds = range(args.first_seed, args.first_seed + (2 if args.quick else args.seeds))
@@ -197,7 +190,7 @@ def clustering_heads(args) -> dict:
         labels = np.array(t.meta["probe_labels"])
         cluster_epochs, final_ratio, half_epochs = {}, {}, {}
         for name in ("sequence_embedding", "attention_output"):
-            ratios = np.array([_within_class_share(frame, labels) for frame in t.snapshot_arrays[name]])
+            ratios = within_class_share(t.snapshot_arrays[name], labels)  # the sandbox's stage rule reads the same
             if name == "sequence_embedding":
                 residual_shares.append(ratios)
             for bound, out in ((0.05, cluster_epochs), (0.5, half_epochs)):

@@ -37,11 +37,13 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
 
     from .data import load_layers
 
+    if args.frame_out is not None and args.step is None:
+        raise ValueError("--frame-out goes with --step N (the step whose frame it holds)")
     if args.step is None and args.animate is None and not args.report:
         raise ValueError("say what to make: --step N (a frame), --animate PATH (an animation) or --report "
                          "(the spikes and stages)")
-    frame_out = _writable_file(args.frame_out, "--frame-out", (".png", ".pdf", ".svg")) if args.step is not None \
-        else None
+    frame_out = _writable_file(args.frame_out or "sandbox_frame.png", "--frame-out", (".png", ".pdf", ".svg")) \
+        if args.step is not None else None
     anim_out = _writable_file(args.animate, "--animate", (".gif", ".mp4")) if args.animate is not None else None
     if args.every < 1:
         raise ValueError(f"--every must be >= 1, got {args.every}")
@@ -49,9 +51,15 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         raise ValueError(f"--fps must be in [1, 60], got {args.fps}")
     layers = load_layers(args.run)  # no layer states: one line saying how to record them
     if args.step is not None:
-        layers.index(args.step)  # a step not recorded: the nearest recorded ones, before any drawing
+        try:  # a step not recorded: the nearest recorded ones, before any drawing
+            layers.index(args.step)
+        except ValueError as exc:
+            raise ValueError(f"--step: {exc}") from None
+    if args.report and layers.curve("train_loss") is None:  # before anything is drawn or written
+        raise ValueError("--report reads the run's per-step train_loss, which it does not have (log it with "
+                         "LayerRecorder.log(step, train_loss=...)); draw it with --step or --animate")
     if anim_out is not None and anim_out.suffix.lower() == ".mp4":
-        from .animate import check_encoder
+        from .animation import check_encoder
         check_encoder(anim_out)
     if args.step is not None:
         from .frame import draw_frame
@@ -59,7 +67,7 @@ def _cmd_sandbox(args: argparse.Namespace) -> int:
         save_figure(draw_frame(layers, args.step), frame_out)
         print(f"wrote {frame_out} (step {args.step})")
     if anim_out is not None:
-        from .animate import animate
+        from .animation import animate
 
         bar = None if args.quiet else ProgressBar("sandbox animation", unit="frames")
         steps = [int(s) for s in layers.steps[::args.every]]
@@ -84,7 +92,7 @@ def register_sandbox(subparsers: argparse._SubParsersAction) -> None:
                                           "as a table (--report).")
     p.add_argument("run", help="trajectory .npz recorded with layer states")
     p.add_argument("--step", type=int, default=None, help="draw every panel at this recorded step")
-    p.add_argument("--frame-out", default="sandbox_frame.png",
+    p.add_argument("--frame-out", default=None,
                    help="where --step's figure goes (.png, .pdf or .svg; default ./sandbox_frame.png)")
     p.add_argument("--animate", default=None, metavar="PATH",
                    help="write an animation over the recorded steps: PATH.gif (Pillow) or PATH.mp4 (ffmpeg)")

@@ -127,11 +127,12 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
     # one run in memory at a time (all seeds with --batched), measured before the folder is made; the seeds'
     # files on the disk that will hold them
-    check_training_memory(config, args.seeds if args.batched else 1, gradients=args.gradients, seed=seeds[0])
-    check_training_disk(config, args.seeds, args.out, gradients=args.gradients, seed=seeds[0])
     if args.layers:  # another model or d, or layer states over their budget: before the folder is made
         from .trainer import check_layers
-        check_layers(config, seeds[0])
+        check_layers(config, seeds[0], args.gradients)
+    check_training_memory(config, args.seeds if args.batched else 1, gradients=args.gradients, seed=seeds[0],
+                          layers=args.layers)
+    check_training_disk(config, args.seeds, args.out, gradients=args.gradients, seed=seeds[0], layers=args.layers)
     from .cluster import cluster_client
 
     with cluster_client(scheduler, _scheduler_flag(args)) as client:  # an address that does not answer: before the folder

@@ -333,6 +333,9 @@ class SparseModularConfig(TrainingConfig):
         if self.init == "apart" and self.d < 2:
             raise ValueError(f"init='apart' places the tokens on a circle: it needs d >= 2, got d={self.d}")
         _int_at_least("curriculum", self.curriculum, 0)
+        if self.curriculum and self.k < 2:
+            raise ValueError(f"curriculum needs k >= 2 (it sums fewer than k tokens first), got k={self.k}; use "
+                             "curriculum=0")
         if self.curriculum > self.steps:
             raise ValueError(f"curriculum must be in [0, steps={self.steps}], got {self.curriculum}")
 

@@ -257,14 +257,20 @@ class LayerRecorder:
 
         handles = [module.register_forward_hook(lambda _m, _i, out, name=name: hook(name, out))
                    for name, module in self.taps.items()]
-        training = self.model.training
+        modes = {m: m.training for m in self.model.modules()}  # each module's own mode, put back after
         try:
             self.model.eval()
             self.model(self._probe)
+            for handle in handles:
+                handle.remove()
+            return self._arrays(seen, calls)  # the parameters and region maps in eval mode too
         finally:
             for handle in handles:
                 handle.remove()
-            self.model.train(training)
+            for m, mode in modes.items():
+                m.training = mode
+
+    def _arrays(self, seen: dict[str, Any], calls: dict[str, int]) -> dict[str, np.ndarray]:
         out: dict[str, np.ndarray] = {}
         for name, fn in self.parameters.items():
             value = fn()

@@ -113,7 +113,8 @@ def same_config_dict(saved: Any, config: TrainingConfig) -> bool:
     if json.dumps(saved, sort_keys=True) == json.dumps(now, sort_keys=True):
         return True
     defaults = type(config)().to_dict()
-    return (set(saved) <= set(now) and all(json.dumps(saved[k]) == json.dumps(now[k]) for k in saved)
+    return (set(saved) <= set(now) and all(json.dumps(saved[k], sort_keys=True) == json.dumps(now[k], sort_keys=True)
+                                            for k in saved)
             and all(now[k] == defaults[k] for k in set(now) - set(saved)))
 
 
@@ -128,18 +129,28 @@ def _recording(task, config: TrainingConfig, gradients: bool) -> tuple[int, list
     return n_frequencies(p), series, every, snapshot_bytes
 
 
-def check_training_memory(config: TrainingConfig, runs: int = 1, *, gradients: bool = False, seed: int = 0) -> None:
+def _measured_task(config: TrainingConfig, seed: int, layers: bool):
+    """A task of ``config`` to measure a run's records from (its layer states recorded with ``layers``)."""
+    task = make_task(config, seed)
+    if layers:
+        task.record_layers()
+    return task
+
+
+def check_training_memory(config: TrainingConfig, runs: int = 1, *, gradients: bool = False, seed: int = 0,
+                          layers: bool = False) -> None:
     """Refuse, before any output or training, ``runs`` runs of ``config``
     held in memory at once (1 for :func:`train`; the seeds of a batched
-    stack) whose records (:func:`run_memory`), model and optimiser exceed
-    the memory budget; builds one small task of ``seed`` to measure them."""
-    task = make_task(config, seed)
+    stack) whose records (:func:`run_memory`, with the layer states when
+    ``layers``), model and optimiser exceed the memory budget; builds one
+    small task of ``seed`` to measure them."""
+    task = _measured_task(config, seed, layers)
     K, series, every, snapshot_bytes = _recording(task, config, gradients)
     model = sum(t.numel() * t.element_size() for t in task.model.parameters())  # with gradient and AdamW's two
     check_run_memory(config, runs, K + len(series), every, snapshot_bytes, fixed_bytes=4 * model)
 
 
-def check_layers(config: TrainingConfig, seed: int = 0) -> None:
+def check_layers(config: TrainingConfig, seed: int = 0, gradients: bool = False) -> None:
     """Refuse ``layers=True`` for ``config`` before any output or training:
     a model without layer states (another model, d != 2), or layer states
     over :data:`fitting.training.layers.LAYER_BUDGET` (the message names
@@ -148,20 +159,20 @@ def check_layers(config: TrainingConfig, seed: int = 0) -> None:
 
     task = make_task(config, seed)
     recorder = task.record_layers()
-    every = resolve_schedule(config.snapshot_every, config.spacing, False)
+    every = resolve_schedule(config.snapshot_every, config.spacing, gradients)  # the run's own schedule
     check_layer_budget(snapshot_count(config.steps, every), recorder.snapshot_bytes(),
                        f"{config.model} with steps={config.steps} and snapshot_every={config.snapshot_every!r}",
                        "use a sparser snapshot_every or fewer steps")
 
 
 def check_training_disk(config: TrainingConfig, seeds: int, out: str | os.PathLike, *, gradients: bool = False,
-                        seed: int = 0) -> None:
+                        seed: int = 0, layers: bool = False) -> None:
     """Refuse, before any output or training, ``seeds`` runs of ``config`` whose files (one a seed, about
     half of :func:`run_memory`: the records, uncompressed) would not fit in the free space of the disk that
     holds ``out`` (its nearest existing folder); the message names ``--seeds``."""
     import shutil
 
-    task = make_task(config, seed)
+    task = _measured_task(config, seed, layers)
     K, series, every, snapshot_bytes = _recording(task, config, gradients)
     per_run = run_memory(config.steps, K + len(series), every, snapshot_bytes) // 2
     folder = Path(out).absolute()
@@ -262,9 +273,15 @@ def _restore(task, rec: SeriesRecorder, state: dict) -> int:
 def _run_checkpoint(out: Path | None, config: TrainingConfig, seed: int, gradients: bool,
                     layers: bool = False) -> Checkpoint:
     """The checkpoint of the run of ``config`` and ``seed`` written to ``out`` (none without ``out``)."""
-    return Checkpoint(checkpoint_path(out) if out is not None else None,
-                      {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {}),
-                       **({"layers": True} if layers else {})},
+    identity = {"config": config.to_dict(), "seed": int(seed), **({"gradients": True} if gradients else {}),
+                **({"layers": True} if layers else {})}
+
+    def same(saved: dict) -> bool:  # a checkpoint from before a config field existed: the field at its default
+        rest = {k: v for k, v in identity.items() if k != "config"}
+        return same_config_dict(saved.get("config"), config) and \
+            {k: v for k, v in saved.items() if k != "config"} == rest
+
+    return Checkpoint(checkpoint_path(out) if out is not None else None, identity, same=same,
                       keys=("task", "recorder"))
 
 
@@ -360,7 +377,7 @@ def train(config: TrainingConfig, seed: int = 0, out: str | os.PathLike | None =
     device = check_device(device)
     check_device_dtype(device, getattr(config, "dtype", None))
     if layers:  # refused before anything is written: another model, another d, over the budget
-        check_layers(config, seed)
+        check_layers(config, seed, gradients)
     done = finished_run(out, config, seed, gradients, layers) if resume and out is not None else None
     if done is not None:  # finished before: nothing to redo
         return done
@@ -432,6 +449,9 @@ def _step_function(task, rec: SeriesRecorder, config: TrainingConfig, every: int
     into ``rec``."""
 
     def step(t: int, progress: Progress) -> None:
+        # from here the task moves (its minibatch generator and clock first): an interruption inside the step
+        # keeps the last checkpoint rather than writing one a step ahead of its count
+        progress.consistent = False
         values = task.step()
         values.update(task.evaluate())
         if not (np.isfinite(values["train_loss"]) and np.isfinite(values["val_loss"])):
@@ -445,7 +465,6 @@ def _step_function(task, rec: SeriesRecorder, config: TrainingConfig, every: int
         if due:
             rec.snapshot(t, E, task.snapshot_arrays())
         rec.record(t, values, S[1:])
-        progress.consistent = False
         gradient = task.embedding_gradient() if due and gradients else None
         task.apply_update()
         if gradient is not None:

@@ -57,11 +57,18 @@ function describeLaw(body) {
 function handOver() {
   const from = net.session;
   if (!from) return false;
-  if (part.busy) { part.queued = true; $("hand-status").textContent += " (another hand-over queued)"; return true; }
+  if (part.busy) {
+    if (!part.queued) $("hand-status").textContent += " (another hand-over queued)";
+    part.queued = true;
+    return true;
+  }
   part.busy = true;
   runHandOver(from).finally(() => {
     part.busy = false;
-    if (part.queued) { part.queued = false; handOver(); }
+    if (part.queued) {
+      part.queued = false;
+      if (!handOver()) $("hand-status").textContent = "the queued hand-over did not run: the network is not connected";
+    }
   });
   return true;
 }

@@ -30,6 +30,8 @@ def test_options_are_checked_before_any_work():
         config_for("sparse-modular", steps=100, curriculum=101)
     with pytest.raises(ValueError, match="curriculum"):
         config_for("sparse-modular", curriculum=-1)
+    with pytest.raises(ValueError, match="curriculum needs k >= 2"):
+        config_for("sparse-modular", k=1, steps=100, curriculum=50)
 
 
 def test_apart_changes_only_the_token_embedding_and_spaces_it_evenly():
@@ -90,3 +92,55 @@ def test_a_file_from_before_the_options_counts_as_the_default_run():
     assert same_config_dict(old, cfg)
     assert not same_config_dict(old, cfg.replace(init="apart"))
     assert not same_config_dict({**old, "lr": 1.0}, cfg)
+
+
+def test_an_interruption_inside_a_step_resumes_to_the_same_bits(tmp_path, monkeypatch):
+    """Ctrl-C while a step is under way (here in its validation pass, after the minibatch was drawn and the
+    curriculum's clock moved) keeps the last periodic checkpoint, not one a step ahead of its count."""
+    from fitting.training.models import SparseModularTask
+
+    cfg = config_for("sparse-modular", steps=200, curriculum=120)
+    whole = train(cfg, 2)
+    out = tmp_path / "run.npz"
+    calls = {"n": 0}
+    evaluate = SparseModularTask.evaluate
+
+    def interrupted(self):
+        calls["n"] += 1
+        if calls["n"] == 131:
+            raise KeyboardInterrupt
+        return evaluate(self)
+
+    monkeypatch.setattr(SparseModularTask, "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, 2, out, checkpoint_every=50)
+    monkeypatch.setattr(SparseModularTask, "evaluate", evaluate)
+    resumed = train(cfg, 2, out, checkpoint_every=50, resume=True)
+    np.testing.assert_array_equal(whole.embeddings, resumed.embeddings)
+    np.testing.assert_array_equal(whole.scalars["batch_loss"], resumed.scalars["batch_loss"])
+
+
+def test_a_checkpoint_from_before_the_options_resumes(tmp_path):
+    from fitting.training.trainer import checkpoint_path
+
+    cfg = config_for("sparse-modular", steps=150)
+    whole = train(cfg, 4)
+    out = tmp_path / "run.npz"
+
+    def stop(done, total):
+        if done == 60:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(cfg, 4, out, checkpoint_every=50, callback=stop)
+    ckpt = checkpoint_path(out)
+    state = torch.load(ckpt, weights_only=False)
+    for name in ("init_scale", "init", "curriculum"):  # written before these fields existed
+        del state["identity"]["config"][name]
+    del state["task"]["extra"]["steps_done"]
+    torch.save(state, ckpt)
+    resumed = train(cfg, 4, out, checkpoint_every=50, resume=True)
+    np.testing.assert_array_equal(whole.embeddings, resumed.embeddings)
+    with pytest.raises(ValueError, match="belongs to another run"):  # another option is another run
+        torch.save(state, ckpt)
+        train(cfg.replace(init="apart"), 4, out, checkpoint_every=50, resume=True)

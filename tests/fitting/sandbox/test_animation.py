@@ -1,4 +1,4 @@
-"""The sandbox's animation (fitting.sandbox.animate): a GIF of the frames
+"""The sandbox's animation (fitting.sandbox.animation): a GIF of the frames
 over the recorded steps, its checks made before any drawing, and the MP4
 refusal without ffmpeg; on synthetic layer states (no torch)."""
 
@@ -8,8 +8,8 @@ import pytest
 from matplotlib import animation
 from PIL import Image, ImageSequence
 
-import fitting.sandbox.animate as anim
-from fitting.sandbox.animate import GIF_WRITER, MP4_WRITER, animate, check_encoder
+import fitting.sandbox.animation as anim
+from fitting.sandbox.animation import GIF_WRITER, MP4_WRITER, animate, check_encoder
 from fitting.sandbox.frame import FRAME_DPI, FRAME_SIZE
 
 from .test_frame import synthetic_layers
