@@ -139,10 +139,26 @@ def main() -> None:
         summary["conditions"][c] = {"changes": CONDITIONS[c], "successes": k, "runs": len(mine),
                                     "wilson95": wilson(k, len(mine)), "kinds": kinds,
                                     "merged_tokens_at_end": sum(r["token_embedding_distance"][1] < 0.05 for r in mine),
-                                    "seeds_succeeding": [r["seed"] for r in mine if r["kind"] == "success"]}
+                                    "seeds_succeeding": [r["seed"] for r in mine if r["kind"] == "success"],
+                                    # paired with the default's run of the same seed (the recorded experiment)
+                                    "paired_with_default": {
+                                        "both": sum(r["kind"] == "success" and by_seed[r["seed"]]["success"]
+                                                    for r in mine),
+                                        "only_this": sum(r["kind"] == "success" and not by_seed[r["seed"]]["success"]
+                                                         for r in mine),
+                                        "only_default": sum(r["kind"] != "success" and by_seed[r["seed"]]["success"]
+                                                            for r in mine),
+                                        "neither": sum(r["kind"] != "success" and not by_seed[r["seed"]]["success"]
+                                                       for r in mine)}}
+    from scipy.stats import binomtest
+
+    for c, row in summary["conditions"].items():  # McNemar's exact test on the seeds whose outcomes differ
+        b, d = row["paired_with_default"]["only_this"], row["paired_with_default"]["only_default"]
+        row["paired_with_default"]["mcnemar_exact_p"] = binomtest(b, b + d).pvalue if b + d else 1.0
     Path(args.out).mkdir(parents=True, exist_ok=True)
     (Path(args.out) / "summary.json").write_text(json.dumps(summary, indent=2))
-    print(json.dumps({c: {k: v for k, v in s.items() if k in ("successes", "runs", "wilson95", "kinds")}
+    print(json.dumps({c: {k: v for k, v in s.items() if k in ("successes", "runs", "wilson95", "kinds",
+                                                               "paired_with_default")}
                       for c, s in summary["conditions"].items()}, indent=1))
     for row in summary["check"]:
         print(f"check seed {row['seed']}: {row['final_val_acc']} (recorded {row['recorded_final_val_acc']})")
