@@ -274,3 +274,20 @@ def test_a_run_with_layers_trains_the_same_bits_and_its_file_round_trips(tmp_pat
     Trajectory(plain.embeddings, plain.snapshot_steps).save(old)
     with pytest.raises(NoLayersError, match="has no layer states"):
         load_layers(old)
+
+
+def test_the_documented_plain_torch_example_records_a_run_the_sandbox_reads(tmp_path, monkeypatch):
+    """docs/examples/sandbox_own_model.py (docs/sandbox.md, your own model), run short."""
+    import runpy
+    import sys
+    from pathlib import Path
+
+    example = Path(__file__).resolve().parents[3] / "docs" / "examples" / "sandbox_own_model.py"
+    out = tmp_path / "mine.npz"
+    monkeypatch.setattr(sys, "argv", [str(example), "--steps", "100", "--out", str(out)])
+    runpy.run_path(str(example), run_name="__main__")
+    layers = load_layers(out)
+    assert list(layers.steps) == [0, 50, 100]
+    assert {"sequence", "normed_sequence", "mlp", "residual", "attention", "values", "normed_inputs", "logits",
+            "regions_sequence", "regions_residual", "token_embedding", "position", "query"} <= set(layers.states)
+    assert len(layers.curve("train_loss")[0]) == 101
