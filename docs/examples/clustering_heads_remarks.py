@@ -138,7 +138,7 @@ def main() -> None:
             kinds[r["kind"]] = kinds.get(r["kind"], 0) + 1
         summary["conditions"][c] = {"changes": CONDITIONS[c], "successes": k, "runs": len(mine),
                                     "wilson95": wilson(k, len(mine)), "kinds": kinds,
-                                    "merged_tokens_at_end": sum(r["token_embedding_distance"][1] < 0.05 for r in mine),
+                                    "merged_tokens_at_end": sum(r["token_embedding_distance"][1] < MERGED for r in mine),
                                     "seeds_succeeding": [r["seed"] for r in mine if r["kind"] == "success"],
                                     # paired with the default's run of the same seed (the recorded experiment)
                                     "paired_with_default": {

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from fitting.sandbox.data import HOW_TO_RECORD, LayerStates, NoLayersError, load_layers
+from fitting.sandbox.data import HOW_TO_RECORD, LayerStates, NoLayersError, envelope, load_layers
 
-from .runs import MAX_SERIES_POINTS, Run, thin
+from .runs import MAX_SERIES_POINTS, Run
 
 __all__ = ["RunLayers", "run_layers", "layer_work_bytes", "CACHE_KEY"]
 
@@ -40,9 +40,10 @@ class RunLayers:
             steps, values = np.asarray(steps), np.asarray(values, dtype=float)
             if values.ndim != 1 or steps.shape != values.shape:
                 continue
-            keep = thin(len(steps), MAX_SERIES_POINTS)
-            curves[key] = (steps[keep].astype(float), values[keep])
-        self.curves = curves  # thinned for the page (at most MAX_SERIES_POINTS each)
+            # each block's least and greatest value: a one-step spike stays on the page's chart
+            s, v = envelope(steps.astype(float), values, MAX_SERIES_POINTS)
+            curves[key] = (s, v)
+        self.curves = curves  # thinned for the page (about MAX_SERIES_POINTS each at most)
         info = states.meta
         config = info.get("config") if isinstance(info.get("config"), dict) else {}
         tokens = states.probe_tokens
@@ -56,7 +57,8 @@ class RunLayers:
     def held_bytes(self) -> int:
         """What this view holds beyond the run's own arrays: the thinned curves and the recorded steps
         (the states are the trajectory's arrays, counted with it), and the probe set's lists, about."""
-        own = sum(s.nbytes + v.nbytes for s, v in self.curves.values()) + self.states.steps.nbytes
+        points = sum(len(v) for _, v in self.curves.values())  # kept as arrays and as the meta's Python lists
+        own = sum(s.nbytes + v.nbytes for s, v in self.curves.values()) + 64 * points + 40 * len(self.states.steps)
         return int(own + 64 * self.states.probe_tokens.size + 64 * len(self.states.probe_labels))
 
     def meta(self) -> dict[str, Any]:

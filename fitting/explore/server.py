@@ -532,8 +532,9 @@ class Explorer:
         step = request.query_params.get("step")
         if step is None or not (step.isascii() and step.removeprefix("-").isdigit()):
             return _error(ValueError(f"step must be an int (the query ?step=N), got {step!r}"), 422, "step")
-        try:
-            view = await asyncio.to_thread(run_layers, run)
+        try:  # the view built here when no meta request came first: reserved as the meta's is
+            with self.ledger.reserve(layer_work_bytes(run, "meta"), "this run's layer states"):
+                view = await asyncio.to_thread(run_layers, run)
         except ValueError as exc:  # no layer states: how to record them
             return _error(exc, 422, "run")
 

@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from matplotlib import animation, rc_context
+from matplotlib import animation
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -148,8 +148,7 @@ def animate(layers: LayerStates, path: str | os.PathLike, *, steps: Iterable[int
             frame.draw(step)
             if done == 1:
                 fig.draw_without_rendering()  # the constrained layout, once; then the panels stay where they are
-                with rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
-                    fig.set_layout_engine(None)  # no layout engine: a frame is drawn once (not twice) when grabbed
+                fig.set_layout_engine("none")  # no layout engine: a frame is drawn once (not twice) when grabbed
             writer.grab_frame()
             if progress is not None:
                 progress(done, total)

@@ -21,7 +21,7 @@ import numpy as np
 from particles.core.validation import check_int
 from particles.trajectory import Trajectory
 
-__all__ = ["LayerStates", "load_layers", "check_layer_states", "NoLayersError", "LAYER_PREFIX", "HOW_TO_RECORD"]
+__all__ = ["LayerStates", "load_layers", "check_layer_states", "envelope", "NoLayersError", "LAYER_PREFIX", "HOW_TO_RECORD"]
 
 #: prefix of the layer arrays among a trajectory's snapshot arrays (as fitting.training.layers writes them)
 LAYER_PREFIX = "layer_"
@@ -74,7 +74,7 @@ class LayerStates:
     def index(self, step: Any) -> int:
         """The position of recorded step ``step``; a ValueError naming
         ``step`` and the nearest recorded steps when it was not recorded."""
-        step = check_int(step, "step", 0)
+        step = check_int(step, "step", 0, int(np.iinfo(np.int64).max))
         hits = np.flatnonzero(self.steps == step)
         if hits.size:
             return int(hits[0])
@@ -141,3 +141,22 @@ def load_layers(run: Trajectory | str | os.PathLike) -> LayerStates:
     curves.update(traj.curves)
     return LayerStates(steps=traj.snapshot_steps.copy(), states=arrays, probe_tokens=tokens, probe_labels=labels,
                        probe_split=split, p=p, curves=curves, meta=dict(traj.meta))
+
+
+def envelope(s: np.ndarray, v: np.ndarray, most: int) -> tuple[np.ndarray, np.ndarray]:
+    """At most about ``most`` points of a long series ``v`` at steps ``s``: the least and the greatest
+    value of each block of consecutive points, in order, so that a one-step spike stays (a faster drawing of
+    the same line; the frame's curves and the explorer's Layers tab both thin with it)."""
+    k = int(np.ceil(len(v) / max(most // 2, 1)))
+    if k < 2:
+        return s, v
+    n = len(v) // k * k
+    vb, sb = v[:n].reshape(-1, k), s[:n].reshape(-1, k)
+    with np.errstate(invalid="ignore"):
+        lo = np.nanargmin(np.where(np.isnan(vb), np.inf, vb), axis=1)
+        hi = np.nanargmax(np.where(np.isnan(vb), -np.inf, vb), axis=1)
+    first, second = np.minimum(lo, hi), np.maximum(lo, hi)
+    rows = np.arange(len(vb))
+    ss = np.column_stack([sb[rows, first], sb[rows, second]]).ravel()
+    vv = np.column_stack([vb[rows, first], vb[rows, second]]).ravel()
+    return np.concatenate([ss, s[n:]]), np.concatenate([vv, v[n:]])

@@ -54,7 +54,9 @@ from matplotlib.patches import Patch, Polygon
 from matplotlib.path import Path
 from matplotlib.transforms import Bbox, IdentityTransform
 
-from .data import LayerStates, check_layer_states
+from particles.core.validation import check_int
+
+from .data import LayerStates, check_layer_states, envelope
 
 __all__ = ["draw_frame", "FrameDrawer", "class_colors", "frame_panels", "FRAME_SIZE", "FRAME_DPI", "PANEL_TITLES", "PAIR_SUM_TITLE",
            "CURVE_TITLES", "REGION_ALPHA"]
@@ -114,9 +116,7 @@ def class_colors(p: int) -> np.ndarray:
         RGBA colours: ``tab10`` up to 10 classes, ``tab20`` up to 20,
         evenly spaced ``turbo`` colours beyond.
     """
-    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
-        raise ValueError(f"p must be an int >= 1, got {p!r}")
-    p = int(p)
+    p = check_int(p, "p", 1)
     if p <= 10:
         return to_rgba_array(colormaps["tab10"].colors[:p])
     if p <= 20:
@@ -340,12 +340,13 @@ def _residual(ax, ctx: _Ctx) -> None:
     if "token_embedding" in ctx.st and "regions_residual" in ctx.st:
         E = ctx.st["token_embedding"]
         ext = ctx.st["extent_residual"]
-        # the tied unembedding's rows, scaled into the plane's box (the direction is what classifies)
+        # the tied unembedding's rows from the origin (a logit is r . E_i), scaled into the plane's box (the
+        # direction is what classifies); the Layers tab draws them the same way
         half = 0.4 * min(ext[1] - ext[0], ext[3] - ext[2])
         scale = half / max(float(np.max(np.linalg.norm(E, axis=1))), 1e-12)
-        centre = np.array([(ext[0] + ext[1]) / 2, (ext[2] + ext[3]) / 2])
+        origin = np.zeros(2)
         for i, e in enumerate(E):
-            _arrow(ax, centre, centre + scale * e, ctx.colors[i], f"E{i}" if len(E) <= 10 else None, lw=1.1)
+            _arrow(ax, origin, origin + scale * e, ctx.colors[i], f"E{i}" if len(E) <= 10 else None, lw=1.1)
     _regions(ax, ctx, "residual")
 
 
@@ -444,24 +445,6 @@ def _series(layers: LayerStates, name: str) -> tuple[np.ndarray, np.ndarray] | N
     return np.asarray(c[0]), np.asarray(c[1], dtype=float)
 
 
-def _envelope(s: np.ndarray, v: np.ndarray, most: int = _CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
-    """At most about ``most`` points of a long series: the least and the greatest value of each block of
-    consecutive points, in order, so that spikes stay (a faster drawing of the same line)."""
-    k = int(np.ceil(len(v) / max(most // 2, 1)))
-    if k < 2:
-        return s, v
-    n = len(v) // k * k
-    vb, sb = v[:n].reshape(-1, k), s[:n].reshape(-1, k)
-    with np.errstate(invalid="ignore"):
-        lo = np.nanargmin(np.where(np.isnan(vb), np.inf, vb), axis=1)
-        hi = np.nanargmax(np.where(np.isnan(vb), -np.inf, vb), axis=1)
-    first, second = np.minimum(lo, hi), np.maximum(lo, hi)
-    rows = np.arange(len(vb))
-    ss = np.column_stack([sb[rows, first], sb[rows, second]]).ravel()
-    vv = np.column_stack([vb[rows, first], vb[rows, second]]).ravel()
-    return np.concatenate([ss, s[n:]]), np.concatenate([vv, v[n:]])
-
-
 def _headroom(ax, values: list[np.ndarray], top: float, bottom: float = 0.0) -> None:
     """y limits leaving ``top`` (and ``bottom``) of the axes' height free above (below) the data, for a legend."""
     v = np.concatenate([x[np.isfinite(x)] for x in values] or [np.ones(1)])
@@ -482,7 +465,7 @@ def _loss(ax, ctx: _Ctx) -> None:
                             ("val_loss", "validation", dict(color=_VAL_COLOR, lw=1.1, ls="--", zorder=3))):
         c = _series(lay, name)
         if c is not None:
-            ax.plot(*_envelope(*c), label=label, **kw)
+            ax.plot(*envelope(*c, _CURVE_POINTS), label=label, **kw)
             shown.append(c[1])
     pos = np.concatenate([v[np.isfinite(v) & (v > 0)] for v in shown] or [np.ones(1)])
     if pos.size and pos.max() / max(pos.min(), 1e-300) > 20:
@@ -499,7 +482,7 @@ def _accuracy(ax, ctx: _Ctx) -> None:
                             ("val_acc", "validation", dict(color=_VAL_COLOR, lw=1.1, ls="--", zorder=3))):
         c = _series(lay, name)
         if c is not None:
-            ax.plot(*_envelope(*c), label=label, **kw)
+            ax.plot(*envelope(*c, _CURVE_POINTS), label=label, **kw)
     ax.axhline(1 / ctx.p, color="0.6", lw=0.8, ls=":", label="chance")
     ax.set_ylim(-0.02, 1.3)
     ax.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
@@ -517,8 +500,8 @@ def _grad_norm(ax, ctx: _Ctx) -> None:
         color = palette[k % len(palette)]
         sm = _smooth(v, log=True)
         if sm is not v:
-            ax.plot(*_envelope(s, v), color=color, lw=0.4, alpha=0.18, zorder=1)
-        ax.plot(*_envelope(s, sm), color=color, lw=1.1, label=g, zorder=2)
+            ax.plot(*envelope(s, v, _CURVE_POINTS), color=color, lw=0.4, alpha=0.18, zorder=1)
+        ax.plot(*envelope(s, sm, _CURVE_POINTS), color=color, lw=1.1, label=g, zorder=2)
         shown.append(v[v > 0])
     _headroom(ax, shown, top=0.3)
     smoothed = ", moving average" if any(len(v) // 150 >= 2 for v in shown) else ""

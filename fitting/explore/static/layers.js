@@ -129,6 +129,7 @@ async function showLayersStep(index, began) {
       drawRecordedLayers(r, frame, index);
       const ms = performance.now() - t0;
       lay.latencies.push(ms);
+      if (lay.latencies.length > 200) lay.latencies.splice(0, lay.latencies.length - 200);  // the last 200
       layersTab().dataset.frameMs = ms.toFixed(1);
       $("layers-latency").textContent = `${ms.toFixed(0)} ms (request to panels drawn)`;
     }
@@ -304,7 +305,8 @@ function onLayersLiveFrame(frame) {
 function drawLiveLayers(frame) {
   const h = frame.header, meta = lay.live.meta, s = lay.live.series;
   const B = frame.arrays.sequence ? frame.arrays.sequence.shape[0] : 0;
-  if (!meta || meta.p !== h.p || meta.probe_labels.length !== B) return;  // a restarted run's meta is on its way
+  // a restarted run's meta is on its way: its probe classes are another run's until it comes
+  if (!meta || meta.restarts !== h.restarts || meta.p !== h.p || meta.probe_labels.length !== B) return;
   drawLayerPanels(frame.arrays, { p: h.p, k: h.k, T: h.T, labels: meta.probe_labels, split: meta.probe_split, smooth: true, step: h.step });
   layerReadout(h.step, h);
   const curves = {};
