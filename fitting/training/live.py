@@ -36,7 +36,7 @@ from .devices import check_device, check_device_dtype
 from .models import make_task
 from .threads import threads_for_work, torch_threads
 
-__all__ = ["LiveNetwork", "LiveSurvivalMLP", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "MAX_STEP_WORK",
+__all__ = ["frame_steps", "LiveNetwork", "LiveSurvivalMLP", "NETWORK_CONTROLS", "DECAY_TARGETS", "MAX_EMBEDDING", "MAX_STEP_WORK",
            "RECORDED", "network_control_spec"]
 
 #: the last steps whose embedding and minus loss gradient a live network keeps (:meth:`LiveNetwork.recorded`),
@@ -100,6 +100,36 @@ def _decays(weight_decay: float, decay_on: str) -> dict[str, Any]:
     if decay_on == "embedding":
         return {"weight_decay": 0.0, "embedding_weight_decay": weight_decay}
     return {"weight_decay": weight_decay, "embedding_weight_decay": 0.0}
+
+
+def frame_steps(net: Any, lock: FirstLock, n: int, threads: int, one_step: Callable[[], int | None],
+                budget: float | None, stop: Callable[[], bool] | None) -> int:
+    """A live network's frame: up to ``n`` calls of ``one_step`` (a training step), each under the
+    network's ``lock`` with ``threads`` torch
+    threads; returns the steps taken. The frame ends early when the run restarts (``net.restarts``
+    changes: the rest were the old run's steps), when ``one_step`` stops the run (it returns the steps
+    to count, after setting ``net.error``), or before a step that would pass
+    ``budget`` seconds (timed as the step before it; one step at least) or when ``stop()`` is True
+    (said in ``net.cut``). A control change or reset waits for one step at most."""
+    began, done, run, took = time.perf_counter(), 0, None, 0.0
+    net.cut = None
+    while done < n:
+        with lock, torch_threads(threads):
+            t0 = time.perf_counter()
+            run = net.restarts if run is None else run
+            if net.restarts != run:  # a restart or reset during the frame: the rest of its steps were the old run's
+                break
+            ended = one_step()
+            if ended is not None:
+                return done + ended
+            took = time.perf_counter() - t0
+        done += 1
+        lock.let_waiting_through()  # a control change or reset waits: it goes first
+        if done < n and ((budget is not None and time.perf_counter() - began + took > budget)
+                         or (stop is not None and stop())):
+            net.cut = {"done": done, "asked": n}
+            break
+    return done
 
 
 class LiveNetwork:
@@ -333,37 +363,26 @@ class LiveNetwork:
         n = int(self.values["steps_per_frame"] if steps is None else steps)
         threads = self._threads if parallel else 1
         self._frame_threads = threads
-        began, done, run, took = time.perf_counter(), 0, None, 0.0
-        self.cut = None
-        while done < n:
-            with self._lock, torch_threads(threads):
-                t0 = time.perf_counter()
-                run = self.restarts if run is None else run
-                if self.restarts != run:  # a restart or reset during the frame: the rest of its steps were the old run's
-                    break
-                values = self.task.step()
-                if not np.isfinite(values["train_loss"]):
-                    self.error = (f"the training loss became {values['train_loss']} at step {self.step}: reset, "
-                                  "or start again with another p, seed, training fraction or width")
-                    return done
-                # the state the gradient was taken at, before the update
-                self._recorded.append((self.step, self.task.embedding(), -self.task.embedding_gradient()))
-                self.task.apply_update()
-                self.step += 1
-                self.last = values
-                E = self.task.embedding()
-                if not np.all(np.isfinite(E)) or np.max(np.abs(E)) > MAX_EMBEDDING:  # at most x 100 a step
-                    self.error = (f"the embedding ran away at step {self.step} (beyond {MAX_EMBEDDING:g} or not "
-                                  "finite): lower the learning rate or the weight decay and reset")
-                    return done + 1
-                took = time.perf_counter() - t0
-            done += 1
-            self._lock.let_waiting_through()  # a control change or reset waits: it goes first
-            if done < n and ((budget is not None and time.perf_counter() - began + took > budget)
-                             or (stop is not None and stop())):
-                self.cut = {"done": done, "asked": n}
-                break
-        return done
+        return frame_steps(self, self._lock, n, threads, self._one_step, budget, stop)
+
+    def _one_step(self) -> int | None:
+        """One training step under the run's lock; None, or the steps to count when it stopped the run."""
+        values = self.task.step()
+        if not np.isfinite(values["train_loss"]):
+            self.error = (f"the training loss became {values['train_loss']} at step {self.step}: reset, "
+                          "or start again with another p, seed, training fraction or width")
+            return 0
+        # the state the gradient was taken at, before the update
+        self._recorded.append((self.step, self.task.embedding(), -self.task.embedding_gradient()))
+        self.task.apply_update()
+        self.step += 1
+        self.last = values
+        E = self.task.embedding()
+        if not np.all(np.isfinite(E)) or np.max(np.abs(E)) > MAX_EMBEDDING:  # at most x 100 a step
+            self.error = (f"the embedding ran away at step {self.step} (beyond {MAX_EMBEDDING:g} or not "
+                          "finite): lower the learning rate or the weight decay and reset")
+            return 1
+        return None
 
     def embedding(self) -> np.ndarray:
         """The token embedding now, (p, 2)."""

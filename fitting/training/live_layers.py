@@ -24,7 +24,6 @@ The explorer paces its frames to :data:`FRAME_RATE` a second
 from __future__ import annotations
 
 import math
-import time
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -37,6 +36,7 @@ from particles.core.locks import FirstLock
 from .configs import SparseModularConfig
 from .devices import check_device, check_device_dtype
 from .layers import LAYER_PREFIX
+from .live import frame_steps
 from .models import make_task
 from .threads import torch_threads
 
@@ -237,32 +237,21 @@ class LiveSparseModular:
         torch thread (``parallel`` is accepted for the interface and ignored: a step of this size
         gains nothing from more)."""
         n = int(self.values["steps_per_frame"] if steps is None else steps)
-        began, done, run, took = time.perf_counter(), 0, None, 0.0
-        self.cut = None
-        while done < n:
-            with self._lock, torch_threads(1):
-                t0 = time.perf_counter()
-                run = self.restarts if run is None else run
-                if self.restarts != run:  # restarted during the frame: the rest of its steps were the old run's
-                    break
-                if self.error is not None:
-                    return done
-                loss = float(self.task.minibatch_step().detach())
-                if not math.isfinite(loss):
-                    self.error = (f"the training loss became {loss} at step {self.step}: reset, or start again "
-                                  "with a lower learning rate or initial scale")
-                    return done
-                self.task.apply_update()
-                self.step += 1
-                self.batch_loss = loss
-                took = time.perf_counter() - t0
-            done += 1
-            self._lock.let_waiting_through()  # a control change or reset waits: it goes first
-            if done < n and ((budget is not None and time.perf_counter() - began + took > budget)
-                             or (stop is not None and stop())):
-                self.cut = {"done": done, "asked": n}
-                break
-        return done
+        return frame_steps(self, self._lock, n, 1, self._one_step, budget, stop)
+
+    def _one_step(self) -> int | None:
+        """One minibatch step under the run's lock; None, or 0 when the run is stopped (a non-finite loss)."""
+        if self.error is not None:
+            return 0
+        loss = float(self.task.minibatch_step().detach())
+        if not math.isfinite(loss):
+            self.error = (f"the training loss became {loss} at step {self.step}: reset, or start again "
+                          "with a lower learning rate or initial scale")
+            return 0
+        self.task.apply_update()
+        self.step += 1
+        self.batch_loss = loss
+        return None
 
     def embedding(self) -> np.ndarray:
         """The token embedding now, (p, 2)."""
